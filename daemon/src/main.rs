@@ -1,0 +1,5 @@
+//! praxisd: the Praxis daemon.
+
+fn main() {
+    std::process::exit(125);
+}

@@ -1,0 +1,22 @@
+//! Praxis policy: the pure function that turns a command into a decision.
+//!
+//! Nothing in this crate performs I/O. The daemon (or `praxis explain`) gathers a
+//! [`Context`] snapshot of the host, and every decision is computed from the
+//! request text plus that snapshot, so tests and benchmarks call it directly.
+//!
+//! The flow is two-phase so the caller knows what to look up on the host:
+//! [`Policy::analyze`] parses the request into simple commands, the caller
+//! fills a [`Context`] (including [`Analysis::programs`] resolved on `PATH`),
+//! then [`Policy::decide`] returns the [`Decision`].
+
+pub mod context;
+pub mod shell;
+pub mod verdict;
+
+pub use context::{Context, Resolution};
+pub use verdict::{Profile, Tier, Verdict};
+pub mod decision;
+pub mod engine;
+
+pub use decision::{CommandJudgment, Decision};
+pub use engine::{Analysis, CommandText, Limits, LoadError, Policy, Request, SandboxLists, Source, BUILTIN_PATTERNS};

@@ -1,0 +1,106 @@
+//! Shell front end: finds every simple command a string (or an argv) would run.
+//!
+//! Output is a flat list of [`SimpleCommand`]s with canonical words (quotes
+//! removed as the shell would), wrappers unwrapped, nested scripts (`sh -c`,
+//! literal `eval`, substitutions, here-docs fed to shells) parsed recursively,
+//! plus the reasons the text itself must be held ([`Script::holds`]).
+
+use serde::Serialize;
+
+/// One word after quote removal, as the shell would pass it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Word {
+    /// Canonical text. Literal parts are unquoted (`r''m` → `rm`); expansions that
+    /// cannot be known statically keep their source form (`$DIR`, `$(pwd)`).
+    /// `$HOME`, `${HOME}` and a leading unquoted `~` are written as `~`.
+    pub text: String,
+    /// Contains a parameter, command or arithmetic expansion whose value is unknown.
+    pub dynamic: bool,
+    /// Contains an unquoted glob character (`*`, `?`, `[`).
+    pub glob: bool,
+}
+
+/// What a redirection does to its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedirectKind {
+    Read,
+    Write,
+    Append,
+    ReadWrite,
+    /// `2>&1`, `>&-`: fd duplication or close, touches no path.
+    Duplicate,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Redirect {
+    pub fd: Option<u32>,
+    pub kind: RedirectKind,
+    pub target: Word,
+}
+
+/// What a command reads on its standard input, when that matters for judging
+/// (content fed to a shell or interpreter is code).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Feed {
+    #[default]
+    Inherited,
+    /// Piped from an earlier pipeline stage: indices into [`Script::commands`] of
+    /// the commands of that stage (several when the stage is a compound command).
+    Pipe { from: Vec<usize> },
+    /// A here-document body (after expansion markers, as text).
+    HereDoc { body: String },
+    /// A here-string word.
+    HereString { body: Word },
+}
+
+/// Where a simple command was found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    #[default]
+    TopLevel,
+    /// Inside `$(…)` or backticks.
+    CommandSubstitution,
+    /// Inside `<(…)` or `>(…)`.
+    ProcessSubstitution,
+    /// The script of `sh -c`, `bash -c`, literal `eval`, … .
+    ShellString,
+    /// A here-doc or here-string fed to a shell.
+    FedScript,
+    /// A function body.
+    FunctionBody,
+}
+
+/// One command the shell would execute.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SimpleCommand {
+    /// Canonical program name: basename of `invoked_as` (`/usr/bin/git` → `git`).
+    /// Empty for an assignment-only or redirection-only command.
+    pub program: String,
+    /// The command word as written, canonicalized (`./x.sh`, `/usr/bin/git`, `git`).
+    pub invoked_as: String,
+    /// Arguments after the command word.
+    pub args: Vec<Word>,
+    pub redirects: Vec<Redirect>,
+    /// Leading `NAME=value` assignments (also those given to `env`).
+    pub assignments: Vec<(String, Word)>,
+    /// Wrappers unwrapped to reach this command, outermost first
+    /// (`sudo`, `env`, `nohup`, `timeout`, `xargs`, `find -exec`, `sh -c`, `eval`, …).
+    pub wrappers: Vec<String>,
+    /// Reached through `sudo`, `doas`, `su -c`, `pkexec` or similar.
+    pub escalated: bool,
+    pub stdin: Feed,
+    pub origin: Origin,
+}
+
+/// The front end's result for one request.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Script {
+    pub commands: Vec<SimpleCommand>,
+    /// Reasons the request must be held whatever its commands are: a parse
+    /// error, a dynamic command word, `eval` of non-literal text, input over the
+    /// size cap, nesting too deep. Each names the construct.
+    pub holds: Vec<String>,
+}

@@ -1,0 +1,1 @@
+//! Wire types shared by Praxis clients and praxisd, and the framing codec.

@@ -1,0 +1,31 @@
+//! `praxis`: the operator CLI.
+
+use clap::{Parser, Subcommand};
+use praxis_shim::{explain, operator};
+
+#[derive(Debug, Parser)]
+#[command(name = "praxis", version, about = "Praxis operator CLI: explain decisions, trip the kill switch, read the audit log")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Judge a command locally and say why (no daemon needed).
+    Explain(explain::ExplainArgs),
+    /// Validate and test policy files.
+    #[command(subcommand)]
+    Policy(explain::PolicyCmd),
+    #[command(flatten)]
+    Operator(operator::OperatorCmd),
+}
+
+fn main() {
+    let code = match Cli::parse().cmd {
+        Cmd::Explain(args) => explain::explain(args),
+        Cmd::Policy(cmd) => explain::policy(cmd),
+        Cmd::Operator(cmd) => operator::run(cmd),
+    };
+    std::process::exit(code);
+}

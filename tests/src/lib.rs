@@ -1,0 +1,1 @@
+//! End-to-end tests drive the real binaries; see `tests/`.
