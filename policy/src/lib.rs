@@ -9,14 +9,18 @@
 //! fills a [`Context`] (including [`Analysis::programs`] resolved on `PATH`),
 //! then [`Policy::decide`] returns the [`Decision`].
 
+pub mod classify;
 pub mod context;
+pub mod decision;
+pub mod engine;
+pub mod redact;
+pub mod rules;
 pub mod shell;
 pub mod verdict;
 
 pub use context::{Context, Resolution};
-pub use verdict::{Profile, Tier, Verdict};
-pub mod decision;
-pub mod engine;
-
 pub use decision::{CommandJudgment, Decision};
-pub use engine::{Analysis, CommandText, Limits, LoadError, Policy, Request, SandboxLists, Source, BUILTIN_PATTERNS};
+pub use engine::{
+    Analysis, BUILTIN_PATTERNS, CommandText, Limits, LoadError, Policy, Request, SandboxLists, Source,
+};
+pub use verdict::{Profile, Tier, Verdict};

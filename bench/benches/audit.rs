@@ -1,0 +1,3 @@
+//! audit benchmark.
+
+fn main() {}

@@ -1,0 +1,3 @@
+//! policy benchmark.
+
+fn main() {}

@@ -1,0 +1,3 @@
+//! redact benchmark.
+
+fn main() {}

@@ -1,0 +1,3 @@
+//! sandbox benchmark.
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! The audit store: an append-only, hash-chained SQLite event log.

@@ -1,0 +1,1 @@
+//! Tier classifier: what each simple command does, driven by `patterns.toml`.

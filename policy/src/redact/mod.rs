@@ -1,0 +1,1 @@
+//! Redactor: masks secrets in text before it is shown, audited or logged.

@@ -1,0 +1,1 @@
+//! Rule engine: loading and validating policy files, deny-first evaluation.
