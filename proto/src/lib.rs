@@ -1,1 +1,16 @@
 //! Wire types shared by Praxis clients and praxisd, and the framing codec.
+//!
+//! A frame is a 6-byte header (payload length as a big-endian `u32`, the
+//! protocol version, the frame kind) followed by the payload. Messages are
+//! JSON; command output travels as raw bytes so it needs no escaping.
+
+pub mod frame;
+pub mod msg;
+pub mod paths;
+
+pub use frame::{Frame, FrameError, HEADER_LEN, MAX_FRAME, MAX_OUTPUT_CHUNK, PROTOCOL_VERSION};
+pub use msg::{
+    ClientMsg, Command, DecisionFrame, ErrorFrame, ExecRequest, ExitFrame, ExitStatus,
+    OperatorReply, OperatorRequest, ServerMsg, StatusReport, Verdict, VerifySummary,
+};
+pub use paths::{FORWARDED_ENV, Layout, Mode, forwarded_env, is_forwarded_env};

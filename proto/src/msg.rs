@@ -1,0 +1,191 @@
+//! The messages of the exec and operator protocols.
+
+use serde::{Deserialize, Serialize};
+
+/// What the boundary decided, as it travels on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Verdict {
+    Allow,
+    Hold,
+    Stop,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allow => "ALLOW",
+            Verdict::Hold => "HOLD",
+            Verdict::Stop => "STOP",
+        }
+    }
+}
+
+/// The command of a request: an argv, or a shell string run with the configured shell.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    Argv(Vec<String>),
+    Shell(String),
+}
+
+/// A request to run a command. The client's stdin and an `O_PATH` descriptor
+/// of its working directory travel beside it with `SCM_RIGHTS`; `cwd` is the
+/// client's own view of that directory, kept for the audit record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecRequest {
+    pub command: Command,
+    pub cwd: String,
+    /// Role the client claims; the daemon decides whether it may.
+    pub role: Option<String>,
+    pub session: Option<String>,
+    /// Agent runtime name (`claude-code`, `codex`, …), for the audit record.
+    pub runtime: Option<String>,
+    pub tool_call_id: Option<String>,
+    /// Allowlisted environment of the client (PATH, TERM, LANG, …).
+    pub env: Vec<(String, String)>,
+    /// Requested wall-clock limit; the daemon takes the lower of this and policy's.
+    pub timeout_secs: Option<u64>,
+}
+
+/// Client to daemon.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum ClientMsg {
+    Exec(ExecRequest),
+    /// Stop the running command (the client got SIGINT/SIGTERM).
+    Cancel,
+    Operator {
+        request: OperatorRequest,
+    },
+}
+
+/// The daemon's decision on an exec request, sent before any output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionFrame {
+    pub request_id: String,
+    pub decision: Verdict,
+    pub tier: String,
+    pub reason: String,
+    pub rule_ids: Vec<String>,
+    pub profile: String,
+    /// For HOLD: the operator command that would approve it.
+    pub approve_with: Option<String>,
+}
+
+/// How a command ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum ExitStatus {
+    Code(i32),
+    Signal(i32),
+    TimedOut,
+    /// Ran, but the daemon could not see it through (one-line reason).
+    Failed(String),
+}
+
+/// The last frame of an executed request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitFrame {
+    pub status: ExitStatus,
+    pub duration_ms: u64,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub truncated: bool,
+    /// Set when the daemon ended the command: kill switch, cancel, shutdown.
+    pub killed_because: Option<String>,
+}
+
+/// A refusal at the protocol level (malformed, oversized, wrong version…).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorFrame {
+    pub reason: String,
+}
+
+/// Operator requests: state changes are refused from inside sandboxed
+/// commands and from uids the daemon does not trust.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "op")]
+pub enum OperatorRequest {
+    Status,
+    Kill {
+        reason: Option<String>,
+    },
+    Release,
+    Reload,
+    AuditVerify,
+    AuditTail {
+        count: u32,
+    },
+    /// Events after `seq`, for `tail -f` and `watch`.
+    AuditAfter {
+        seq: u64,
+        limit: u32,
+    },
+    AuditShow {
+        request_id: String,
+    },
+    /// Events since an RFC 3339 timestamp or unix seconds (all when None).
+    AuditExport {
+        since: Option<String>,
+    },
+}
+
+/// The daemon's state, for `praxis status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusReport {
+    pub mode: String,
+    pub socket: String,
+    pub state_dir: String,
+    pub pid: u32,
+    pub policy_revision: String,
+    /// Why the daemon serves only HOLD (bad policy at start, failed self-test), if it does.
+    pub hold_all: Option<String>,
+    pub self_test: String,
+    pub kill_switch: Option<String>,
+    pub kill_file: String,
+    pub in_flight: u64,
+    pub requests: u64,
+    pub allowed: u64,
+    pub held: u64,
+    pub stopped: u64,
+    pub audit_events: u64,
+}
+
+/// Result of checking the audit chain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifySummary {
+    pub ok: bool,
+    pub events_checked: u64,
+    pub first_broken: Option<u64>,
+    pub problem: Option<String>,
+}
+
+/// Daemon to operator client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "reply")]
+pub enum OperatorReply {
+    Status(StatusReport),
+    Done {
+        message: String,
+    },
+    Verify(VerifySummary),
+    /// A batch of audit events as JSON objects; more may follow until `End`.
+    Events {
+        events: Vec<serde_json::Value>,
+    },
+    End,
+    Refused {
+        reason: String,
+    },
+}
+
+/// Daemon to client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum ServerMsg {
+    Decision(DecisionFrame),
+    Exit(ExitFrame),
+    Operator { reply: OperatorReply },
+    Error(ErrorFrame),
+}
