@@ -1,1 +1,351 @@
 //! The audit store: an append-only, hash-chained SQLite event log.
+//!
+//! # Storage
+//!
+//! One SQLite file (mode 0600, WAL) with the table `events`; every row is one
+//! event, `seq` counts 1, 2, 3, … without gaps. Triggers abort any UPDATE or
+//! DELETE on `events`, so changing history needs the triggers dropped first,
+//! and then the hash chain shows it. Other components may keep their own
+//! tables in the same file ([`AuditStore::open_with_schema`]) and change them
+//! atomically with an event ([`AuditStore::append_with`]).
+//!
+//! The store writes what it is given. Redaction, and digesting raw arguments
+//! and output, happen before an [`Event`] reaches it.
+//!
+//! # Hash chain
+//!
+//! For the event with sequence number `seq`:
+//!
+//! ```text
+//! hash = lowercase_hex(SHA-256(prev_hash ‖ canonical_record))
+//! ```
+//!
+//! where `prev_hash` is the `hash` of event `seq - 1` (64 ASCII `0`s for
+//! `seq = 1`), fed to SHA-256 as its 64 ASCII hex characters, and
+//! `canonical_record` is the UTF-8 text of one compact JSON object with:
+//!
+//! - one key per column except `hash` (29 keys, `prev_hash` and `seq`
+//!   included), sorted by byte order of the key;
+//! - each value exactly as stored: SQL NULL as `null`, INTEGER as a decimal
+//!   integer (`-` for negatives, no leading zeros, no exponent), TEXT as a JSON
+//!   string. The JSON-valued columns (`argv_redacted`, `rule_ids`,
+//!   `credentials`, `detail`) are TEXT and enter as strings holding their
+//!   stored text, not re-encoded; `truncated` is INTEGER 0 or 1;
+//! - no whitespace outside strings; in strings only `"`, `\` and control
+//!   characters U+0000–U+001F are escaped, as `\"`, `\\`, `\b`, `\f`, `\n`,
+//!   `\r`, `\t`, or else `\u00XX` with lowercase hex; everything else,
+//!   non-ASCII included, is written as raw UTF-8.
+//!
+//! Python reproduces it as
+//! `json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()`
+//! for `row` = the row as a dict without `hash`.
+//!
+//! Verification walks from `seq = 1`, checking for each row that `seq` follows
+//! on, that `prev_hash` equals the previous row's `hash` and that `hash`
+//! recomputes; it also compares the last `seq` with the highest one SQLite
+//! ever assigned (`sqlite_sequence`) to notice rows cut from the end.
+//!
+//! # Writing
+//!
+//! One writer thread owns the write connection and commits in groups: it
+//! drains every queued append into one transaction. Every append call returns only after its COMMIT, so an
+//! [`Appended`] is proof the event is in the file; an error means it is not,
+//! and the caller must treat the request as HOLD.
+
+mod event;
+mod read;
+mod record;
+mod schema;
+mod time;
+mod verify;
+mod writer;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+
+pub use event::{Appended, Durability, Event, EventKind, StoredEvent};
+pub use verify::VerifyReport;
+pub use writer::TxOp;
+
+use read::{Readers, sql_limit};
+use writer::{Head, Job, Reply};
+
+/// Why an audit operation failed. Every message is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error("audit database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("audit store {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("audit database refused WAL mode (journal_mode is {0})")]
+    NotWal(String),
+    #[error("audit database schema version {0} is newer than this praxisd understands")]
+    NewerSchema(i64),
+    #[error("audit chain head is broken at seq {seq}: {problem}; run `praxis audit verify`")]
+    HeadBroken { seq: i64, problem: String },
+    #[error("audit event rejected: {0}")]
+    Rejected(String),
+    #[error("audit batch not committed: {0}")]
+    Commit(String),
+    #[error("audit writer is not running")]
+    WriterGone,
+    #[error("audit event field {field} is out of range")]
+    OutOfRange { field: &'static str },
+    #[error("audit row seq {seq} is malformed: {problem}")]
+    Corrupt { seq: i64, problem: String },
+    #[error("audit timestamp {0:?} is not RFC 3339")]
+    BadTimestamp(String),
+    #[error("audit JSON encoding: {0}")]
+    Json(serde_json::Error),
+    #[error("audit export write: {0}")]
+    Export(std::io::Error),
+}
+
+/// Handle to the audit store. Cheap to clone; all clones share one writer
+/// thread, which stops (after finishing queued appends) when the last clone
+/// is dropped.
+#[derive(Clone)]
+pub struct AuditStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    jobs: Option<Sender<Job>>,
+    writer: Option<JoinHandle<()>>,
+    readers: Readers,
+    /// The last head the writer committed, for verifying a live store.
+    head: Arc<Mutex<Head>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the queue ends the writer loop once it is drained.
+        drop(self.jobs.take());
+        if let Some(writer) = self.writer.take()
+            && writer.thread().id() != thread::current().id()
+            && writer.join().is_err()
+        {
+            tracing::error!("audit writer thread panicked");
+        }
+    }
+}
+
+impl AuditStore {
+    /// Opens (creating if needed) the store at `path`: file mode 0600, WAL,
+    /// schema, and a check of the chain head the next event will link to.
+    pub fn open(path: impl AsRef<Path>) -> Result<AuditStore, AuditError> {
+        AuditStore::open_with_schema(path, &[])
+    }
+
+    /// Like [`AuditStore::open`], also running each of `extra` (idempotent
+    /// schema SQL such as `CREATE TABLE IF NOT EXISTS …`) so other tables live
+    /// in the same file and can be changed in an event's transaction.
+    pub fn open_with_schema(
+        path: impl AsRef<Path>,
+        extra: &[&str],
+    ) -> Result<AuditStore, AuditError> {
+        let path = path.as_ref();
+        let conn = schema::open_writer(path, extra)?;
+        let head = verify::load_head(&conn)?;
+        let shared = Arc::new(Mutex::new(head.clone()));
+        let (jobs, writer) = writer::spawn(conn, head, Arc::clone(&shared))?;
+        Ok(AuditStore {
+            inner: Arc::new(Inner {
+                path: path.to_owned(),
+                jobs: Some(jobs),
+                writer: Some(writer),
+                readers: Readers::new(path),
+                head: shared,
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Appends `event` and blocks until it is committed. Do not call from an
+    /// async task; use [`AuditStore::append_async`] there.
+    pub fn append(&self, event: Event, durability: Durability) -> Result<Appended, AuditError> {
+        self.append_blocking(event, durability, None)
+    }
+
+    /// Appends `event` and waits (without blocking the runtime) until it is
+    /// committed.
+    pub async fn append_async(
+        &self,
+        event: Event,
+        durability: Durability,
+    ) -> Result<Appended, AuditError> {
+        self.append_awaiting(event, durability, None).await
+    }
+
+    /// Appends `event` after running `op` in the same transaction, right
+    /// before the event's insert. If `op` returns `Err(reason)` (or panics),
+    /// or the insert fails, both are undone and this call returns
+    /// [`AuditError::Rejected`] (or the insert's error); other events of the
+    /// batch are unaffected. Blocks until committed.
+    pub fn append_with(
+        &self,
+        event: Event,
+        durability: Durability,
+        op: TxOp,
+    ) -> Result<Appended, AuditError> {
+        self.append_blocking(event, durability, Some(op))
+    }
+
+    /// The async form of [`AuditStore::append_with`].
+    pub async fn append_with_async(
+        &self,
+        event: Event,
+        durability: Durability,
+        op: TxOp,
+    ) -> Result<Appended, AuditError> {
+        self.append_awaiting(event, durability, Some(op)).await
+    }
+
+    fn append_blocking(
+        &self,
+        event: Event,
+        durability: Durability,
+        op: Option<TxOp>,
+    ) -> Result<Appended, AuditError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.submit(Job {
+            event,
+            durability,
+            op,
+            reply: Reply::Blocking(tx),
+        })?;
+        rx.recv().map_err(|_| AuditError::WriterGone)?
+    }
+
+    async fn append_awaiting(
+        &self,
+        event: Event,
+        durability: Durability,
+        op: Option<TxOp>,
+    ) -> Result<Appended, AuditError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit(Job {
+            event,
+            durability,
+            op,
+            reply: Reply::Async(tx),
+        })?;
+        rx.await.map_err(|_| AuditError::WriterGone)?
+    }
+
+    fn submit(&self, job: Job) -> Result<(), AuditError> {
+        let jobs = self.inner.jobs.as_ref().ok_or(AuditError::WriterGone)?;
+        jobs.send(job).map_err(|_| AuditError::WriterGone)
+    }
+
+    /// Walks the whole chain and names the first broken `seq`, if any. Also
+    /// catches rows removed behind the head this handle committed.
+    pub fn verify(&self) -> Result<VerifyReport, AuditError> {
+        // Read the committed head before the snapshot starts, so the snapshot
+        // is guaranteed to contain it.
+        let committed = self
+            .inner
+            .head
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        self.inner
+            .readers
+            .with(|conn| verify::verify(conn, Some(&committed)))
+    }
+
+    /// The last `n` events, oldest first.
+    pub fn tail(&self, n: usize) -> Result<Vec<StoredEvent>, AuditError> {
+        let mut events = self
+            .inner
+            .readers
+            .with(|conn| read::events(conn, "ORDER BY seq DESC LIMIT ?1", [sql_limit(n)]))?;
+        events.reverse();
+        Ok(events)
+    }
+
+    /// Up to `limit` events with `seq` greater than `seq`, oldest first: the
+    /// polling step of `tail -f` and `watch`.
+    pub fn after(&self, seq: i64, limit: usize) -> Result<Vec<StoredEvent>, AuditError> {
+        self.inner.readers.with(|conn| {
+            read::events(
+                conn,
+                "WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                [seq, sql_limit(limit)],
+            )
+        })
+    }
+
+    /// Events at or after the RFC 3339 time `ts` (any offset, or a bare date).
+    pub fn since(&self, ts: &str) -> Result<Vec<StoredEvent>, AuditError> {
+        let ts = time::normalize(ts)?;
+        self.inner
+            .readers
+            .with(|conn| read::events(conn, "WHERE ts >= ?1 ORDER BY seq", [&ts]))
+    }
+
+    /// Every event of one request, in order.
+    pub fn by_request(&self, request_id: &str) -> Result<Vec<StoredEvent>, AuditError> {
+        self.inner
+            .readers
+            .with(|conn| read::events(conn, "WHERE request_id = ?1 ORDER BY seq", [request_id]))
+    }
+
+    /// Number of events per kind.
+    pub fn count_by_kind(&self) -> Result<BTreeMap<String, u64>, AuditError> {
+        self.inner
+            .readers
+            .with(|conn| read::count_by(conn, "kind", ""))
+    }
+
+    /// Number of `decided` events per decision.
+    pub fn count_by_decision(&self) -> Result<BTreeMap<String, u64>, AuditError> {
+        self.inner
+            .readers
+            .with(|conn| read::count_by(conn, "decision", "AND kind = 'decided'"))
+    }
+
+    /// Writes events (all, or those at or after `since`) to `out` as JSON
+    /// Lines: one object per event, keys named as the columns, JSON-valued
+    /// columns as JSON. Returns the number of lines.
+    pub fn export_jsonl(
+        &self,
+        since: Option<&str>,
+        out: &mut dyn Write,
+    ) -> Result<u64, AuditError> {
+        let since = since.map(time::normalize).transpose()?;
+        self.inner
+            .readers
+            .with(|conn| read::export_jsonl(conn, since.as_deref(), out))
+    }
+
+    /// Runs a read-only query on the store's file, e.g. over a table added
+    /// with [`AuditStore::open_with_schema`].
+    pub fn read<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, AuditError> {
+        self.inner
+            .readers
+            .with(|conn| f(conn).map_err(AuditError::from))
+    }
+}
+
+/// Verifies the store at `path` without a running daemon, opening it
+/// read-only.
+pub fn verify_file(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
+    let conn = schema::open_reader(path.as_ref())?;
+    verify::verify(&conn, None)
+}

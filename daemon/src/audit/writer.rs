@@ -1,0 +1,234 @@
+//! The single writer thread and its group commit.
+//!
+//! Appenders send a [`Job`] and wait. The thread takes the first job, drains
+//! every other job already queued, and writes them all in one IMMEDIATE
+//! transaction: chain computed in queue order, one COMMIT (one fsync under
+//! `synchronous=FULL`) for the whole batch, then each waiter gets its answer.
+//! Nothing is acknowledged before its COMMIT returned.
+
+use std::iter;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::mpsc::{Receiver, Sender, SyncSender};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
+
+use super::event::{Appended, Durability, Event};
+use super::record::{COLUMNS, canonical, chain_hash, record_of};
+use super::{AuditError, time, verify};
+
+/// Work run inside the batch transaction right before its event is inserted;
+/// an `Err` rejects that event alone.
+pub type TxOp = Box<dyn FnOnce(&Transaction<'_>) -> Result<(), String> + Send>;
+
+/// Upper bound on events per transaction, so one waiter is never held behind
+/// an unbounded queue.
+const MAX_BATCH: usize = 4096;
+
+static INSERT: LazyLock<String> = LazyLock::new(|| {
+    let placeholders: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
+    format!(
+        "INSERT INTO events ({}) VALUES ({})",
+        COLUMNS.join(", "),
+        placeholders.join(", ")
+    )
+});
+
+/// The last committed event: what the next event chains onto.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub seq: i64,
+    pub hash: String,
+}
+
+/// Where the answer for one append goes.
+pub(crate) enum Reply {
+    Blocking(SyncSender<Result<Appended, AuditError>>),
+    Async(tokio::sync::oneshot::Sender<Result<Appended, AuditError>>),
+}
+
+impl Reply {
+    fn send(self, outcome: Result<Appended, AuditError>) {
+        // A waiter that went away (cancelled task) needs no answer; its
+        // event's fate is already decided and recorded.
+        match self {
+            Reply::Blocking(tx) => drop(tx.send(outcome)),
+            Reply::Async(tx) => drop(tx.send(outcome)),
+        }
+    }
+}
+
+/// One append request.
+pub(crate) struct Job {
+    pub event: Event,
+    pub durability: Durability,
+    pub op: Option<TxOp>,
+    pub reply: Reply,
+}
+
+/// Starts the writer thread on `conn`, chaining onto `head`. `shared` mirrors
+/// the committed head for readers.
+pub(crate) fn spawn(
+    conn: Connection,
+    head: Head,
+    shared: Arc<Mutex<Head>>,
+) -> Result<(Sender<Job>, JoinHandle<()>), AuditError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let writer = Writer {
+        conn,
+        head,
+        shared,
+        synchronous: Durability::Normal,
+    };
+    let handle = thread::Builder::new()
+        .name("praxis-audit-writer".into())
+        .spawn(move || writer.run(rx))
+        .map_err(|source| AuditError::Io {
+            path: "audit writer thread".into(),
+            source,
+        })?;
+    Ok((tx, handle))
+}
+
+struct Writer {
+    conn: Connection,
+    head: Head,
+    shared: Arc<Mutex<Head>>,
+    /// The `synchronous` level the connection is currently set to.
+    synchronous: Durability,
+}
+
+impl Writer {
+    fn run(mut self, jobs: Receiver<Job>) {
+        while let Ok(first) = jobs.recv() {
+            let mut batch = vec![first];
+            batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
+            self.commit(batch);
+        }
+    }
+
+    fn commit(&mut self, batch: Vec<Job>) {
+        let durability = batch
+            .iter()
+            .map(|job| job.durability)
+            .max()
+            .unwrap_or(Durability::Normal);
+        let (replies, work): (Vec<Reply>, Vec<(Event, Option<TxOp>)>) = batch
+            .into_iter()
+            .map(|job| (job.reply, (job.event, job.op)))
+            .unzip();
+        let result = self
+            .set_synchronous(durability)
+            .and_then(|()| write_batch(&mut self.conn, &self.head, work));
+        match result {
+            Ok((outcomes, head)) => {
+                self.head = head;
+                *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = self.head.clone();
+                for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                    reply.send(outcome);
+                }
+            }
+            Err(error) => {
+                let message = error.to_string();
+                tracing::error!(error = %message, "audit batch not committed");
+                // The transaction rolled back; re-read the tip in case SQLite
+                // had already ended it on its own.
+                match verify::load_head(&self.conn) {
+                    Ok(head) => self.head = head,
+                    Err(e) => {
+                        tracing::error!(error = %e, "audit head unreadable after failed batch")
+                    }
+                }
+                for reply in replies {
+                    reply.send(Err(AuditError::Commit(message.clone())));
+                }
+            }
+        }
+    }
+
+    fn set_synchronous(&mut self, durability: Durability) -> Result<(), AuditError> {
+        if self.synchronous != durability {
+            let level = match durability {
+                Durability::Full => "FULL",
+                Durability::Normal => "NORMAL",
+            };
+            self.conn.pragma_update(None, "synchronous", level)?;
+            self.synchronous = durability;
+        }
+        Ok(())
+    }
+}
+
+/// Writes one batch in one transaction. The outer error aborts the whole
+/// batch; inner errors reject single events.
+fn write_batch(
+    conn: &mut Connection,
+    head: &Head,
+    work: Vec<(Event, Option<TxOp>)>,
+) -> Result<(Vec<Result<Appended, AuditError>>, Head), AuditError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut tip = head.clone();
+    let mut outcomes = Vec::with_capacity(work.len());
+    for (event, op) in work {
+        let outcome = match op {
+            None => insert(&tx, &tip, &event),
+            Some(op) => with_savepoint(&tx, &tip, &event, op)?,
+        };
+        match &outcome {
+            Ok(appended) => {
+                tip = Head {
+                    seq: appended.seq,
+                    hash: appended.hash.clone(),
+                }
+            }
+            // Some failures (disk full, I/O) make SQLite roll back the whole
+            // transaction; later inserts would then autocommit one by one.
+            Err(_) if tx.is_autocommit() => {
+                return Err(AuditError::Commit(
+                    "transaction rolled back by SQLite".into(),
+                ));
+            }
+            Err(_) => {}
+        }
+        outcomes.push(outcome);
+    }
+    tx.commit()?;
+    Ok((outcomes, tip))
+}
+
+/// Runs `op` and inserts `event` under a savepoint, so a failure of either
+/// undoes both and leaves the rest of the batch alone.
+fn with_savepoint(
+    tx: &Transaction<'_>,
+    tip: &Head,
+    event: &Event,
+    op: TxOp,
+) -> Result<Result<Appended, AuditError>, AuditError> {
+    tx.execute_batch("SAVEPOINT audit_event")?;
+    let outcome = match panic::catch_unwind(AssertUnwindSafe(|| op(tx))) {
+        Ok(Ok(())) => insert(tx, tip, event),
+        Ok(Err(reason)) => Err(AuditError::Rejected(reason)),
+        Err(_) => Err(AuditError::Rejected("transaction hook panicked".into())),
+    };
+    if outcome.is_err() {
+        tx.execute_batch("ROLLBACK TO audit_event")?;
+    }
+    tx.execute_batch("RELEASE audit_event")?;
+    Ok(outcome)
+}
+
+/// Chains `event` onto `tip` and inserts it.
+fn insert(tx: &Transaction<'_>, tip: &Head, event: &Event) -> Result<Appended, AuditError> {
+    let seq = tip.seq + 1;
+    let ts = time::now();
+    let record = record_of(event, seq, &ts, &tip.hash)?;
+    let canonical = canonical(&record).map_err(|problem| AuditError::Corrupt { seq, problem })?;
+    let hash = chain_hash(&tip.hash, &canonical);
+    let hash_value = Value::Text(hash.clone());
+    tx.prepare_cached(&INSERT)?.execute(params_from_iter(
+        record.iter().chain(iter::once(&hash_value)),
+    ))?;
+    Ok(Appended { seq, ts, hash })
+}
