@@ -1,0 +1,629 @@
+//! Audit store behaviour through its public API, with tampering done the way
+//! an attacker with file access would: a raw SQLite connection.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+use praxis_daemon::audit::{
+    AuditError, AuditStore, Durability, Event, EventKind, StoredEvent, TxOp, verify_file,
+};
+use rusqlite::Connection;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+const APPROVALS: &str = "CREATE TABLE IF NOT EXISTS approvals (id TEXT PRIMARY KEY, consumed INTEGER NOT NULL DEFAULT 0)";
+
+fn scratch() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    (dir, path)
+}
+
+fn decided(n: usize) -> Event {
+    Event {
+        request_id: Some(format!("req-{n}")),
+        session: Some("s1".into()),
+        role: Some("agent".into()),
+        uid: Some(1000),
+        pid: Some(4242),
+        cwd: Some("/home/dev/project".into()),
+        argv_redacted: Some(vec!["git".into(), "push".into(), "[REDACTED]".into()]),
+        arguments_digest: Some("ab".repeat(32)),
+        tier: Some("external_side_effect".into()),
+        decision: Some(if n.is_multiple_of(2) { "ALLOW" } else { "HOLD" }.into()),
+        reason: Some(format!("reason {n}")),
+        rule_ids: Some(vec!["hold.git_push".into()]),
+        policy_revision: Some("rev1".into()),
+        profile: Some("workspace-write".into()),
+        ..Event::new(EventKind::Decided)
+    }
+}
+
+fn fill(store: &AuditStore, n: usize) {
+    for i in 1..=n {
+        let appended = store.append(decided(i), Durability::Normal).unwrap();
+        assert_eq!(appended.seq, i as i64);
+    }
+}
+
+/// Runs SQL on the file as an outsider would.
+fn tamper(path: &Path, sql: &str) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(sql).unwrap();
+}
+
+fn seqs(events: &[StoredEvent]) -> Vec<i64> {
+    events.iter().map(|e| e.seq).collect()
+}
+
+#[test]
+fn append_then_verify_round_trip() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 10);
+    let report = store.verify().unwrap();
+    assert!(report.ok, "{report:?}");
+    assert_eq!(report.events_checked, 10);
+    assert_eq!(report.first_broken, None);
+
+    let tail = store.tail(3).unwrap();
+    assert_eq!(seqs(&tail), [8, 9, 10]);
+    assert_eq!(tail[2].event, decided(10));
+    assert_eq!(tail[1].hash, tail[2].prev_hash);
+    assert_eq!(seqs(&store.after(4, 2).unwrap()), [5, 6]);
+    assert_eq!(seqs(&store.by_request("req-7").unwrap()), [7]);
+    assert_eq!(store.tail(100).unwrap().len(), 10);
+    assert_eq!(store.tail(100).unwrap()[0].prev_hash, "0".repeat(64));
+}
+
+#[test]
+fn database_file_is_private_and_in_wal_mode() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 1);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let mode: String = store
+        .read(|c| c.query_row("PRAGMA journal_mode", [], |r| r.get(0)))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn tampered_reason_or_decision_names_that_seq() {
+    for column in ["reason", "decision"] {
+        let (_dir, path) = scratch();
+        let store = AuditStore::open(&path).unwrap();
+        fill(&store, 10);
+        tamper(
+            &path,
+            &format!(
+                "DROP TRIGGER events_no_update; UPDATE events SET {column} = 'edited' WHERE seq = 5;"
+            ),
+        );
+        for report in [store.verify().unwrap(), verify_file(&path).unwrap()] {
+            assert!(!report.ok);
+            assert_eq!(report.first_broken, Some(5), "{column}: {report:?}");
+            assert_eq!(report.events_checked, 4);
+            assert!(report.problem.unwrap().contains("hash mismatch"));
+        }
+    }
+}
+
+#[test]
+fn tampered_prev_hash_is_named() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 10);
+    let forged = "f".repeat(64);
+    tamper(
+        &path,
+        &format!(
+            "DROP TRIGGER events_no_update; UPDATE events SET prev_hash = '{forged}' WHERE seq = 5;"
+        ),
+    );
+    let report = verify_file(&path).unwrap();
+    assert_eq!(report.first_broken, Some(5));
+    assert!(
+        report.problem.unwrap().contains("prev_hash"),
+        "prev_hash tamper not named"
+    );
+}
+
+/// The documented hash, computed independently of the store's code: a
+/// sorted JSON object of the stored row (minus `hash`), prefixed by `prev_hash`.
+fn documented_hash(conn: &Connection, seq: i64) -> (String, String) {
+    use rusqlite::types::Value;
+    let mut stmt = conn.prepare("SELECT * FROM events WHERE seq = ?1").unwrap();
+    let names: Vec<String> = stmt.column_names().map(String::from).collect();
+    stmt.query_row([seq], |row| {
+        let mut fields = std::collections::BTreeMap::new();
+        let mut stored = String::new();
+        for (i, name) in names.iter().enumerate() {
+            let value = match row.get::<_, Value>(i)? {
+                Value::Null => serde_json::Value::Null,
+                Value::Integer(n) => json!(n),
+                Value::Text(s) if name == "hash" => {
+                    stored = s;
+                    continue;
+                }
+                Value::Text(s) => json!(s),
+                other => panic!("unexpected stored type {other:?}"),
+            };
+            fields.insert(name.clone(), value);
+        }
+        let body: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{}:{}",
+                    serde_json::to_string(k).unwrap(),
+                    serde_json::to_string(v).unwrap()
+                )
+            })
+            .collect();
+        let canonical = format!("{{{}}}", body.join(","));
+        let prev = fields["prev_hash"].as_str().unwrap().to_owned();
+        let digest = Sha256::digest(format!("{prev}{canonical}").as_bytes());
+        Ok((hex::encode(digest), stored))
+    })
+    .unwrap()
+}
+
+#[test]
+fn hashes_follow_the_documented_format() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 3);
+    let event = Event {
+        detail: Some(json!({"k": "tab\t ü"}).as_object().unwrap().clone()),
+        ..Event::new(EventKind::Reload)
+    };
+    assert_eq!(store.append(event, Durability::Normal).unwrap().seq, 4);
+    let conn = Connection::open(&path).unwrap();
+    for seq in 1..=4 {
+        let (computed, stored) = documented_hash(&conn, seq);
+        assert_eq!(computed, stored, "seq {seq}");
+    }
+}
+
+#[test]
+fn forged_row_with_recomputed_hash_breaks_the_next_link() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 10);
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER events_no_update; UPDATE events SET decision = 'ALLOW' WHERE seq = 5;",
+    )
+    .unwrap();
+    let (forged, _) = documented_hash(&conn, 5);
+    conn.execute("UPDATE events SET hash = ?1 WHERE seq = 5", [&forged])
+        .unwrap();
+    let report = store.verify().unwrap();
+    assert_eq!(report.first_broken, Some(6), "{report:?}");
+    assert!(
+        report
+            .problem
+            .unwrap()
+            .contains("prev_hash does not match the hash of seq 5")
+    );
+}
+
+#[test]
+fn deleted_row_is_reported_as_a_gap() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 10);
+    tamper(
+        &path,
+        "DROP TRIGGER events_no_delete; DELETE FROM events WHERE seq = 5;",
+    );
+    let report = store.verify().unwrap();
+    assert_eq!(report.first_broken, Some(5));
+    assert!(report.problem.unwrap().contains("seq 5 is missing"));
+}
+
+#[test]
+fn rows_cut_from_the_end_are_reported() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 10);
+    tamper(
+        &path,
+        "DROP TRIGGER events_no_delete; DELETE FROM events WHERE seq >= 9;",
+    );
+    // The live store remembers what it committed; the file alone still has
+    // sqlite_sequence.
+    for report in [store.verify().unwrap(), verify_file(&path).unwrap()] {
+        assert_eq!(report.first_broken, Some(9), "{report:?}");
+    }
+    drop(store);
+    assert!(matches!(
+        AuditStore::open(&path),
+        Err(AuditError::HeadBroken { seq: 9, .. })
+    ));
+}
+
+#[test]
+fn update_and_delete_are_refused_while_triggers_stand() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 3);
+    let conn = Connection::open(&path).unwrap();
+    for sql in [
+        "UPDATE events SET reason = 'x' WHERE seq = 2",
+        "DELETE FROM events WHERE seq = 2",
+    ] {
+        let err = conn.execute(sql, []).unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{sql}: {err}");
+    }
+    assert!(store.verify().unwrap().ok);
+}
+
+#[test]
+fn reopening_restores_dropped_triggers() {
+    let (_dir, path) = scratch();
+    fill(&AuditStore::open(&path).unwrap(), 2);
+    tamper(
+        &path,
+        "DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;",
+    );
+    let _store = AuditStore::open(&path).unwrap();
+    let conn = Connection::open(&path).unwrap();
+    assert!(
+        conn.execute("DELETE FROM events WHERE seq = 1", [])
+            .is_err()
+    );
+}
+
+#[test]
+fn tampered_head_refuses_to_open() {
+    let (_dir, path) = scratch();
+    fill(&AuditStore::open(&path).unwrap(), 4);
+    tamper(
+        &path,
+        "DROP TRIGGER events_no_update; UPDATE events SET reason = 'x' WHERE seq = 4;",
+    );
+    match AuditStore::open(&path) {
+        Err(AuditError::HeadBroken { seq, problem }) => {
+            assert_eq!((seq, problem.contains("hash")), (4, true))
+        }
+        other => panic!("opened a store with a forged head: {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn concurrent_appenders_get_contiguous_seqs_and_a_valid_chain() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    let per_thread = 50;
+    let handles: Vec<_> = (0..64)
+        .map(|t| {
+            let store = store.clone();
+            thread::spawn(move || {
+                (0..per_thread)
+                    .map(|i| {
+                        let durability = if (t + i).is_multiple_of(7) {
+                            Durability::Full
+                        } else {
+                            Durability::Normal
+                        };
+                        store.append(decided(t * 1000 + i), durability).unwrap().seq
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut all = BTreeSet::new();
+    for handle in handles {
+        let got = handle.join().unwrap();
+        // Each thread's appends are ordered in the chain as it made them.
+        assert!(got.windows(2).all(|w| w[0] < w[1]));
+        all.extend(got);
+    }
+    let total = 64 * per_thread as i64;
+    assert_eq!(all, (1..=total).collect::<BTreeSet<_>>());
+    let report = store.verify().unwrap();
+    assert!(
+        report.ok && report.events_checked == total as u64,
+        "{report:?}"
+    );
+}
+
+fn insert_approval(id: &'static str) -> TxOp {
+    Box::new(move |tx| {
+        tx.execute("INSERT INTO approvals (id) VALUES (?1)", [id])
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    })
+}
+
+fn approvals(store: &AuditStore) -> Vec<String> {
+    store
+        .read(|c| {
+            let mut stmt = c.prepare("SELECT id FROM approvals ORDER BY id")?;
+            stmt.query_map([], |r| r.get(0))?.collect()
+        })
+        .unwrap()
+}
+
+#[test]
+fn failing_hook_rolls_back_only_its_event() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open_with_schema(&path, &[APPROVALS]).unwrap();
+    fill(&store, 2);
+    let op: TxOp = Box::new(|tx| {
+        tx.execute("INSERT INTO approvals (id) VALUES ('half-done')", [])
+            .map_err(|e| e.to_string())?;
+        Err("approval already consumed".into())
+    });
+    match store.append_with(
+        Event::new(EventKind::ApprovalConsumed),
+        Durability::Full,
+        op,
+    ) {
+        Err(AuditError::Rejected(reason)) => assert_eq!(reason, "approval already consumed"),
+        other => panic!("hook failure not reported: {other:?}"),
+    }
+    assert!(
+        approvals(&store).is_empty(),
+        "hook's write survived its rejection"
+    );
+    // The rejected event used no seq.
+    assert_eq!(store.append(decided(3), Durability::Normal).unwrap().seq, 3);
+    assert!(store.verify().unwrap().ok);
+}
+
+#[test]
+fn hook_and_event_share_one_transaction() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open_with_schema(&path, &[APPROVALS]).unwrap();
+    // The hook succeeds, then the event cannot be stored: the hook's row must
+    // go with it.
+    let unstorable = Event {
+        duration_ms: Some(u64::MAX),
+        ..Event::new(EventKind::Finished)
+    };
+    let err = store
+        .append_with(unstorable, Durability::Normal, insert_approval("a1"))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AuditError::OutOfRange {
+                field: "duration_ms"
+            }
+        ),
+        "{err}"
+    );
+    assert!(approvals(&store).is_empty());
+
+    let appended = store
+        .append_with(
+            Event::new(EventKind::ApprovalConsumed),
+            Durability::Full,
+            insert_approval("a2"),
+        )
+        .unwrap();
+    assert_eq!(appended.seq, 1);
+    assert_eq!(approvals(&store), ["a2"]);
+}
+
+#[test]
+fn racing_hooks_reject_individually_within_batches() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open_with_schema(&path, &[APPROVALS]).unwrap();
+    // 32 threads race to consume 8 approvals; the primary key lets exactly
+    // one consumer of each id through, whatever batches the writer forms.
+    let handles: Vec<_> = (0..32)
+        .map(|t| {
+            let store = store.clone();
+            thread::spawn(move || {
+                let id: &'static str = ["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7"][t % 8];
+                let event = Event {
+                    approval_id: Some(id.into()),
+                    ..Event::new(EventKind::ApprovalConsumed)
+                };
+                let consumed = store.append_with(event, Durability::Full, insert_approval(id));
+                let plain = store.append(decided(t), Durability::Normal);
+                (consumed.is_ok(), plain.is_ok())
+            })
+        })
+        .collect();
+    let outcomes: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(outcomes.iter().filter(|(consumed, _)| *consumed).count(), 8);
+    assert!(outcomes.iter().all(|(_, plain)| *plain));
+    assert_eq!(approvals(&store).len(), 8);
+    assert_eq!(store.tail(1000).unwrap().len(), 8 + 32);
+    assert!(store.verify().unwrap().ok);
+}
+
+#[test]
+fn detail_and_optional_fields_round_trip() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    let detail = json!({
+        "note": "line\nbreak \"quoted\" \u{0007} é 漢字",
+        "nested": {"list": [1, -2, 3.5, null, true]},
+    });
+    let event = Event {
+        detail: Some(detail.as_object().unwrap().clone()),
+        exit_code: Some(-1),
+        signal: Some(9),
+        duration_ms: Some(1234),
+        stdout_bytes: Some(1 << 33),
+        stderr_bytes: Some(0),
+        output_digest: Some("cd".repeat(32)),
+        truncated: Some(true),
+        approval_id: Some("ap-1".into()),
+        credentials: Some(vec!["GH_TOKEN".into()]),
+        runtime: Some("claude-code".into()),
+        ..Event::new(EventKind::Other("lesson_proposed".into()))
+    };
+    let appended = store.append(event.clone(), Durability::Normal).unwrap();
+    let stored = store.tail(1).unwrap().remove(0);
+    assert_eq!(stored.event, event);
+    assert_eq!(
+        (stored.seq, stored.ts, stored.hash),
+        (appended.seq, appended.ts, appended.hash)
+    );
+    assert!(verify_file(&path).unwrap().ok);
+}
+
+#[test]
+fn export_writes_one_json_object_per_line() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 5);
+    let mut out = Vec::new();
+    assert_eq!(store.export_jsonl(None, &mut out).unwrap(), 5);
+    let lines: Vec<serde_json::Value> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5);
+    assert_eq!(lines[0]["seq"], 1);
+    assert_eq!(lines[0]["kind"], "decided");
+    assert_eq!(lines[0]["rule_ids"], json!(["hold.git_push"]));
+    assert_eq!(
+        lines[0]["argv_redacted"],
+        json!(["git", "push", "[REDACTED]"])
+    );
+    assert!(lines[0]["detail"].is_null());
+    assert_eq!(lines[4]["prev_hash"], lines[3]["hash"]);
+
+    let mut none = Vec::new();
+    assert_eq!(
+        store
+            .export_jsonl(Some("2999-01-01T00:00:00+00:00"), &mut none)
+            .unwrap(),
+        0
+    );
+    assert!(none.is_empty());
+    let mut all = Vec::new();
+    assert_eq!(store.export_jsonl(Some("2000-01-01"), &mut all).unwrap(), 5);
+    assert!(matches!(
+        store.export_jsonl(Some("last tuesday"), &mut all),
+        Err(AuditError::BadTimestamp(_))
+    ));
+}
+
+#[test]
+fn since_and_counts() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 5);
+    let kill = store
+        .append(Event::new(EventKind::Kill), Durability::Full)
+        .unwrap();
+    assert_eq!(kill.seq, 6);
+    let last = store.tail(1).unwrap().remove(0);
+    assert_eq!(seqs(&store.since(&last.ts).unwrap()).last(), Some(&6));
+    assert!(store.since("2999-01-01").unwrap().is_empty());
+    let kinds = store.count_by_kind().unwrap();
+    assert_eq!((kinds["decided"], kinds["kill"]), (5, 1));
+    let decisions = store.count_by_decision().unwrap();
+    assert_eq!((decisions["ALLOW"], decisions["HOLD"]), (2, 3));
+}
+
+#[test]
+fn reopen_continues_the_chain() {
+    let (_dir, path) = scratch();
+    fill(&AuditStore::open(&path).unwrap(), 3);
+    let store = AuditStore::open(&path).unwrap();
+    let appended = store.append(decided(4), Durability::Full).unwrap();
+    assert_eq!(appended.seq, 4);
+    let events = store.tail(2).unwrap();
+    assert_eq!(events[1].prev_hash, events[0].hash);
+    assert_eq!(appended.hash, events[1].hash);
+    assert!(store.verify().unwrap().ok);
+}
+
+#[test]
+fn readers_see_a_consistent_chain_during_writes() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|t| {
+            let store = store.clone();
+            thread::spawn(move || {
+                for i in 0..300 {
+                    let _ = store
+                        .append(decided(t * 1000 + i), Durability::Normal)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    let reader = {
+        let store = store.clone();
+        let done = Arc::clone(&done);
+        thread::spawn(move || {
+            let (mut seen, mut verifies) = (0i64, 0);
+            while !done.load(Ordering::Acquire) || seen < 1200 {
+                for event in store.after(seen, 64).unwrap() {
+                    assert_eq!(event.seq, seen + 1, "watch skipped an event");
+                    seen = event.seq;
+                }
+                let report = store.verify().unwrap();
+                assert!(report.ok, "{report:?}");
+                verifies += 1;
+            }
+            (seen, verifies)
+        })
+    };
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    done.store(true, Ordering::Release);
+    let (seen, verifies) = reader.join().unwrap();
+    assert_eq!(seen, 1200);
+    assert!(verifies > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_appends_commit_before_returning() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open_with_schema(&path, &[APPROVALS]).unwrap();
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move { store.append_async(decided(i), Durability::Normal).await })
+        })
+        .collect();
+    for task in tasks {
+        let appended = task.await.unwrap().unwrap();
+        // Committed means visible to a fresh reader at once.
+        assert_eq!(
+            store.after(appended.seq - 1, 1).unwrap()[0].hash,
+            appended.hash
+        );
+    }
+    let approved = store
+        .append_with_async(
+            Event::new(EventKind::Approved),
+            Durability::Full,
+            insert_approval("x"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(approved.seq, 17);
+    assert_eq!(approvals(&store), ["x"]);
+    assert!(store.verify().unwrap().ok);
+}
+
+#[test]
+fn offline_verify_of_a_missing_file_is_an_error() {
+    let (_dir, path) = scratch();
+    assert!(matches!(verify_file(&path), Err(AuditError::Sqlite(_))));
+    assert!(!path.exists(), "offline verify must not create the store");
+}
