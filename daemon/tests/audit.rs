@@ -310,7 +310,7 @@ fn concurrent_appenders_get_contiguous_seqs_and_a_valid_chain() {
             thread::spawn(move || {
                 (0..per_thread)
                     .map(|i| {
-                        let durability = if (t + i).is_multiple_of(7) {
+                        let durability = if (t + i) % 7 == 0 {
                             Durability::Full
                         } else {
                             Durability::Normal
