@@ -1,4 +1,24 @@
 //! praxisd internals. The binary in `main.rs` is thin; the pipeline is in
-//! [`pipeline`] and reads as its stages.
+//! [`pipeline`] and reads as its stages, each a module of the same name.
 
+pub mod approval;
 pub mod audit;
+pub mod audit_stage;
+pub mod children;
+pub mod config;
+pub mod conn;
+pub mod credentials;
+pub mod errors;
+pub mod execute;
+pub mod ids;
+pub mod kill_switch;
+pub mod operator;
+pub mod output;
+pub mod parse;
+pub mod pipeline;
+pub mod policy;
+pub mod preconditions;
+pub mod redact;
+pub mod reload;
+pub mod server;
+pub mod state;

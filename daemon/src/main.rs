@@ -1,5 +1,247 @@
-//! praxisd: the Praxis daemon.
+//! praxisd: the Praxis daemon. Thin: it sets up the layout, the audit store,
+//! the policy and the watchers, then serves [`praxis_daemon::server`].
+
+use std::fs;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use nix::fcntl::{Flock, FlockArg};
+use praxis_daemon::audit::{self, AuditStore, Durability, Event, EventKind};
+use praxis_daemon::config::Config;
+use praxis_daemon::state::Daemon;
+use praxis_daemon::{errors, kill_switch, reload, server};
+use praxis_proto::{Layout, Mode};
+use tokio::signal::unix::{SignalKind, signal};
+
+/// Exit status when praxisd cannot start (the client reads it as HOLD).
+const EXIT_FAILED: i32 = 125;
+/// How long running commands get to finish on SIGTERM before they are killed.
+const DRAIN_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Parser)]
+#[command(name = "praxisd", version, about = "Praxis execution authority daemon")]
+struct Cli {
+    /// Per-user daemon (the default without a system config).
+    #[arg(long, conflicts_with = "system")]
+    user: bool,
+    /// System daemon: socket under /run/praxis, state under /var/lib/praxis.
+    #[arg(long)]
+    system: bool,
+    /// Leave the caller's session (used when praxis-run starts the daemon).
+    #[arg(long)]
+    detach: bool,
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Verify the audit chain offline, without a running daemon.
+    Verify {
+        /// State directory holding audit.db (default: the mode's).
+        #[arg(long)]
+        state: Option<PathBuf>,
+    },
+}
+
+fn mode_of(cli: &Cli) -> Mode {
+    if cli.user {
+        Mode::User
+    } else if cli.system {
+        Mode::System
+    } else {
+        Mode::detect()
+    }
+}
+
+fn make_dir(path: &Path, mode: u32) -> Result<(), String> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(mode)
+        .create(path)
+        .map_err(|e| format!("cannot create {}: {}", path.display(), errors::one_line(&e)))
+}
+
+fn verify_offline(layout: &Layout, state: Option<PathBuf>) -> i32 {
+    let db = state
+        .map(|s| s.join("audit.db"))
+        .unwrap_or_else(|| layout.audit_db());
+    match audit::verify_file(&db) {
+        Ok(report) if report.ok => {
+            println!(
+                "audit chain intact: {} events verified ({})",
+                report.events_checked,
+                db.display()
+            );
+            0
+        }
+        Ok(report) => {
+            println!(
+                "audit chain BROKEN at seq {}: {}",
+                report
+                    .first_broken
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "?".into()),
+                report.problem.unwrap_or_default()
+            );
+            1
+        }
+        Err(e) => {
+            eprintln!(
+                "praxisd: cannot verify {}: {}",
+                db.display(),
+                errors::one_line(&e)
+            );
+            2
+        }
+    }
+}
 
 fn main() {
-    std::process::exit(125);
+    let cli = Cli::parse();
+    let layout = Layout::for_mode(mode_of(&cli));
+    if let Some(Cmd::Verify { state }) = cli.cmd {
+        std::process::exit(verify_offline(&layout, state));
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PRAXIS_LOG")
+                .unwrap_or_else(|_| "praxisd=info,warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    if cli.detach {
+        // Already a session leader only if started that way; either is fine.
+        let _ = nix::unistd::setsid();
+    }
+    match start(layout) {
+        Ok(code) => std::process::exit(code),
+        Err(why) => {
+            eprintln!("praxisd: {why}");
+            std::process::exit(EXIT_FAILED);
+        }
+    }
+}
+
+fn start(layout: Layout) -> Result<i32, String> {
+    let private = if layout.mode == Mode::User {
+        0o700
+    } else {
+        0o755
+    };
+    make_dir(&layout.runtime_dir, private)?;
+    make_dir(&layout.state_dir, 0o700)?;
+    if layout.mode == Mode::User {
+        make_dir(&layout.config_dir, 0o700)?;
+    }
+    let lock_file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(layout.instance_lock())
+        .map_err(|e| format!("cannot open {}: {e}", layout.instance_lock().display()))?;
+    let Ok(_instance) = Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) else {
+        eprintln!(
+            "praxisd: another instance holds {}",
+            layout.instance_lock().display()
+        );
+        return Ok(0);
+    };
+
+    let config = Config::load(layout.clone()).map_err(|e| errors::one_line(&e))?;
+    let store = AuditStore::open(layout.audit_db()).map_err(|e| errors::one_line(&e))?;
+    let policy = reload::load(&config).map(Arc::new);
+    if let Err(why) = &policy {
+        tracing::error!("policy failed to load, serving only HOLD: {why}");
+    }
+    let self_test = praxis_daemon::execute::self_test();
+    if let Err(why) = &self_test {
+        tracing::error!("sandbox self-test failed, serving only HOLD: {why}");
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("praxisd")
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let daemon = Arc::new(Daemon::new(config, policy, store, self_test));
+    runtime.block_on(run(daemon))
+}
+
+async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
+    let layout = daemon.config.layout.clone();
+    let mut detail = serde_json::Map::new();
+    detail.insert("mode".into(), layout.mode.as_str().into());
+    detail.insert("socket".into(), layout.socket.display().to_string().into());
+    detail.insert("self_test".into(), format!("{:?}", daemon.self_test).into());
+    let startup = Event {
+        policy_revision: daemon.policy().ok().map(|p| p.revision().to_owned()),
+        reason: daemon.policy().err(),
+        pid: Some(std::process::id()),
+        detail: Some(detail),
+        ..Event::new(EventKind::Startup)
+    };
+    let _startup = daemon.record(startup, Durability::Full).await?;
+
+    kill_switch::watch(Arc::clone(&daemon)).map_err(|e| errors::one_line(&e))?;
+    if let Err(why) = reload::watch(Arc::clone(&daemon)) {
+        // SIGHUP and `praxis reload` still work.
+        tracing::warn!("{why}");
+    }
+
+    // We hold the instance lock, so a socket file left here is stale.
+    let _ = fs::remove_file(&layout.socket);
+    let listener = tokio::net::UnixListener::bind(&layout.socket)
+        .map_err(|e| format!("cannot bind {}: {e}", layout.socket.display()))?;
+    // System mode: any local user may submit requests (operator requests are
+    // checked by uid); user mode: the directory is already private.
+    let socket_mode = if layout.mode == Mode::System {
+        0o666
+    } else {
+        0o600
+    };
+    fs::set_permissions(&layout.socket, fs::Permissions::from_mode(socket_mode))
+        .map_err(|e| format!("cannot set permissions on {}: {e}", layout.socket.display()))?;
+    tracing::info!(
+        "praxisd serving on {} ({} mode)",
+        layout.socket.display(),
+        layout.mode.as_str()
+    );
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let serving = tokio::spawn(server::serve(Arc::clone(&daemon), listener, stop_rx));
+    let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    loop {
+        tokio::select! {
+            _ = hup.recv() => {
+                let d = Arc::clone(&daemon);
+                let _ = tokio::task::spawn_blocking(move || reload::reload(&d, "SIGHUP", None)).await;
+            }
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    daemon
+        .draining
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = stop_tx.send(true);
+    let _ = fs::remove_file(&layout.socket);
+    if let Ok(tasks) = serving.await {
+        server::drain(&daemon, tasks, DRAIN_GRACE).await;
+    }
+    let _ = daemon
+        .record(
+            Event {
+                pid: Some(std::process::id()),
+                ..Event::new(EventKind::Shutdown)
+            },
+            Durability::Full,
+        )
+        .await;
+    Ok(0)
 }

@@ -1,0 +1,139 @@
+//! One client connection: the first frame with the descriptors passed beside
+//! it (`SCM_RIGHTS`), then framed reads and writes.
+
+use std::io::{self, IoSliceMut};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+use praxis_proto::frame::{Frame, FrameError, HEADER_LEN, Header};
+use praxis_proto::{ErrorFrame, ServerMsg};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+/// Most descriptors a client may pass (stdin and its cwd).
+pub const MAX_FDS: usize = 2;
+
+/// The peer as the kernel reports it (`SO_PEERCRED`), not as it claims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Peer {
+    pub uid: u32,
+    pub gid: u32,
+    pub pid: Option<i32>,
+}
+
+impl Peer {
+    pub fn of(stream: &UnixStream) -> io::Result<Peer> {
+        let cred = stream.peer_cred()?;
+        Ok(Peer {
+            uid: cred.uid(),
+            gid: cred.gid(),
+            pid: cred.pid(),
+        })
+    }
+}
+
+/// Receives the frame header with `recvmsg`, keeping any descriptors that
+/// arrive with it, then the payload with plain reads. Descriptors come
+/// close-on-exec so no child can inherit them by accident.
+pub async fn read_first(stream: &mut UnixStream) -> Result<(Frame, Vec<OwnedFd>), FrameError> {
+    let mut head = [0u8; HEADER_LEN];
+    let mut filled = 0;
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    while filled < HEADER_LEN {
+        stream.readable().await?;
+        let fd = stream.as_raw_fd();
+        let got = stream.try_io(tokio::io::Interest::READABLE, || {
+            recv_with_fds(fd, &mut head[filled..], &mut fds)
+        });
+        match got {
+            Ok(0) if filled == 0 => return Err(FrameError::Closed),
+            Ok(0) => return Err(FrameError::Io(io::ErrorKind::UnexpectedEof.into())),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e.into()),
+        }
+        if fds.len() > MAX_FDS {
+            return Err(FrameError::Malformed(format!(
+                "{} descriptors passed, at most {MAX_FDS}",
+                fds.len()
+            )));
+        }
+    }
+    let header = Header::parse(head)?;
+    let mut payload = vec![0u8; header.len];
+    stream.read_exact(&mut payload).await?;
+    Ok((Frame::decode(header, payload), fds))
+}
+
+fn recv_with_fds(fd: RawFd, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+    let mut space = nix::cmsg_space!([RawFd; MAX_FDS]);
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(
+        fd,
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
+    )
+    .map_err(io::Error::from)?;
+    for cmsg in msg.cmsgs().map_err(io::Error::from)? {
+        if let ControlMessageOwned::ScmRights(received) = cmsg {
+            for raw in received {
+                // SAFETY: the kernel just installed `raw` in our table for this
+                // message; nothing else owns it, so we take ownership once.
+                fds.push(unsafe { OwnedFd::from_raw_fd(raw) });
+            }
+        }
+    }
+    if msg.flags.contains(MsgFlags::MSG_CTRUNC) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "too many descriptors passed",
+        ));
+    }
+    Ok(msg.bytes)
+}
+
+/// Reads one frame from the read half of a connection.
+pub async fn read_frame(reader: &mut OwnedReadHalf) -> Result<Frame, FrameError> {
+    let mut head = [0u8; HEADER_LEN];
+    match reader.read_exact(&mut head).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
+        Err(e) => return Err(e.into()),
+    }
+    let header = Header::parse(head)?;
+    let mut payload = vec![0u8; header.len];
+    reader.read_exact(&mut payload).await?;
+    Ok(Frame::decode(header, payload))
+}
+
+/// The writing side of a connection.
+pub struct Writer {
+    inner: OwnedWriteHalf,
+}
+
+impl Writer {
+    pub fn new(inner: OwnedWriteHalf) -> Writer {
+        Writer { inner }
+    }
+
+    pub async fn frame(&mut self, frame: &Frame) -> Result<(), FrameError> {
+        self.inner.write_all(&frame.encode()?).await?;
+        Ok(())
+    }
+
+    pub async fn send(&mut self, msg: &ServerMsg) -> Result<(), FrameError> {
+        self.frame(&Frame::message(msg)?).await
+    }
+}
+
+/// Refuses a connection at the protocol level, best effort: the peer may be gone.
+pub async fn refuse(stream: &mut UnixStream, reason: String) {
+    if let Ok(bytes) =
+        Frame::message(&ServerMsg::Error(ErrorFrame { reason })).and_then(|f| f.encode())
+    {
+        let _ = stream.write_all(&bytes).await;
+    }
+    let _ = stream.shutdown().await;
+}

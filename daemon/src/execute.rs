@@ -1,0 +1,403 @@
+//! The execute stage: the only place in the codebase that starts a host
+//! command, through the sandbox crate. It takes a [`Permit`] by value, streams
+//! the command's output through the output stage, and ends the command's
+//! whole process group on cancel, client disconnect, timeout or kill switch.
+
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use praxis_policy::{Profile, Tier};
+use praxis_proto::frame::{Frame, MAX_OUTPUT_CHUNK};
+use praxis_proto::{ClientMsg, ExitFrame, ExitStatus, ServerMsg, Verdict};
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::OwnedReadHalf;
+use tokio::net::unix::pipe;
+use tokio::sync::oneshot;
+
+use crate::children::signal_group;
+use crate::conn::{self, Writer};
+use crate::output::Output;
+use crate::pipeline::{Permit, Refusal, Trail, decision_frame};
+use crate::state::Daemon;
+use crate::{audit_stage, errors, preconditions};
+
+/// How long output may keep arriving after the command's group was killed
+/// (a process that left the group can hold a pipe open).
+const DRAIN: Duration = Duration::from_millis(200);
+
+/// What happened to an allowed command.
+#[derive(Debug)]
+pub enum Executed {
+    /// It could not be started; the client was told HOLD with `reason`.
+    NotStarted {
+        reason: String,
+        tier: Tier,
+        profile: Profile,
+    },
+    Ran(Ran),
+}
+
+/// How a command that ran ended.
+#[derive(Debug)]
+pub struct Ran {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub ended_because: Option<String>,
+    pub duration_ms: u64,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub output_digest: String,
+    pub truncated: bool,
+    pub profile: Profile,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("cannot create output pipe: {0}")]
+    Pipe(nix::Error),
+    #[error("sandbox: {0}")]
+    Sandbox(#[from] praxis_sandbox::SandboxError),
+    #[error("cannot watch the command: {0}")]
+    Watch(std::io::Error),
+}
+
+/// Exit of the sandboxed child as the waiter saw it.
+type Waited = Result<(Option<i32>, Option<i32>), String>;
+
+/// A spawned command: its process group and the waiter that reaps it.
+struct Running {
+    pgid: i32,
+    exited: oneshot::Receiver<Waited>,
+}
+
+fn sandbox_profile(profile: Profile) -> praxis_sandbox::Profile {
+    match profile {
+        Profile::ReadOnly => praxis_sandbox::Profile::ReadOnly,
+        Profile::WorkspaceWrite => praxis_sandbox::Profile::WorkspaceWrite,
+        Profile::Full => praxis_sandbox::Profile::Full,
+    }
+}
+
+/// The sandbox spec for a permit: profile and network from the decision,
+/// path lists from the policy, limits from the policy, identity from the peer.
+fn spec(daemon: &Daemon, permit: &Permit) -> praxis_sandbox::Spec {
+    // The policy the permit was issued under, even if a reload happened since.
+    let lists = permit.policy.sandbox_lists();
+    let limits = permit.policy.limits();
+    let expand = |list: &[String]| -> Vec<PathBuf> {
+        list.iter()
+            .map(|p| preconditions::expand_home(p, &permit.home))
+            .collect()
+    };
+    let mut protected = expand(&lists.protected);
+    protected.push(daemon.config.layout.state_dir.clone());
+    protected.push(daemon.config.layout.config_dir.clone());
+    let mut secrets = expand(&lists.secrets);
+    secrets.push(daemon.config.layout.state_dir.clone());
+    let run_as = (nix::unistd::geteuid().is_root() && permit.peer.uid != 0).then(|| {
+        let groups = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(permit.peer.uid))
+            .ok()
+            .flatten()
+            .and_then(|u| {
+                let name = std::ffi::CString::new(u.name).ok()?;
+                nix::unistd::getgrouplist(&name, u.gid).ok()
+            })
+            .map(|gs| gs.into_iter().map(|g| g.as_raw()).collect())
+            .unwrap_or_default();
+        praxis_sandbox::RunAs {
+            uid: permit.peer.uid,
+            gid: permit.peer.gid,
+            groups,
+        }
+    });
+    praxis_sandbox::Spec {
+        profile: sandbox_profile(permit.decision.profile),
+        network: permit.decision.network,
+        workspace: permit.workspace.clone(),
+        home: permit.home.clone(),
+        writable_caches: expand(&lists.writable_caches),
+        protected,
+        secrets,
+        deny_sockets: vec![daemon.config.layout.socket.clone()],
+        env: permit.env.clone(),
+        extra_env_allow: Vec::new(),
+        rlimits: praxis_sandbox::Rlimits {
+            fsize_bytes: limits.rlimit_fsize_bytes,
+            nofile: limits.rlimit_nofile,
+            cpu_secs: limits.rlimit_cpu_secs,
+        },
+        run_as,
+        scratch_root: std::env::temp_dir(),
+    }
+}
+
+/// Starts the command in the sandbox with fresh pipes for its output.
+fn start(
+    spec: &praxis_sandbox::Spec,
+    argv: &[OsString],
+    cwd: &Path,
+    stdin: OwnedFd,
+) -> Result<(Running, OwnedFd, OwnedFd), ExecError> {
+    let (out_r, out_w) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ExecError::Pipe)?;
+    let (err_r, err_w) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ExecError::Pipe)?;
+    let stdio = praxis_sandbox::Stdio {
+        stdin,
+        stdout: out_w,
+        stderr: err_w,
+    };
+    let running = spawn_sandboxed(spec, argv, cwd, stdio)?;
+    Ok((running, out_r, err_r))
+}
+
+/// TEMPORARY until the sandbox crate's spawn lands: nothing can be enforced,
+/// so nothing runs (the pipeline turns this into HOLD).
+fn spawn_sandboxed(
+    spec: &praxis_sandbox::Spec,
+    argv: &[OsString],
+    cwd: &Path,
+    stdio: praxis_sandbox::Stdio,
+) -> Result<Running, ExecError> {
+    let _ = (spec, argv, cwd, stdio);
+    Err(ExecError::Watch(std::io::Error::other(
+        "sandbox unavailable",
+    )))
+}
+
+/// Watches the client for a cancel or a disconnect; either ends the command.
+fn watch_client(mut reader: OwnedReadHalf) -> oneshot::Receiver<&'static str> {
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let why = loop {
+            match conn::read_frame(&mut reader).await {
+                Ok(frame) => match frame.parse_message::<ClientMsg>() {
+                    Ok(ClientMsg::Cancel) => break "cancelled by the client",
+                    // Anything else mid-run is a protocol violation: end the run.
+                    _ => break "protocol violation by the client",
+                },
+                Err(_) => break "client disconnected",
+            }
+        };
+        let _ = tx.send(why);
+    });
+    rx
+}
+
+/// Reads one chunk from a pipe; None at end of stream or error.
+async fn read_chunk(pipe: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> Option<usize> {
+    match pipe {
+        Some(p) => match p.read(buf).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => Some(n),
+        },
+        None => std::future::pending().await,
+    }
+}
+
+/// SIGTERM to the group now, SIGKILL after the grace.
+fn terminate(pgid: i32, grace: Duration) {
+    signal_group(pgid, Signal::SIGTERM);
+    tokio::spawn(async move {
+        tokio::time::sleep(grace).await;
+        signal_group(pgid, Signal::SIGKILL);
+    });
+}
+
+/// Runs the permitted command to its end, answering the client.
+pub async fn run(
+    daemon: &Arc<Daemon>,
+    permit: Permit,
+    trail: &Trail,
+    reader: OwnedReadHalf,
+    writer: &mut Writer,
+) -> Executed {
+    let began = Instant::now();
+    let spec = spec(daemon, &permit);
+    let (running, out_r, err_r) = match start(&spec, &permit.argv, &permit.cwd, permit.stdin) {
+        Ok(started) => started,
+        Err(e) => {
+            let reason = errors::one_line(&e);
+            let r = Refusal {
+                reason: reason.clone(),
+                tier: permit.decision.tier,
+                rule_ids: permit.decision.rule_ids.clone(),
+                profile: permit.decision.profile,
+            };
+            let _ = writer
+                .send(&ServerMsg::Decision(decision_frame(
+                    trail,
+                    Verdict::Hold,
+                    &r,
+                )))
+                .await;
+            return Executed::NotStarted {
+                reason,
+                tier: permit.decision.tier,
+                profile: permit.decision.profile,
+            };
+        }
+    };
+    let registration = daemon.children.register(running.pgid);
+    let allow = Refusal {
+        reason: permit.decision.reason.clone(),
+        tier: permit.decision.tier,
+        rule_ids: permit.decision.rule_ids.clone(),
+        profile: permit.decision.profile,
+    };
+    let mut connected = writer
+        .send(&ServerMsg::Decision(decision_frame(
+            trail,
+            Verdict::Allow,
+            &allow,
+        )))
+        .await
+        .is_ok();
+    {
+        let daemon = Arc::clone(daemon);
+        let trail = trail.clone();
+        let pid = running.pgid;
+        tokio::spawn(async move { audit_stage::started(&daemon, &trail, pid).await });
+    }
+
+    let mut output = Output::new(permit.output_cap);
+    let mut stdout = pipe::Receiver::from_owned_fd(out_r).ok();
+    let mut stderr = pipe::Receiver::from_owned_fd(err_r).ok();
+    let mut client = watch_client(reader);
+    let mut exited = running.exited;
+    let deadline = tokio::time::sleep(permit.timeout);
+    tokio::pin!(deadline);
+    let grace = daemon.config.kill_grace;
+    let mut waited: Option<Waited> = None;
+    let mut ended_because: Option<String> = None;
+    let mut timed_out = false;
+    let mut drain_until: Option<tokio::time::Instant> = None;
+    let mut out_buf = vec![0u8; MAX_OUTPUT_CHUNK];
+    let mut err_buf = vec![0u8; MAX_OUTPUT_CHUNK];
+
+    loop {
+        if waited.is_some() && stdout.is_none() && stderr.is_none() {
+            break;
+        }
+        if drain_until.is_some_and(|t| tokio::time::Instant::now() >= t) {
+            break;
+        }
+        tokio::select! {
+            n = read_chunk(&mut stdout, &mut out_buf) => match n {
+                Some(n) => {
+                    let deliver = output.chunk(false, &out_buf[..n]);
+                    if connected && !deliver.is_empty() {
+                        connected = writer.frame(&Frame::Stdout(deliver.to_vec())).await.is_ok();
+                    }
+                }
+                None => stdout = None,
+            },
+            n = read_chunk(&mut stderr, &mut err_buf) => match n {
+                Some(n) => {
+                    let deliver = output.chunk(true, &err_buf[..n]);
+                    if connected && !deliver.is_empty() {
+                        connected = writer.frame(&Frame::Stderr(deliver.to_vec())).await.is_ok();
+                    }
+                }
+                None => stderr = None,
+            },
+            why = &mut client, if ended_because.is_none() && waited.is_none() => {
+                let why = why.unwrap_or("client disconnected");
+                if why != "cancelled by the client" {
+                    connected = false;
+                }
+                ended_because = Some(why.to_owned());
+                terminate(running.pgid, grace);
+            },
+            () = &mut deadline, if !timed_out && waited.is_none() => {
+                timed_out = true;
+                ended_because = Some(format!("timed out after {}s", permit.timeout.as_secs()));
+                terminate(running.pgid, grace);
+            },
+            result = &mut exited, if waited.is_none() => {
+                waited = Some(result.unwrap_or_else(|_| Err(String::from("waiter lost"))));
+                // Whatever the command left behind in its group goes with it.
+                signal_group(running.pgid, Signal::SIGKILL);
+                drain_until = Some(tokio::time::Instant::now() + DRAIN);
+            },
+            () = async {
+                match drain_until {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            } => {},
+        }
+    }
+    if ended_because.is_none() {
+        ended_because = registration.slot().ended_because().map(str::to_owned);
+    }
+    drop(registration);
+
+    for (is_stderr, stream) in [(false, &output.stdout), (true, &output.stderr)] {
+        let name = if is_stderr { "stderr" } else { "stdout" };
+        if let (true, Some(marker)) = (connected, stream.marker(name)) {
+            let bytes = marker.into_bytes();
+            let frame = if is_stderr {
+                Frame::Stderr(bytes)
+            } else {
+                Frame::Stdout(bytes)
+            };
+            connected = writer.frame(&frame).await.is_ok();
+        }
+    }
+
+    let (exit_code, signal, failure) = match waited {
+        Some(Ok((code, signal))) => (code, signal, None),
+        Some(Err(e)) => (None, None, Some(e)),
+        None => (
+            None,
+            None,
+            Some(String::from(
+                "output stayed open after the command was killed",
+            )),
+        ),
+    };
+    let status = match (&failure, timed_out, exit_code, signal) {
+        (Some(e), _, _, _) => ExitStatus::Failed(e.clone()),
+        (None, true, _, _) => ExitStatus::TimedOut,
+        (None, false, Some(code), _) => ExitStatus::Code(code),
+        (None, false, None, Some(sig)) => ExitStatus::Signal(sig),
+        (None, false, None, None) => ExitStatus::Failed(String::from("exit status unknown")),
+    };
+    let ran = Ran {
+        exit_code,
+        signal,
+        timed_out,
+        ended_because,
+        duration_ms: u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+        stdout_bytes: output.stdout.produced(),
+        stderr_bytes: output.stderr.produced(),
+        output_digest: output.digest(),
+        truncated: output.truncated(),
+        profile: permit.decision.profile,
+    };
+    if connected {
+        let exit = ExitFrame {
+            status,
+            duration_ms: ran.duration_ms,
+            stdout_bytes: ran.stdout_bytes,
+            stderr_bytes: ran.stderr_bytes,
+            truncated: ran.truncated,
+            killed_because: ran.ended_because.clone(),
+        };
+        let _ = writer.send(&ServerMsg::Exit(exit)).await;
+    }
+    Executed::Ran(ran)
+}
+
+/// Runs the sandbox's start-up self-test. TEMPORARY until the sandbox crate's
+/// self-test lands: without it nothing is known to be enforced, so the
+/// daemon serves only HOLD.
+pub fn self_test() -> Result<String, String> {
+    Err(String::from("sandbox self-test unavailable in this build"))
+}

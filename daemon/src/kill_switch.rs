@@ -1,0 +1,229 @@
+//! The kill switch: a file whose existence refuses all new work and ends all
+//! running work. Checked with a stat on every request, and watched with
+//! inotify on its parent directory so a `touch`, a rename into place and a
+//! removal are all seen at once.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+
+use crate::audit::{Durability, Event, EventKind};
+use crate::state::Daemon;
+
+/// Longest reason taken from the file.
+const MAX_REASON: usize = 200;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KillSwitchError {
+    #[error("kill switch file {path}: {source}")]
+    Io { path: String, source: io::Error },
+    #[error("cannot watch {path}: {source}")]
+    Watch { path: String, source: nix::Error },
+}
+
+/// The kill switch file and whether the daemon has acted on it.
+#[derive(Debug)]
+pub struct KillSwitch {
+    file: PathBuf,
+    /// True once an engagement was audited and in-flight work ended, so the
+    /// watcher, the per-request stat and `praxis kill` act exactly once.
+    engaged: AtomicBool,
+}
+
+/// A refusal because the switch is engaged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Engaged {
+    pub reason: String,
+}
+
+impl Engaged {
+    pub fn message(&self) -> String {
+        format!("kill switch engaged: {}", self.reason)
+    }
+}
+
+impl KillSwitch {
+    pub fn new(file: PathBuf) -> KillSwitch {
+        KillSwitch {
+            file,
+            engaged: AtomicBool::new(false),
+        }
+    }
+
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// The reason in the file when it exists (first line, bounded), else None.
+    pub fn current(&self) -> Option<Engaged> {
+        match std::fs::read(&self.file) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                let line: String = text
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .chars()
+                    .take(MAX_REASON)
+                    .collect();
+                let reason = if line.is_empty() {
+                    String::from("no reason given")
+                } else {
+                    line
+                };
+                Some(Engaged { reason })
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            // Present but unreadable (or any other doubt) is engaged: fail closed.
+            Err(e) => Some(Engaged {
+                reason: format!("kill switch file unreadable: {}", e.kind()),
+            }),
+        }
+    }
+
+    /// Writes the file atomically (temporary file, then rename).
+    pub fn engage(&self, reason: &str) -> Result<(), KillSwitchError> {
+        let io_err = |source| KillSwitchError::Io {
+            path: self.file.display().to_string(),
+            source,
+        };
+        let tmp = self.file.with_extension("tmp");
+        let mut f = std::fs::File::create(&tmp).map_err(io_err)?;
+        writeln!(f, "{}", reason.lines().next().unwrap_or("").trim()).map_err(io_err)?;
+        f.sync_all().map_err(io_err)?;
+        std::fs::rename(&tmp, &self.file).map_err(io_err)
+    }
+
+    /// Removes the file; already absent is fine.
+    pub fn release(&self) -> Result<(), KillSwitchError> {
+        match std::fs::remove_file(&self.file) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(KillSwitchError::Io {
+                path: self.file.display().to_string(),
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The kill-switch stage: a stat on every request. When it sees the file
+/// before the watcher did, it also ends running work (off the async runtime,
+/// since that waits out the grace).
+pub fn check(daemon: &Arc<Daemon>) -> Result<(), Engaged> {
+    match daemon.kill_switch.current() {
+        None => Ok(()),
+        Some(engaged) => {
+            if !daemon.kill_switch.engaged.load(Ordering::SeqCst) {
+                let daemon = Arc::clone(daemon);
+                tokio::task::spawn_blocking(move || sync(&daemon, None));
+            }
+            Err(engaged)
+        }
+    }
+}
+
+/// Acts on the file having appeared: audit once, then end every running
+/// command (SIGTERM, SIGKILL after the grace). Blocking.
+pub fn on_engaged(daemon: &Daemon, engaged: &Engaged, by_uid: Option<u32>) {
+    if daemon.kill_switch.engaged.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let killed = daemon
+        .children
+        .terminate_all(&engaged.message(), daemon.config.kill_grace);
+    let mut detail = serde_json::Map::new();
+    detail.insert("killed_commands".into(), killed.into());
+    detail.insert(
+        "file".into(),
+        daemon.kill_switch.file.display().to_string().into(),
+    );
+    let event = Event {
+        reason: Some(engaged.reason.clone()),
+        uid: by_uid,
+        detail: Some(detail),
+        ..Event::new(EventKind::Kill)
+    };
+    if let Err(e) = daemon.record_blocking(event, Durability::Full) {
+        tracing::error!("audit of kill switch engagement failed: {e}");
+    }
+}
+
+/// Acts on the file having gone: audit the release once.
+pub fn on_released(daemon: &Daemon, by_uid: Option<u32>) {
+    if !daemon.kill_switch.engaged.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let event = Event {
+        uid: by_uid,
+        ..Event::new(EventKind::Release)
+    };
+    if let Err(e) = daemon.record_blocking(event, Durability::Full) {
+        tracing::error!("audit of kill switch release failed: {e}");
+    }
+}
+
+/// Brings the engaged flag in line with the file, acting on any change.
+pub fn sync(daemon: &Daemon, by_uid: Option<u32>) {
+    match daemon.kill_switch.current() {
+        Some(engaged) => on_engaged(daemon, &engaged, by_uid),
+        None => on_released(daemon, by_uid),
+    }
+}
+
+/// Starts the watcher thread. The parent directory must exist.
+pub fn watch(daemon: Arc<Daemon>) -> Result<(), KillSwitchError> {
+    let file = daemon.kill_switch.file.clone();
+    let dir = file
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let name = file
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    let watch_err = |source| KillSwitchError::Watch {
+        path: dir.display().to_string(),
+        source,
+    };
+    let inotify = Inotify::init(InitFlags::IN_CLOEXEC).map_err(watch_err)?;
+    let mask = AddWatchFlags::IN_CREATE
+        | AddWatchFlags::IN_MOVED_TO
+        | AddWatchFlags::IN_CLOSE_WRITE
+        | AddWatchFlags::IN_DELETE
+        | AddWatchFlags::IN_MOVED_FROM;
+    inotify.add_watch(&dir, mask).map_err(watch_err)?;
+    // The file may predate the daemon.
+    sync(&daemon, None);
+    std::thread::Builder::new()
+        .name("kill-switch".into())
+        .spawn(move || {
+            loop {
+                match inotify.read_events() {
+                    Ok(events) => {
+                        if events
+                            .iter()
+                            .any(|e| e.name.as_deref() == Some(name.as_os_str()))
+                        {
+                            sync(&daemon, None);
+                        }
+                    }
+                    Err(nix::Error::EINTR) => {}
+                    Err(e) => {
+                        // Without the watcher the per-request stat still refuses new
+                        // work; say so loudly rather than spin.
+                        tracing::error!("kill switch watcher stopped: {e}");
+                        return;
+                    }
+                }
+            }
+        })
+        .map_err(|e| KillSwitchError::Io {
+            path: dir.display().to_string(),
+            source: e,
+        })?;
+    Ok(())
+}

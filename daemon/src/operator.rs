@@ -1,0 +1,251 @@
+//! Operator requests. Operators are not agents: every operator request needs
+//! a trusted uid (user mode: the daemon's own; system mode: root or the
+//! operator group), and a request that changes state is refused from inside
+//! any command the daemon is running.
+
+use std::sync::Arc;
+
+use praxis_proto::{OperatorReply, OperatorRequest, ServerMsg, StatusReport, VerifySummary};
+
+use crate::audit::StoredEvent;
+use crate::conn::{Peer, Writer};
+use crate::state::{Counters, Daemon};
+use crate::{errors, kill_switch, reload};
+
+/// Events per reply frame.
+const BATCH: usize = 500;
+
+fn uid_trusted(daemon: &Daemon, peer: &Peer) -> bool {
+    let own = nix::unistd::geteuid().as_raw();
+    match daemon.config.mode() {
+        praxis_proto::Mode::User => peer.uid == own,
+        praxis_proto::Mode::System => {
+            peer.uid == 0 || {
+                let group = nix::unistd::Group::from_name(&daemon.config.operator_group)
+                    .ok()
+                    .flatten();
+                let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(peer.uid))
+                    .ok()
+                    .flatten();
+                match (group, user) {
+                    (Some(g), Some(u)) => {
+                        g.gid.as_raw() == peer.gid || g.gid == u.gid || g.mem.contains(&u.name)
+                    }
+                    _ => false,
+                }
+            }
+        }
+    }
+}
+
+/// Why `peer` may not make `request`, if it may not.
+pub fn refusal(daemon: &Daemon, peer: &Peer, request: &OperatorRequest) -> Option<String> {
+    if !uid_trusted(daemon, peer) {
+        return Some(format!(
+            "uid {} is not an operator of this praxisd",
+            peer.uid
+        ));
+    }
+    let changes_state = matches!(
+        request,
+        OperatorRequest::Kill { .. } | OperatorRequest::Release | OperatorRequest::Reload
+    );
+    if changes_state {
+        let Some(pid) = peer.pid else {
+            return Some(String::from(
+                "peer process unknown; operator requests need it",
+            ));
+        };
+        if daemon.children.contains_process(pid) {
+            return Some(String::from(
+                "operator requests are refused from inside a command praxis is running",
+            ));
+        }
+    }
+    None
+}
+
+fn events(list: Vec<StoredEvent>) -> Vec<serde_json::Value> {
+    list.into_iter()
+        .filter_map(|e| serde_json::to_value(e).ok())
+        .collect()
+}
+
+fn status(daemon: &Daemon) -> StatusReport {
+    let (revision, hold_all) = match crate::policy::in_force(daemon) {
+        Ok(policy) => (policy.revision().to_owned(), None),
+        Err(why) => (
+            daemon
+                .policy()
+                .map(|p| p.revision().to_owned())
+                .unwrap_or_default(),
+            Some(why),
+        ),
+    };
+    let layout = &daemon.config.layout;
+    StatusReport {
+        mode: layout.mode.as_str().to_owned(),
+        socket: layout.socket.display().to_string(),
+        state_dir: layout.state_dir.display().to_string(),
+        pid: std::process::id(),
+        policy_revision: revision,
+        hold_all,
+        self_test: match &daemon.self_test {
+            Ok(summary) => format!("passed: {summary}"),
+            Err(why) => format!("FAILED: {why}"),
+        },
+        kill_switch: daemon.kill_switch.current().map(|e| e.reason),
+        kill_file: daemon.kill_switch.file().display().to_string(),
+        in_flight: daemon.children.len() as u64,
+        requests: Counters::get(&daemon.counters.requests),
+        allowed: Counters::get(&daemon.counters.allowed),
+        held: Counters::get(&daemon.counters.held),
+        stopped: Counters::get(&daemon.counters.stopped),
+        audit_events: daemon
+            .audit
+            .count_by_kind()
+            .map(|m| m.values().sum())
+            .unwrap_or(0),
+    }
+}
+
+/// Runs a blocking operator action off the async runtime.
+async fn blocking<T: Send + 'static>(
+    daemon: &Arc<Daemon>,
+    f: impl FnOnce(&Daemon) -> T + Send + 'static,
+) -> T {
+    let daemon = Arc::clone(daemon);
+    match tokio::task::spawn_blocking(move || f(&daemon)).await {
+        Ok(value) => value,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+fn audit_reply(result: Result<Vec<StoredEvent>, crate::audit::AuditError>) -> Vec<OperatorReply> {
+    match result {
+        Ok(list) => {
+            let mut replies: Vec<OperatorReply> = events(list)
+                .chunks(BATCH)
+                .map(|c| OperatorReply::Events { events: c.to_vec() })
+                .collect();
+            replies.push(OperatorReply::End);
+            replies
+        }
+        Err(e) => vec![OperatorReply::Refused {
+            reason: errors::one_line(&e),
+        }],
+    }
+}
+
+/// Answers one operator request.
+pub async fn handle(
+    daemon: &Arc<Daemon>,
+    peer: Peer,
+    request: OperatorRequest,
+    writer: &mut Writer,
+) {
+    let replies: Vec<OperatorReply> = if let Some(reason) = refusal(daemon, &peer, &request) {
+        vec![OperatorReply::Refused { reason }]
+    } else {
+        match request {
+            OperatorRequest::Status => vec![OperatorReply::Status(status(daemon))],
+            OperatorRequest::Kill { reason } => {
+                let reason = reason.unwrap_or_else(|| format!("engaged by uid {}", peer.uid));
+                blocking(daemon, move |d| match d.kill_switch.engage(&reason) {
+                    Ok(()) => {
+                        kill_switch::on_engaged(
+                            d,
+                            &kill_switch::Engaged { reason },
+                            Some(peer.uid),
+                        );
+                        OperatorReply::Done {
+                            message: String::from("kill switch engaged"),
+                        }
+                    }
+                    Err(e) => OperatorReply::Refused {
+                        reason: errors::one_line(&e),
+                    },
+                })
+                .await
+                .pipe_one()
+            }
+            OperatorRequest::Release => blocking(daemon, move |d| match d.kill_switch.release() {
+                Ok(()) => {
+                    kill_switch::on_released(d, Some(peer.uid));
+                    OperatorReply::Done {
+                        message: String::from("kill switch released"),
+                    }
+                }
+                Err(e) => OperatorReply::Refused {
+                    reason: errors::one_line(&e),
+                },
+            })
+            .await
+            .pipe_one(),
+            OperatorRequest::Reload => blocking(daemon, move |d| {
+                match reload::reload(d, "operator", Some(peer.uid)) {
+                    Ok(revision) => OperatorReply::Done {
+                        message: format!("policy reloaded, revision {revision}"),
+                    },
+                    Err(why) => OperatorReply::Refused {
+                        reason: format!("reload refused, last good policy kept: {why}"),
+                    },
+                }
+            })
+            .await
+            .pipe_one(),
+            OperatorRequest::AuditVerify => blocking(daemon, |d| match d.audit.verify() {
+                Ok(r) => OperatorReply::Verify(VerifySummary {
+                    ok: r.ok,
+                    events_checked: r.events_checked,
+                    first_broken: r.first_broken.and_then(|s| u64::try_from(s).ok()),
+                    problem: r.problem,
+                }),
+                Err(e) => OperatorReply::Refused {
+                    reason: errors::one_line(&e),
+                },
+            })
+            .await
+            .pipe_one(),
+            OperatorRequest::AuditTail { count } => {
+                blocking(daemon, move |d| audit_reply(d.audit.tail(count as usize))).await
+            }
+            OperatorRequest::AuditAfter { seq, limit } => {
+                let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+                blocking(daemon, move |d| {
+                    audit_reply(d.audit.after(seq, limit as usize))
+                })
+                .await
+            }
+            OperatorRequest::AuditShow { request_id } => {
+                blocking(daemon, move |d| {
+                    audit_reply(d.audit.by_request(&request_id))
+                })
+                .await
+            }
+            OperatorRequest::AuditExport { since } => {
+                blocking(daemon, move |d| match since {
+                    Some(ts) => audit_reply(d.audit.since(&ts)),
+                    None => audit_reply(d.audit.after(0, usize::MAX)),
+                })
+                .await
+            }
+        }
+    };
+    for reply in replies {
+        if writer.send(&ServerMsg::Operator { reply }).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A single reply as the list of replies to send.
+trait One {
+    fn pipe_one(self) -> Vec<OperatorReply>;
+}
+
+impl One for OperatorReply {
+    fn pipe_one(self) -> Vec<OperatorReply> {
+        vec![self]
+    }
+}

@@ -1,0 +1,307 @@
+//! The pipeline: the one path from a request to an executed command. It reads
+//! as its stages, in order; each is a call into the module named after it and
+//! returns a typed outcome. Any failure is HOLD with a one-line reason.
+//!
+//! kill switch → parse → preconditions (host snapshot) → policy (tier
+//! classification and deny-first rules, one pure call over that snapshot) →
+//! redact → approval → audit intent (committed) → credentials → execute →
+//! errors → output → audit outcome.
+//!
+//! Only [`Gate::Allow`] carries a [`Permit`], only this module can make one,
+//! and [`execute::run`] takes it by value: the exec stage is reachable only by
+//! destructuring an ALLOW.
+
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use praxis_policy::{Decision, Policy, Profile, Tier, Verdict};
+use praxis_proto::{Command, DecisionFrame, ExecRequest, ServerMsg};
+use tokio::net::unix::OwnedReadHalf;
+
+use crate::conn::{Peer, Writer};
+use crate::state::Daemon;
+use crate::{
+    approval, audit_stage, credentials, errors, execute, ids, kill_switch, parse, policy,
+    preconditions, redact,
+};
+
+/// Role of a request that claims none.
+pub const DEFAULT_ROLE: &str = "agent";
+
+/// A request as it arrived: the message and the descriptors passed with it.
+pub struct Inbound {
+    pub peer: Peer,
+    pub request: ExecRequest,
+    pub stdin: OwnedFd,
+    pub cwd_dir: OwnedFd,
+}
+
+/// Why a request does not run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: String,
+    pub tier: Tier,
+    pub rule_ids: Vec<String>,
+    pub profile: Profile,
+}
+
+impl Refusal {
+    /// A refusal decided before the policy could classify the request: the
+    /// tier is unknown, so it is taken as the highest.
+    pub fn unclassified(reason: String) -> Refusal {
+        Refusal {
+            reason,
+            tier: Tier::HighRisk,
+            rule_ids: Vec::new(),
+            profile: Profile::ReadOnly,
+        }
+    }
+
+    fn of(decision: &Decision) -> Refusal {
+        Refusal {
+            reason: decision.reason.clone(),
+            tier: decision.tier,
+            rule_ids: decision.rule_ids.clone(),
+            profile: decision.profile,
+        }
+    }
+}
+
+/// Private: only this module can seal a [`Permit`].
+#[derive(Debug)]
+struct Seal;
+
+/// Leave to execute exactly one command, as decided.
+#[derive(Debug)]
+pub struct Permit {
+    _seal: Seal,
+    pub request_id: String,
+    pub decision: Decision,
+    /// The policy the decision was made under.
+    pub policy: Arc<Policy>,
+    /// What to exec: the argv, or the configured shell with `-c` and the string.
+    pub argv: Vec<OsString>,
+    pub cwd: PathBuf,
+    pub workspace: PathBuf,
+    pub home: PathBuf,
+    pub env: Vec<(OsString, OsString)>,
+    pub timeout: Duration,
+    pub output_cap: u64,
+    pub peer: Peer,
+    pub stdin: OwnedFd,
+}
+
+/// The outcome of the deciding stages.
+#[must_use = "a gate must be acted on: only an ALLOW may execute"]
+#[derive(Debug)]
+pub enum Gate {
+    Allow(Box<Permit>),
+    Hold(Refusal),
+    Stop(Refusal),
+}
+
+impl Gate {
+    pub fn verdict(&self) -> Verdict {
+        match self {
+            Gate::Allow(_) => Verdict::Allow,
+            Gate::Hold(_) => Verdict::Hold,
+            Gate::Stop(_) => Verdict::Stop,
+        }
+    }
+
+    /// HOLD or STOP with the same refusal details, for a stage that fails after the decision.
+    pub fn hold(reason: String, tier: Tier, profile: Profile) -> Gate {
+        Gate::Hold(Refusal {
+            reason,
+            tier,
+            rule_ids: Vec::new(),
+            profile,
+        })
+    }
+}
+
+/// What the audit stages record about a request besides the decision.
+#[derive(Clone, Debug)]
+pub struct Trail {
+    pub request_id: String,
+    pub peer: Peer,
+    pub role: String,
+    pub session: Option<String>,
+    pub runtime: Option<String>,
+    pub cwd: String,
+    pub arguments_digest: String,
+    pub argv_redacted: Option<Vec<String>>,
+    pub policy_revision: Option<String>,
+}
+
+/// Runs one exec request to its end and answers the client.
+pub async fn run(
+    daemon: &Arc<Daemon>,
+    inbound: Inbound,
+    reader: OwnedReadHalf,
+    writer: &mut Writer,
+) {
+    daemon.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let role = inbound
+        .request
+        .role
+        .clone()
+        .unwrap_or_else(|| String::from(DEFAULT_ROLE));
+    let mut trail = Trail {
+        request_id: ids::request_id(),
+        peer: inbound.peer,
+        arguments_digest: ids::arguments_digest(&inbound.request, &inbound.request.cwd, &role),
+        role,
+        session: inbound.request.session.clone(),
+        runtime: inbound.request.runtime.clone(),
+        cwd: inbound.request.cwd.clone(),
+        argv_redacted: None,
+        policy_revision: None,
+    };
+
+    let gate = decide(daemon, inbound, &mut trail);
+    let gate = approval::apply(gate);
+    let gate = audit_stage::intent(daemon, gate, &trail).await;
+
+    match gate {
+        Gate::Allow(permit) => {
+            daemon.counters.allowed.fetch_add(1, Ordering::Relaxed);
+            let permit = credentials::inject(*permit);
+            let executed = execute::run(daemon, permit, &trail, reader, writer).await;
+            audit_stage::outcome(daemon, &trail, &executed).await;
+        }
+        Gate::Hold(refusal) => {
+            refuse(daemon, writer, &trail, praxis_proto::Verdict::Hold, refusal).await
+        }
+        Gate::Stop(refusal) => {
+            refuse(daemon, writer, &trail, praxis_proto::Verdict::Stop, refusal).await
+        }
+    }
+}
+
+/// The deciding stages, kill switch to redact.
+fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
+    if let Err(engaged) = kill_switch::check(daemon) {
+        return Gate::Stop(Refusal::unclassified(engaged.message()));
+    }
+    if daemon.is_draining() {
+        return Gate::Hold(Refusal::unclassified(String::from(
+            "praxisd is shutting down",
+        )));
+    }
+    let policy = match policy::in_force(daemon) {
+        Ok(policy) => policy,
+        Err(why) => return Gate::Hold(Refusal::unclassified(why)),
+    };
+    trail.policy_revision = Some(policy.revision().to_owned());
+    let Inbound {
+        peer,
+        request,
+        stdin,
+        cwd_dir,
+    } = inbound;
+
+    let analysis = match parse::analyze(&policy, &request, &trail.role) {
+        Ok(analysis) => analysis,
+        Err(e) => return Gate::Hold(Refusal::unclassified(errors::one_line(&e))),
+    };
+    let gathered = match preconditions::gather(
+        &policy,
+        &analysis,
+        &daemon.config,
+        &cwd_dir,
+        peer.uid,
+        &request.env,
+    ) {
+        Ok(gathered) => gathered,
+        Err(e) => return Gate::Hold(Refusal::unclassified(errors::one_line(&e))),
+    };
+    let decision = policy.decide(
+        &parse::policy_request(&request, &trail.role),
+        &analysis,
+        &gathered.context,
+    );
+    trail.argv_redacted = Some(redact::for_audit(&decision));
+
+    match decision.decision {
+        Verdict::Stop => Gate::Stop(Refusal::of(&decision)),
+        Verdict::Hold => Gate::Hold(Refusal::of(&decision)),
+        Verdict::Allow => {
+            let limits = policy.limits();
+            let requested = request
+                .timeout_secs
+                .unwrap_or(limits.timeout_secs)
+                .min(limits.timeout_secs);
+            let argv = match request.command {
+                Command::Argv(argv) => argv.into_iter().map(OsString::from).collect(),
+                Command::Shell(script) => {
+                    vec![
+                        daemon.config.shell.clone().into_os_string(),
+                        OsString::from("-c"),
+                        OsString::from(script),
+                    ]
+                }
+            };
+            let mut env: Vec<(OsString, OsString)> = request
+                .env
+                .into_iter()
+                .filter(|(k, _)| praxis_proto::is_forwarded_env(k))
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect();
+            if !env.iter().any(|(k, _)| k == "PATH") {
+                env.push((OsString::from("PATH"), gathered.path_var));
+            }
+            Gate::Allow(Box::new(Permit {
+                _seal: Seal,
+                request_id: trail.request_id.clone(),
+                argv,
+                cwd: gathered.context.cwd,
+                workspace: gathered.context.workspace,
+                home: gathered.context.home,
+                env,
+                timeout: Duration::from_secs(requested.max(1)),
+                output_cap: limits.output_cap_bytes,
+                peer,
+                stdin,
+                decision,
+                policy,
+            }))
+        }
+    }
+}
+
+/// Answers a HOLD or STOP: the decision frame is the whole reply.
+async fn refuse(
+    daemon: &Daemon,
+    writer: &mut Writer,
+    trail: &Trail,
+    verdict: praxis_proto::Verdict,
+    r: Refusal,
+) {
+    let counter = match verdict {
+        praxis_proto::Verdict::Stop => &daemon.counters.stopped,
+        _ => &daemon.counters.held,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    let frame = decision_frame(trail, verdict, &r);
+    let _ = writer.send(&ServerMsg::Decision(frame)).await;
+}
+
+/// The decision frame for the client. HOLD names the operator command that
+/// would approve it.
+pub fn decision_frame(trail: &Trail, verdict: praxis_proto::Verdict, r: &Refusal) -> DecisionFrame {
+    DecisionFrame {
+        request_id: trail.request_id.clone(),
+        decision: verdict,
+        tier: r.tier.as_str().to_owned(),
+        reason: r.reason.clone(),
+        rule_ids: r.rule_ids.clone(),
+        profile: r.profile.as_str().to_owned(),
+        approve_with: (verdict == praxis_proto::Verdict::Hold)
+            .then(|| format!("praxis approve {}", trail.request_id)),
+    }
+}

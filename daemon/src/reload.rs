@@ -1,0 +1,102 @@
+//! Loading and reloading the policy: the built-in patterns plus the
+//! operator's `policy.toml`. A bad file at reload keeps the last good policy;
+//! every attempt is audited. Triggers: SIGHUP, a change to the file
+//! (inotify on the config directory), `praxis reload`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+use praxis_policy::{BUILTIN_PATTERNS, Policy, Source};
+
+use crate::audit::{Durability, Event, EventKind};
+use crate::config::{Config, POLICY_FILE};
+use crate::errors;
+use crate::state::Daemon;
+
+/// Loads the built-in patterns and, when present, the operator's policy file.
+pub fn load(config: &Config) -> Result<Policy, String> {
+    let path = config.policy_file();
+    let operator = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {}", path.display(), errors::one_line(&e))),
+    };
+    let name = path.display().to_string();
+    Policy::load(
+        Source {
+            name: "patterns.toml",
+            text: BUILTIN_PATTERNS,
+        },
+        operator.as_deref().map(|text| Source { name: &name, text }),
+    )
+    .map_err(|e| errors::one_line(&e))
+}
+
+/// Reloads and audits the attempt. Blocking (reads files, waits for the commit).
+pub fn reload(daemon: &Daemon, trigger: &str, by_uid: Option<u32>) -> Result<String, String> {
+    let result = load(&daemon.config).map(|policy| {
+        let revision = policy.revision().to_owned();
+        daemon.set_policy(Arc::new(policy));
+        revision
+    });
+    let mut detail = serde_json::Map::new();
+    detail.insert("trigger".into(), trigger.into());
+    let event = match &result {
+        Ok(revision) => Event {
+            policy_revision: Some(revision.clone()),
+            reason: Some(String::from("policy reloaded")),
+            uid: by_uid,
+            detail: Some(detail),
+            ..Event::new(EventKind::Reload)
+        },
+        Err(why) => Event {
+            reason: Some(format!("reload refused, last good policy kept: {why}")),
+            uid: by_uid,
+            detail: Some(detail),
+            ..Event::new(EventKind::Reload)
+        },
+    };
+    if let Err(e) = daemon.record_blocking(event, Durability::Full) {
+        tracing::error!("audit of a reload failed: {e}");
+    }
+    result
+}
+
+/// Watches the config directory and reloads when the policy file changes.
+pub fn watch(daemon: Arc<Daemon>) -> Result<(), String> {
+    let dir = daemon.config.config_dir().to_path_buf();
+    let inotify = Inotify::init(InitFlags::IN_CLOEXEC).map_err(|e| format!("inotify: {e}"))?;
+    let mask = AddWatchFlags::IN_CLOSE_WRITE
+        | AddWatchFlags::IN_MOVED_TO
+        | AddWatchFlags::IN_CREATE
+        | AddWatchFlags::IN_DELETE
+        | AddWatchFlags::IN_MOVED_FROM;
+    inotify
+        .add_watch(&dir, mask)
+        .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+    std::thread::Builder::new()
+        .name("policy-watch".into())
+        .spawn(move || {
+            loop {
+                match inotify.read_events() {
+                    Ok(events) => {
+                        if events.iter().any(|e| {
+                            e.name.as_deref().map(Path::new) == Some(Path::new(POLICY_FILE))
+                        }) {
+                            if let Err(why) = reload(&daemon, "file change", None) {
+                                tracing::warn!("{why}");
+                            }
+                        }
+                    }
+                    Err(nix::Error::EINTR) => {}
+                    Err(e) => {
+                        tracing::error!("policy watcher stopped: {e}");
+                        return;
+                    }
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the policy watcher: {e}"))?;
+    Ok(())
+}

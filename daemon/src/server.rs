@@ -1,0 +1,139 @@
+//! The socket server: accepts connections, identifies the peer, receives the
+//! first frame with its descriptors and hands it to the pipeline or to the
+//! operator handler. A bad frame is refused with an error frame and the
+//! connection closed; the server keeps serving.
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use praxis_proto::frame::FrameError;
+use praxis_proto::{ClientMsg, Mode};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::conn::{self, Peer, Writer};
+use crate::errors;
+use crate::pipeline::{self, Inbound};
+use crate::state::Daemon;
+
+/// How long a client has to send its first frame.
+const FIRST_FRAME_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves until `stop` turns true, then stops accepting and returns the
+/// connections still being served.
+pub async fn serve(
+    daemon: Arc<Daemon>,
+    listener: UnixListener,
+    mut stop: watch::Receiver<bool>,
+) -> JoinSet<()> {
+    let mut tasks = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let daemon = Arc::clone(&daemon);
+                    tasks.spawn(async move { handle(daemon, stream).await });
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    // EMFILE and friends: back off instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            },
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            _ = stop.changed() => {
+                if *stop.borrow() {
+                    return tasks;
+                }
+            }
+        }
+    }
+}
+
+async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
+    let peer = match Peer::of(&stream) {
+        Ok(peer) => peer,
+        Err(e) => return conn::refuse(&mut stream, format!("cannot identify peer: {e}")).await,
+    };
+    let first = tokio::time::timeout(FIRST_FRAME_TIMEOUT, conn::read_first(&mut stream)).await;
+    let (frame, fds) = match first {
+        Ok(Ok(got)) => got,
+        Ok(Err(FrameError::Closed)) => return,
+        Ok(Err(e)) => return conn::refuse(&mut stream, errors::one_line(&e)).await,
+        Err(_) => {
+            return conn::refuse(
+                &mut stream,
+                String::from("no request within the time limit"),
+            )
+            .await;
+        }
+    };
+    let msg = match frame.parse_message::<ClientMsg>() {
+        Ok(msg) => msg,
+        Err(e) => return conn::refuse(&mut stream, errors::one_line(&e)).await,
+    };
+    match msg {
+        ClientMsg::Exec(request) => {
+            if daemon.config.mode() == Mode::User && peer.uid != nix::unistd::geteuid().as_raw() {
+                return conn::refuse(
+                    &mut stream,
+                    format!("uid {} may not use this user-mode praxisd", peer.uid),
+                )
+                .await;
+            }
+            let Ok::<[OwnedFd; 2], _>([stdin, cwd_dir]) = fds.try_into() else {
+                return conn::refuse(
+                    &mut stream,
+                    String::from("exec needs exactly two descriptors: stdin and cwd"),
+                )
+                .await;
+            };
+            let (reader, writer) = stream.into_split();
+            let mut writer = Writer::new(writer);
+            let inbound = Inbound {
+                peer,
+                request,
+                stdin,
+                cwd_dir,
+            };
+            pipeline::run(&daemon, inbound, reader, &mut writer).await;
+        }
+        ClientMsg::Operator { request } => {
+            drop(fds);
+            let (_reader, writer) = stream.into_split();
+            let mut writer = Writer::new(writer);
+            crate::operator::handle(&daemon, peer, request, &mut writer).await;
+        }
+        ClientMsg::Cancel => {
+            conn::refuse(
+                &mut stream,
+                String::from("cancel without a running request"),
+            )
+            .await
+        }
+    }
+}
+
+/// Drains: no new work (the caller stopped accepting and set `draining`),
+/// running commands get `grace` to finish, then are killed; the connections
+/// get a moment to send their exit frames.
+pub async fn drain(daemon: &Arc<Daemon>, mut tasks: JoinSet<()>, grace: Duration) {
+    daemon.draining.store(true, Ordering::SeqCst);
+    let waited =
+        tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+    if waited.is_err() {
+        let d = Arc::clone(daemon);
+        let _ = tokio::task::spawn_blocking(move || {
+            d.children
+                .terminate_all("praxisd shutting down", d.config.kill_grace)
+        })
+        .await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+    }
+}

@@ -1,0 +1,104 @@
+//! The daemon's shared state: configuration, the loaded policy, the audit
+//! store, the kill switch and the running commands.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use praxis_policy::Policy;
+
+use crate::audit::{Appended, AuditStore, Durability, Event};
+use crate::children::Children;
+use crate::config::Config;
+use crate::kill_switch::KillSwitch;
+
+/// The policy in force. `Err` when no policy has ever loaded (a bad file at
+/// start-up): the daemon then serves nothing but HOLD with that reason.
+pub type LoadedPolicy = Result<Arc<Policy>, String>;
+
+/// Request counters for `praxis status`.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub requests: AtomicU64,
+    pub allowed: AtomicU64,
+    pub held: AtomicU64,
+    pub stopped: AtomicU64,
+}
+
+impl Counters {
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// Everything a request or an operator command may touch.
+pub struct Daemon {
+    pub config: Config,
+    policy: RwLock<LoadedPolicy>,
+    pub audit: AuditStore,
+    pub kill_switch: KillSwitch,
+    pub children: Arc<Children>,
+    pub counters: Counters,
+    /// `Err(why)` when the sandbox self-test failed: every request is HOLD.
+    pub self_test: Result<String, String>,
+    /// Set by SIGTERM: no new work.
+    pub draining: AtomicBool,
+}
+
+impl Daemon {
+    pub fn new(
+        config: Config,
+        policy: LoadedPolicy,
+        audit: AuditStore,
+        self_test: Result<String, String>,
+    ) -> Daemon {
+        let kill_switch = KillSwitch::new(config.kill_file.clone());
+        Daemon {
+            config,
+            policy: RwLock::new(policy),
+            audit,
+            kill_switch,
+            children: Arc::new(Children::default()),
+            counters: Counters::default(),
+            self_test,
+            draining: AtomicBool::new(false),
+        }
+    }
+
+    /// The policy in force now; a request keeps the one it started with.
+    pub fn policy(&self) -> LoadedPolicy {
+        self.policy
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
+    }
+
+    pub fn set_policy(&self, policy: Arc<Policy>) {
+        *self
+            .policy
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner()) = Ok(policy);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Appends an audit event from async code without blocking the runtime.
+    pub async fn record(&self, event: Event, durability: Durability) -> Result<Appended, String> {
+        self.audit
+            .append_async(event, durability)
+            .await
+            .map_err(|e| crate::errors::one_line(&e))
+    }
+
+    /// Appends an audit event from a blocking context (watcher threads).
+    pub fn record_blocking(
+        &self,
+        event: Event,
+        durability: Durability,
+    ) -> Result<Appended, String> {
+        self.audit
+            .append(event, durability)
+            .map_err(|e| crate::errors::one_line(&e))
+    }
+}
