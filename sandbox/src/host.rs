@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 /// The git root of `cwd` (the directory holding `.git`), if any.
 pub fn git_root(cwd: &Path) -> Option<PathBuf> {
-    cwd.ancestors().find(|dir| dir.join(".git").exists()).map(Path::to_path_buf)
+    cwd.ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .map(Path::to_path_buf)
 }
 
 /// The workspace of a request: the git root of `cwd`, else `cwd` itself.
@@ -32,7 +34,9 @@ fn git_dir(root: &Path) -> Option<PathBuf> {
 /// The checked-out branch of the work tree at `root`; None when detached or unknown.
 pub fn git_branch(root: &Path) -> Option<String> {
     let head = fs::read_to_string(git_dir(root)?.join("HEAD")).ok()?;
-    head.trim().strip_prefix("ref: refs/heads/").map(str::to_owned)
+    head.trim()
+        .strip_prefix("ref: refs/heads/")
+        .map(str::to_owned)
 }
 
 /// The default branch as the `origin` remote names it, when recorded.
@@ -43,7 +47,9 @@ pub fn git_default_branch(root: &Path) -> Option<String> {
         .map(|c| dir.join(c.trim()))
         .unwrap_or(dir);
     let head = fs::read_to_string(common.join("refs/remotes/origin/HEAD")).ok()?;
-    head.trim().strip_prefix("ref: refs/remotes/origin/").map(str::to_owned)
+    head.trim()
+        .strip_prefix("ref: refs/remotes/origin/")
+        .map(str::to_owned)
 }
 
 fn is_executable_file(path: &Path) -> bool {
@@ -56,8 +62,16 @@ fn is_executable_file(path: &Path) -> bool {
 pub fn resolve_program(program: &str, path_var: &OsStr, cwd: &Path) -> Option<PathBuf> {
     std::env::split_paths(path_var)
         .map(|dir| {
-            let dir = if dir.as_os_str().is_empty() { cwd.to_path_buf() } else { dir };
-            let dir = if dir.is_relative() { cwd.join(dir) } else { dir };
+            let dir = if dir.as_os_str().is_empty() {
+                cwd.to_path_buf()
+            } else {
+                dir
+            };
+            let dir = if dir.is_relative() {
+                cwd.join(dir)
+            } else {
+                dir
+            };
             dir.join(program)
         })
         .find(|candidate| is_executable_file(candidate))
@@ -84,9 +98,16 @@ mod tests {
         fs::create_dir_all(&sub).unwrap();
         assert_eq!(workspace_of(&sub), sub);
         fs::create_dir_all(tmp.path().join("a/.git")).unwrap();
-        fs::write(tmp.path().join("a/.git/HEAD"), "ref: refs/heads/feature/x\n").unwrap();
+        fs::write(
+            tmp.path().join("a/.git/HEAD"),
+            "ref: refs/heads/feature/x\n",
+        )
+        .unwrap();
         assert_eq!(workspace_of(&sub), tmp.path().join("a"));
-        assert_eq!(git_branch(&tmp.path().join("a")).as_deref(), Some("feature/x"));
+        assert_eq!(
+            git_branch(&tmp.path().join("a")).as_deref(),
+            Some("feature/x")
+        );
     }
 
     #[test]

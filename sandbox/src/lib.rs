@@ -1,5 +1,240 @@
 //! Praxis sandbox: what is applied to a command's process between fork and
 //! exec (Landlock, seccomp, capabilities, rlimits, environment), and the one
 //! place a host process is spawned.
+//!
+//! # Use
+//!
+//! ```text
+//! let prepared = praxis_sandbox::prepare(&spec)?;           // parent: rulesets, BPF, env, scratch dir
+//! let mut child = praxis_sandbox::spawn(prepared, &argv, &cwd, stdio)?;
+//! let waited = child.wait_timeout(timeout, grace)?;        // or poll `child.pidfd()` from async code
+//! ```
+//!
+//! [`prepare`] does everything that allocates or can fail slowly: it opens the
+//! Landlock ruleset, walks the grant trees, compiles the seccomp filters,
+//! builds the environment block and creates the private scratch `TMPDIR`.
+//! [`spawn`] forks on a dedicated, never-exiting spawner thread (so the
+//! parent-death signal follows the daemon's life, not a worker thread's) and
+//! the child then makes only raw system calls on prepared data, in this order:
+//!
+//! 1. `setsid` (new session and process group, no controlling terminal);
+//! 2. stdio onto 0, 1, 2; close-on-exec for every other descriptor;
+//! 3. signal mask cleared, dispositions reset;
+//! 4. rlimits (core 0, fsize, nofile, cpu);
+//! 5. in a private mount namespace, when there is something to pin: protected
+//!    paths bind-mounted read-only, their ancestors pinned, denied sockets masked;
+//! 6. `chdir`;
+//! 7. the capability bounding set dropped (when the parent may), then
+//!    `setgroups`, `setresgid`, `setresuid` for [`RunAs`];
+//! 8. parent-death signal, then a check that the parent is still there;
+//! 9. ambient, inheritable, permitted and effective capabilities cleared and
+//!    verified zero with `capget`;
+//! 10. `no_new_privs`; `landlock_restrict_self`; seccomp filters; `execve`.
+//!
+//! A failing step is reported to the parent over a close-on-exec pipe (stage
+//! and errno) and the child exits without exec: [`spawn`] returns
+//! [`SandboxError::Child`]. Nothing degrades silently: a kernel without
+//! Landlock ABI 6, a rule that cannot be added, a too-large tree to carve, all
+//! are errors the daemon turns into HOLD.
+//!
+//! # Filesystem model
+//!
+//! Landlock grants are additive and inherited by a whole subtree, so a path is
+//! carved out of a granted tree by granting the tree's other children one by
+//! one, down the path (see [`Spec::secrets`] and [`Spec::protected`]). When the
+//! process may create a mount namespace (the daemon runs as root), protected
+//! paths inside writable trees are instead bind-mounted read-only on
+//! themselves, with their ancestors pinned as mount points so they cannot be
+//! renamed away; the writable tree itself stays fully writable, so tools can
+//! create files at the workspace root. Without that privilege, the ancestors
+//! of a protected path keep read rights only. A protected path that does not
+//! exist yet directly under a writable root cannot be guarded without making
+//! the root itself read-only; [`Prepared::unguarded`] lists those.
 
 pub mod host;
+
+mod child;
+mod env;
+mod filter;
+mod fs_rules;
+mod pins;
+mod probe;
+mod process;
+
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+
+pub use env::{ALWAYS_DENIED_ENV, BASE_ENV_ALLOW};
+pub use filter::FilterError;
+pub use fs_rules::RulesError;
+pub use pins::PinError;
+pub use probe::{SelfTestReport, Support, self_test, support};
+pub use process::{Child, ExitStatus, Prepared, Waited, prepare, spawn};
+
+/// Minimum Landlock ABI: 6 brings the abstract-unix-socket and signal scopes.
+pub const MIN_LANDLOCK_ABI: i32 = 6;
+
+/// How much of the host a command may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Profile {
+    /// Read (and execute) everything but secrets; write only the scratch dir
+    /// and the harmless devices.
+    ReadOnly,
+    /// Read-only plus the workspace and the existing tool caches writable.
+    WorkspaceWrite,
+    /// No Landlock filesystem rules; scopes, seccomp, rlimits still apply.
+    Full,
+}
+
+impl Profile {
+    /// The name used in policy files and in `PRAXIS_SANDBOX`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::ReadOnly => "read-only",
+            Profile::WorkspaceWrite => "workspace-write",
+            Profile::Full => "full",
+        }
+    }
+}
+
+/// Resource limits applied to the child (soft and hard). Core dumps are always
+/// disabled. A value above the daemon's own hard limit is lowered to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rlimits {
+    /// Largest file the command may write, in bytes.
+    pub fsize_bytes: u64,
+    /// Open file descriptors.
+    pub nofile: u64,
+    /// CPU seconds.
+    pub cpu_secs: u64,
+}
+
+/// The identity a command runs as when the daemon is root and serves another user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAs {
+    /// User id (real, effective and saved).
+    pub uid: u32,
+    /// Group id (real, effective and saved).
+    pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+}
+
+/// Everything the sandbox needs to know about one command.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// Filesystem profile.
+    pub profile: Profile,
+    /// Whether the command may use the network (TCP, UDP, unix `socket()`).
+    pub network: bool,
+    /// Writable under [`Profile::WorkspaceWrite`].
+    pub workspace: PathBuf,
+    /// The user's home; becomes `HOME`.
+    pub home: PathBuf,
+    /// Absolute tool cache dirs, writable under [`Profile::WorkspaceWrite`]; only
+    /// those that exist are granted.
+    pub writable_caches: Vec<PathBuf>,
+    /// Absolute paths kept unwritable inside writable trees.
+    pub protected: Vec<PathBuf>,
+    /// Absolute paths unreadable in restricted profiles (names inside a secret
+    /// directory stay listable; contents do not).
+    pub secrets: Vec<PathBuf>,
+    /// Unix sockets the child must never reach.
+    pub deny_sockets: Vec<PathBuf>,
+    /// Candidate environment; the sandbox applies its own allowlist.
+    pub env: Vec<(OsString, OsString)>,
+    /// Names added to the allowlist (brokered credential variables, for
+    /// instance); names in [`ALWAYS_DENIED_ENV`] stay out regardless.
+    pub extra_env_allow: Vec<String>,
+    /// Resource limits.
+    pub rlimits: Rlimits,
+    /// Identity to switch to, when the daemon is root.
+    pub run_as: Option<RunAs>,
+    /// Parent dir of the per-command private `TMPDIR` (created 0700, removed
+    /// when the [`Child`] or [`Prepared`] is dropped).
+    pub scratch_root: PathBuf,
+}
+
+/// The child's standard descriptors.
+#[derive(Debug)]
+pub struct Stdio {
+    /// Becomes fd 0.
+    pub stdin: OwnedFd,
+    /// Becomes fd 1.
+    pub stdout: OwnedFd,
+    /// Becomes fd 2.
+    pub stderr: OwnedFd,
+}
+
+/// Why a command could not be sandboxed or spawned. Every variant means
+/// "do not run it"; the message names the exact reason.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The Landlock ruleset could not be built as required.
+    #[error("landlock: {0}")]
+    Rules(#[from] RulesError),
+    /// The seccomp filter could not be compiled.
+    #[error("seccomp: {0}")]
+    Filter(#[from] FilterError),
+    /// Protected paths could not be pinned.
+    #[error("protected paths: {0}")]
+    Pins(#[from] PinError),
+    /// A value handed to the sandbox is unusable (NUL byte, empty argv, relative path).
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    /// The kernel lacks something the sandbox requires.
+    #[error("sandbox unsupported: {0}")]
+    Unsupported(String),
+    /// The program is not found on the child's `PATH`.
+    #[error("program not found on PATH: {0}")]
+    NotFound(String),
+    /// A step in the child failed before exec; the command did not run.
+    #[error("{stage} failed: {}", errno_name(*.errno))]
+    Child {
+        /// The step that failed, named after its system call.
+        stage: &'static str,
+        /// The errno it returned.
+        errno: i32,
+    },
+    /// A system call in the parent failed.
+    #[error("{what}: {source}")]
+    Os {
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl SandboxError {
+    fn os(what: &'static str, source: std::io::Error) -> Self {
+        SandboxError::Os { what, source }
+    }
+
+    fn last_os(what: &'static str) -> Self {
+        SandboxError::os(what, std::io::Error::last_os_error())
+    }
+}
+
+/// The symbolic name of an errno ("EPERM"), or its number.
+fn errno_name(errno: i32) -> String {
+    let name = match errno {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EACCES => "EACCES",
+        libc::EINVAL => "EINVAL",
+        libc::ENOSYS => "ENOSYS",
+        libc::EBADF => "EBADF",
+        libc::ENOMEM => "ENOMEM",
+        libc::E2BIG => "E2BIG",
+        libc::ENOEXEC => "ENOEXEC",
+        libc::EBUSY => "EBUSY",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ESRCH => "ESRCH",
+        _ => return format!("errno {errno}"),
+    };
+    name.to_owned()
+}

@@ -1,0 +1,415 @@
+//! The forked child: raw, async-signal-safe system calls on data prepared by
+//! the parent, ending in `execve` (or in the self-test probes). Nothing here
+//! allocates, locks or panics: the parent is multi-threaded and only the
+//! forking thread exists in the child.
+
+use std::ffi::{CStr, c_char};
+use std::os::fd::RawFd;
+
+use crate::pins::Pin;
+
+/// A step of the child's set-up; its code travels through the error pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum Stage {
+    Setsid = 1,
+    Stdio,
+    CloseRange,
+    Signals,
+    Rlimit,
+    Unshare,
+    Mount,
+    Chdir,
+    CapBound,
+    Setgroups,
+    Setresgid,
+    Setresuid,
+    Pdeathsig,
+    ParentGone,
+    CapAmbient,
+    Capset,
+    CapCheck,
+    NoNewPrivs,
+    Landlock,
+    Seccomp,
+    Exec,
+    Probe,
+}
+
+const STAGES: [Stage; 22] = [
+    Stage::Setsid,
+    Stage::Stdio,
+    Stage::CloseRange,
+    Stage::Signals,
+    Stage::Rlimit,
+    Stage::Unshare,
+    Stage::Mount,
+    Stage::Chdir,
+    Stage::CapBound,
+    Stage::Setgroups,
+    Stage::Setresgid,
+    Stage::Setresuid,
+    Stage::Pdeathsig,
+    Stage::ParentGone,
+    Stage::CapAmbient,
+    Stage::Capset,
+    Stage::CapCheck,
+    Stage::NoNewPrivs,
+    Stage::Landlock,
+    Stage::Seccomp,
+    Stage::Exec,
+    Stage::Probe,
+];
+
+impl Stage {
+    pub(crate) fn from_code(code: u32) -> Option<Stage> {
+        STAGES.iter().copied().find(|s| *s as u32 == code)
+    }
+
+    /// The system call (or check) the stage is named after, for error messages.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Stage::Setsid => "setsid",
+            Stage::Stdio => "dup2 of stdio",
+            Stage::CloseRange => "close_range",
+            Stage::Signals => "sigprocmask",
+            Stage::Rlimit => "setrlimit",
+            Stage::Unshare => "unshare(CLONE_NEWNS)",
+            Stage::Mount => "mount of protected paths",
+            Stage::Chdir => "chdir",
+            Stage::CapBound => "PR_CAPBSET_DROP",
+            Stage::Setgroups => "setgroups",
+            Stage::Setresgid => "setresgid",
+            Stage::Setresuid => "setresuid",
+            Stage::Pdeathsig => "PR_SET_PDEATHSIG",
+            Stage::ParentGone => "parent check",
+            Stage::CapAmbient => "PR_CAP_AMBIENT_CLEAR_ALL",
+            Stage::Capset => "capset",
+            Stage::CapCheck => "capget check (capabilities remain)",
+            Stage::NoNewPrivs => "PR_SET_NO_NEW_PRIVS",
+            Stage::Landlock => "landlock_restrict_self",
+            Stage::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
+            Stage::Exec => "execve",
+            Stage::Probe => "self-test probe",
+        }
+    }
+}
+
+/// The identity switch, borrowed from prepared data.
+pub(crate) struct Identity<'a> {
+    pub(crate) uid: libc::uid_t,
+    pub(crate) gid: libc::gid_t,
+    pub(crate) groups: &'a [libc::gid_t],
+}
+
+/// What the child does once sandboxed.
+pub(crate) enum Then<'a> {
+    /// `execve(program, argv, envp)`; both arrays end with a null pointer.
+    Exec {
+        program: &'a CStr,
+        argv: &'a [*const c_char],
+        envp: &'a [*const c_char],
+    },
+    /// Run the self-test probes and report which escapes worked.
+    Probe(&'a crate::probe::ProbeArgs),
+}
+
+/// Everything the child needs, borrowed from prepared data.
+pub(crate) struct Plan<'a> {
+    pub(crate) stdio: [RawFd; 3],
+    pub(crate) report_fd: RawFd,
+    pub(crate) parent_pid: libc::pid_t,
+    pub(crate) rlimits: &'a [(libc::c_int, u64)],
+    pub(crate) mount_ns: bool,
+    pub(crate) pins: &'a [Pin],
+    pub(crate) masks: &'a [std::ffi::CString],
+    pub(crate) cwd: &'a CStr,
+    pub(crate) drop_bounding: bool,
+    pub(crate) last_cap: libc::c_ulong,
+    pub(crate) identity: Option<Identity<'a>>,
+    pub(crate) ruleset_fd: RawFd,
+    pub(crate) landlock_flags: u32,
+    pub(crate) filters: [&'a [libc::sock_filter]; 2],
+    pub(crate) then: Then<'a>,
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAP_VERSION_3: u32 = 0x2008_0522;
+const DEV_NULL: &CStr = c"/dev/null";
+const ROOT: &CStr = c"/";
+
+fn errno() -> i32 {
+    // SAFETY: reading the thread's errno location is async-signal-safe.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Writes `(stage, value)` to the report pipe.
+pub(crate) fn report(report_fd: RawFd, stage: Stage, value: i32) {
+    let mut buf = [0u8; 8];
+    buf[..4].copy_from_slice(&(stage as u32).to_ne_bytes());
+    buf[4..].copy_from_slice(&value.to_ne_bytes());
+    // SAFETY: write is async-signal-safe; buf outlives the call. A short
+    // write shows up as a truncated report in the parent.
+    unsafe { libc::write(report_fd, buf.as_ptr().cast(), buf.len()) };
+}
+
+/// Reports `(stage, errno)` and exits without running anything: the parent
+/// turns it into a `SandboxError`.
+fn fail(report_fd: RawFd, stage: Stage, err: i32) -> ! {
+    report(report_fd, stage, err);
+    // SAFETY: _exit is async-signal-safe.
+    unsafe { libc::_exit(127) }
+}
+
+/// Runs the child's set-up. Called right after `fork` in the child.
+///
+/// # Safety
+/// Must run in a freshly forked child, with every pointer in `plan` valid
+/// (the parent keeps the data alive until the fork has returned).
+pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
+    let fd = plan.report_fd;
+    let check = |stage: Stage, ok: bool| {
+        if !ok {
+            fail(fd, stage, errno());
+        }
+    };
+    // SAFETY (whole block): every call is a raw system call or an
+    // async-signal-safe libc wrapper, on pointers to stack values or to
+    // data the parent keeps alive across the fork.
+    unsafe {
+        check(Stage::Setsid, libc::setsid() >= 0);
+
+        // Move stdio above 2 first so overlapping numbers cannot clobber each
+        // other, then onto 0..2 (dup2 clears close-on-exec there).
+        let mut high = [0; 3];
+        for (slot, &src) in high.iter_mut().zip(plan.stdio.iter()) {
+            *slot = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, 3);
+            check(Stage::Stdio, *slot >= 0);
+        }
+        for (target, &src) in high.iter().enumerate() {
+            check(Stage::Stdio, libc::dup2(src, target as RawFd) >= 0);
+        }
+        check(
+            Stage::CloseRange,
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            ) == 0,
+        );
+
+        // The daemon may block or ignore signals; a command starts clean.
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        check(
+            Stage::Signals,
+            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) == 0,
+        );
+        for sig in 1..32 {
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+
+        // prlimit64 on ourselves: the one rlimit call every architecture has.
+        let zero = libc::rlimit64 {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let limits = std::iter::once((libc::RLIMIT_CORE as libc::c_int, zero)).chain(
+            plan.rlimits.iter().map(|&(r, v)| {
+                (
+                    r,
+                    libc::rlimit64 {
+                        rlim_cur: v,
+                        rlim_max: v,
+                    },
+                )
+            }),
+        );
+        for (resource, limit) in limits {
+            let null: *mut libc::rlimit64 = std::ptr::null_mut();
+            check(
+                Stage::Rlimit,
+                libc::syscall(libc::SYS_prlimit64, 0, resource, &limit, null) == 0,
+            );
+        }
+
+        if plan.mount_ns {
+            check(Stage::Unshare, libc::unshare(libc::CLONE_NEWNS) == 0);
+            let no_type: *const c_char = std::ptr::null();
+            let no_data: *const libc::c_void = std::ptr::null();
+            // Our mounts must not propagate back to the host.
+            check(
+                Stage::Mount,
+                libc::mount(
+                    no_type,
+                    ROOT.as_ptr(),
+                    no_type,
+                    libc::MS_REC | libc::MS_SLAVE,
+                    no_data,
+                ) == 0,
+            );
+            for pin in plan.pins {
+                let path = pin.path.as_ptr();
+                check(
+                    Stage::Mount,
+                    libc::mount(path, path, no_type, libc::MS_BIND, no_data) == 0,
+                );
+                if pin.read_only {
+                    let flags = libc::MS_REMOUNT
+                        | libc::MS_BIND
+                        | libc::MS_RDONLY
+                        | libc::MS_NOSUID
+                        | libc::MS_NODEV;
+                    check(
+                        Stage::Mount,
+                        libc::mount(no_type, path, no_type, flags, no_data) == 0,
+                    );
+                }
+            }
+            for mask in plan.masks {
+                check(
+                    Stage::Mount,
+                    libc::mount(
+                        DEV_NULL.as_ptr(),
+                        mask.as_ptr(),
+                        no_type,
+                        libc::MS_BIND,
+                        no_data,
+                    ) == 0,
+                );
+            }
+        }
+
+        // After the mounts, so a cwd inside a pinned tree sees them.
+        check(Stage::Chdir, libc::chdir(plan.cwd.as_ptr()) == 0);
+
+        // Dropping the bounding set needs CAP_SETPCAP, so it comes before the
+        // identity switch.
+        if plan.drop_bounding {
+            for cap in 0..=plan.last_cap {
+                check(
+                    Stage::CapBound,
+                    libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) == 0,
+                );
+                check(
+                    Stage::CapBound,
+                    libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 0,
+                );
+            }
+        }
+        if let Some(id) = &plan.identity {
+            check(
+                Stage::Setgroups,
+                libc::syscall(libc::SYS_setgroups, id.groups.len(), id.groups.as_ptr()) == 0,
+            );
+            check(
+                Stage::Setresgid,
+                libc::syscall(libc::SYS_setresgid, id.gid, id.gid, id.gid) == 0,
+            );
+            check(
+                Stage::Setresuid,
+                libc::syscall(libc::SYS_setresuid, id.uid, id.uid, id.uid) == 0,
+            );
+        }
+
+        // A credential change clears the parent-death signal, so it is set
+        // after it; the parent may already be gone by then.
+        check(
+            Stage::Pdeathsig,
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) == 0,
+        );
+        if libc::getppid() != plan.parent_pid {
+            fail(fd, Stage::ParentGone, libc::ESRCH);
+        }
+
+        check(
+            Stage::CapAmbient,
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            ) == 0,
+        );
+        let mut header = CapHeader {
+            version: CAP_VERSION_3,
+            pid: 0,
+        };
+        let mut data = [CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        check(
+            Stage::Capset,
+            libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) == 0,
+        );
+        data = [CapData {
+            effective: u32::MAX,
+            permitted: u32::MAX,
+            inheritable: u32::MAX,
+        }; 2];
+        check(
+            Stage::CapCheck,
+            libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) == 0,
+        );
+        if data
+            .iter()
+            .any(|d| d.effective | d.permitted | d.inheritable != 0)
+        {
+            fail(fd, Stage::CapCheck, libc::EPERM);
+        }
+
+        check(
+            Stage::NoNewPrivs,
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0,
+        );
+        check(
+            Stage::Landlock,
+            libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                plan.ruleset_fd,
+                plan.landlock_flags,
+            ) == 0,
+        );
+        for filter in plan.filters {
+            let prog = libc::sock_fprog {
+                len: filter.len() as libc::c_ushort,
+                filter: filter.as_ptr().cast_mut(),
+            };
+            check(
+                Stage::Seccomp,
+                libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog) == 0,
+            );
+        }
+
+        match &plan.then {
+            Then::Exec {
+                program,
+                argv,
+                envp,
+            } => {
+                libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                fail(fd, Stage::Exec, errno())
+            }
+            Then::Probe(args) => crate::probe::run_probes(args, fd),
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The child's environment: an allowlist over the candidate environment, plus
+//! the variables the sandbox itself sets.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
+
+use crate::{Profile, SandboxError};
+
+/// Names always passed through when present (`LC_*` is matched as a prefix).
+pub const BASE_ENV_ALLOW: &[&str] = &["PATH", "USER", "LOGNAME", "LANG", "LC_*", "TERM", "TZ"];
+
+/// Names never passed, even when policy adds them: they make a program load
+/// or run code of the caller's choosing.
+pub const ALWAYS_DENIED_ENV: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "LD_DEBUG_OUTPUT",
+    "LD_PROFILE",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "GCONV_PATH",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "NODE_OPTIONS",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_EXEC_PATH",
+    "GIT_SSH_COMMAND",
+    "HOSTALIASES",
+    "RESOLV_HOST_CONF",
+    "MALLOC_TRACE",
+    "TMPDIR",
+    "HOME",
+];
+
+/// The `PATH` a child gets when the candidate environment has none.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+fn denied(name: &[u8]) -> bool {
+    name.starts_with(b"LD_")
+        || name.starts_with(b"PRAXIS_")
+        || name.starts_with(b"BASH_FUNC_")
+        || ALWAYS_DENIED_ENV.iter().any(|d| d.as_bytes() == name)
+}
+
+fn allowed(name: &[u8], extra: &[String]) -> bool {
+    let base = BASE_ENV_ALLOW
+        .iter()
+        .any(|pattern| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix.as_bytes()),
+            None => pattern.as_bytes() == name,
+        });
+    (base || extra.iter().any(|e| e.as_bytes() == name)) && !denied(name)
+}
+
+/// The environment the child gets, in order, as `NAME=value` strings, and its
+/// `PATH` value (used to resolve the program in the parent).
+#[derive(Debug)]
+pub(crate) struct EnvBlock {
+    pub(crate) entries: Vec<CString>,
+    pub(crate) path: OsString,
+}
+
+/// Applies the allowlist to `candidate` and adds `HOME`, `TMPDIR`,
+/// `PRAXIS_SANDBOX` and, with the network off, `PRAXIS_SANDBOX_NETWORK_DISABLED=1`.
+/// The first occurrence of a name wins.
+pub(crate) fn build(
+    candidate: &[(OsString, OsString)],
+    extra_allow: &[String],
+    home: &Path,
+    tmpdir: &Path,
+    profile: Profile,
+    network: bool,
+) -> Result<EnvBlock, SandboxError> {
+    let mut seen: Vec<&[u8]> = Vec::new();
+    let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    for (name, value) in candidate {
+        let name = name.as_bytes();
+        if name.is_empty()
+            || name.contains(&b'=')
+            || !allowed(name, extra_allow)
+            || seen.contains(&name)
+        {
+            continue;
+        }
+        seen.push(name);
+        pairs.push((name.to_vec(), value.as_bytes().to_vec()));
+    }
+    if !seen.contains(&b"PATH".as_slice()) {
+        pairs.push((b"PATH".to_vec(), DEFAULT_PATH.as_bytes().to_vec()));
+    }
+    pairs.push((b"HOME".to_vec(), home.as_os_str().as_bytes().to_vec()));
+    pairs.push((b"TMPDIR".to_vec(), tmpdir.as_os_str().as_bytes().to_vec()));
+    pairs.push((
+        b"PRAXIS_SANDBOX".to_vec(),
+        profile.as_str().as_bytes().to_vec(),
+    ));
+    if !network {
+        pairs.push((b"PRAXIS_SANDBOX_NETWORK_DISABLED".to_vec(), b"1".to_vec()));
+    }
+    let path = pairs
+        .iter()
+        .find(|(n, _)| n == b"PATH")
+        .map(|(_, v)| OsString::from_vec(v.clone()))
+        .unwrap_or_else(|| OsString::from(DEFAULT_PATH));
+    let entries = pairs
+        .into_iter()
+        .map(|(mut n, v)| {
+            n.push(b'=');
+            n.extend_from_slice(&v);
+            CString::new(n).map_err(|e| {
+                SandboxError::Invalid(format!(
+                    "environment entry with a NUL byte: {}",
+                    OsStr::from_bytes(&e.into_vec()).to_string_lossy()
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(EnvBlock { entries, path })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(n: &str, v: &str) -> (OsString, OsString) {
+        (n.into(), v.into())
+    }
+
+    fn render(block: &EnvBlock) -> Vec<String> {
+        block
+            .entries
+            .iter()
+            .map(|c| c.to_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn allowlist_keeps_basics_and_drops_loader_and_shell_hooks() {
+        let candidate = vec![
+            pair("PATH", "/bin"),
+            pair("LC_ALL", "C"),
+            pair("LD_PRELOAD", "/evil.so"),
+            pair("BASH_ENV", "/evil"),
+            pair("AWS_SECRET_ACCESS_KEY", "x"),
+            pair("GH_TOKEN", "t"),
+            pair("HOME", "/elsewhere"),
+            pair("PATH", "/second"),
+        ];
+        let extra = vec![
+            "GH_TOKEN".to_owned(),
+            "LD_PRELOAD".to_owned(),
+            "BASH_ENV".to_owned(),
+        ];
+        let block = build(
+            &candidate,
+            &extra,
+            Path::new("/h"),
+            Path::new("/t/x"),
+            Profile::ReadOnly,
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            render(&block),
+            [
+                "PATH=/bin",
+                "LC_ALL=C",
+                "GH_TOKEN=t",
+                "HOME=/h",
+                "TMPDIR=/t/x",
+                "PRAXIS_SANDBOX=read-only",
+                "PRAXIS_SANDBOX_NETWORK_DISABLED=1"
+            ]
+        );
+        assert_eq!(block.path, OsString::from("/bin"));
+    }
+
+    #[test]
+    fn network_on_has_no_disabled_marker_and_default_path() {
+        let block = build(
+            &[],
+            &[],
+            Path::new("/h"),
+            Path::new("/t"),
+            Profile::Full,
+            true,
+        )
+        .unwrap();
+        let rendered = render(&block);
+        assert!(rendered.contains(&format!("PATH={DEFAULT_PATH}")));
+        assert!(rendered.contains(&"PRAXIS_SANDBOX=full".to_owned()));
+        assert!(
+            !rendered
+                .iter()
+                .any(|e| e.starts_with("PRAXIS_SANDBOX_NETWORK_DISABLED"))
+        );
+    }
+
+    #[test]
+    fn nul_in_value_is_an_error() {
+        let err = build(
+            &[pair("TERM", "a\0b")],
+            &[],
+            Path::new("/h"),
+            Path::new("/t"),
+            Profile::Full,
+            true,
+        );
+        assert!(matches!(err, Err(SandboxError::Invalid(_))));
+    }
+}

@@ -1,0 +1,223 @@
+//! The seccomp filters, compiled in the parent.
+//!
+//! Two programs are installed. The main one (seccompiler) returns EPERM for
+//! the kernel attack surface and escape hatches a command never needs, and
+//! for sockets the network setting forbids. The second, small one is written
+//! by hand because it needs comparisons seccompiler cannot express: x32
+//! system call numbers are refused (they would bypass number-keyed rules) and
+//! `clone3` returns ENOSYS so that libc falls back to `clone`, whose flags the
+//! main filter can inspect. Both kill the process on a foreign architecture.
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch, sock_filter,
+};
+
+/// Why a filter could not be compiled.
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    /// seccompiler rejected a rule or the filter.
+    #[error("{0}")]
+    Compile(#[from] seccompiler::BackendError),
+}
+
+#[cfg(target_arch = "x86_64")]
+const ARCH: TargetArch = TargetArch::x86_64;
+#[cfg(target_arch = "aarch64")]
+const ARCH: TargetArch = TargetArch::aarch64;
+
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+
+/// System calls refused whatever their arguments.
+const ALWAYS_DENIED: &[libc::c_long] = &[
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_reboot,
+    libc::SYS_setns,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+];
+
+/// Namespace-creating flags refused in `clone` and `unshare`.
+const NAMESPACE_FLAGS: &[libc::c_int] = &[
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWNET,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWCGROUP,
+];
+
+/// Which sockets a command may create. `socketpair(AF_UNIX)` is always
+/// allowed: its two ends reach nothing outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sockets {
+    /// Network off: `socket()` refused for every family, AF_UNIX included,
+    /// because below Landlock ABI 9 nothing else keeps path-named sockets
+    /// (praxisd's own, docker's, systemd's) out of reach.
+    None,
+    /// Network on, but unix sockets refused (denied sockets cannot be masked).
+    NoUnix,
+    /// Network on; only vsock refused.
+    All,
+}
+
+/// Both compiled programs, ready for `seccomp(SECCOMP_SET_MODE_FILTER)`.
+#[derive(Debug)]
+pub(crate) struct Filters {
+    pub(crate) main: BpfProgram,
+    pub(crate) guard: Vec<sock_filter>,
+}
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, FilterError> {
+    // Dword: compare the low 32 bits only, as the kernel sees an int argument.
+    Ok(SeccompCondition::new(
+        arg,
+        SeccompCmpArgLen::Dword,
+        op,
+        value,
+    )?)
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, FilterError> {
+    Ok(SeccompRule::new(conditions)?)
+}
+
+fn flag_rules(arg: u8) -> Result<Vec<SeccompRule>, FilterError> {
+    NAMESPACE_FLAGS
+        .iter()
+        .map(|&flag| {
+            let flag = u64::from(flag as u32);
+            rule(vec![cond(arg, SeccompCmpOp::MaskedEq(flag), flag)?])
+        })
+        .collect()
+}
+
+/// Compiles the filters for one command.
+pub(crate) fn compile(sockets: Sockets) -> Result<Filters, FilterError> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        ALWAYS_DENIED.iter().map(|&nr| (nr, Vec::new())).collect();
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![
+            rule(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCSTI)?])?,
+            rule(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCLINUX)?])?,
+        ],
+    );
+    rules.insert(libc::SYS_clone, flag_rules(0)?);
+    rules.insert(libc::SYS_unshare, flag_rules(0)?);
+    let af_unix = libc::AF_UNIX as u64;
+    let vsock = rule(vec![cond(0, SeccompCmpOp::Eq, libc::AF_VSOCK as u64)?])?;
+    let socket_rules = match sockets {
+        // An empty rule list matches unconditionally.
+        Sockets::None => Vec::new(),
+        Sockets::NoUnix => vec![vsock, rule(vec![cond(0, SeccompCmpOp::Eq, af_unix)?])?],
+        Sockets::All => vec![vsock],
+    };
+    rules.insert(libc::SYS_socket, socket_rules);
+    rules.insert(
+        libc::SYS_socketpair,
+        vec![rule(vec![cond(0, SeccompCmpOp::Ne, af_unix)?])?],
+    );
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        ARCH,
+    )?;
+    Ok(Filters {
+        main: BpfProgram::try_from(filter)?,
+        guard: guard_program(),
+    })
+}
+
+const fn stmt(code: u16, k: u32) -> sock_filter {
+    sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+const fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
+    sock_filter { code, jt, jf, k }
+}
+
+/// Offsets in `struct seccomp_data`.
+const DATA_NR: u32 = 0;
+const DATA_ARCH: u32 = 4;
+/// The bit x32 system call numbers carry.
+#[cfg(target_arch = "x86_64")]
+const X32_BIT: u32 = 0x4000_0000;
+/// aarch64 has no x32-like alias numbering; the comparison never matches.
+#[cfg(target_arch = "aarch64")]
+const X32_BIT: u32 = u32::MAX;
+
+fn guard_program() -> Vec<sock_filter> {
+    const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const JGE: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+    const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    vec![
+        stmt(LD_W_ABS, DATA_ARCH),
+        jump(JEQ, AUDIT_ARCH, 1, 0),
+        stmt(RET, libc::SECCOMP_RET_KILL_PROCESS),
+        stmt(LD_W_ABS, DATA_NR),
+        jump(JGE, X32_BIT, 0, 1),
+        stmt(RET, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        jump(JEQ, libc::SYS_clone3 as u32, 0, 1),
+        stmt(RET, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        stmt(RET, libc::SECCOMP_RET_ALLOW),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_socket_setting_compiles_to_a_distinct_program() {
+        let lens: Vec<usize> = [Sockets::None, Sockets::NoUnix, Sockets::All]
+            .into_iter()
+            .map(|sockets| {
+                let filters = compile(sockets).unwrap();
+                assert_eq!(filters.guard.len(), 9);
+                filters.main.len()
+            })
+            .collect();
+        assert!(lens.iter().all(|&l| l > ALWAYS_DENIED.len()));
+        assert!(lens[0] != lens[1] && lens[1] != lens[2], "{lens:?}");
+    }
+}

@@ -1,0 +1,397 @@
+//! Landlock: which inodes get which rights, and the ruleset holding them.
+//!
+//! Rights granted on a directory cover its whole subtree, and rules only add
+//! access. To keep a path P out of a grant on tree T, T itself gets only the
+//! rights P may keep, and each child of T is granted separately, recursing
+//! only into the child that leads to P. Every inode is opened `O_PATH |
+//! O_NOFOLLOW`: a symlink never becomes a grant root, and symlinks met while
+//! walking get no rule (access through them is checked on their target).
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, Scope,
+};
+
+/// Upper bound on the rules one command's ruleset may hold; carving beyond it
+/// fails closed.
+pub(crate) const MAX_RULES: usize = 20_000;
+
+/// The ABI whose rights and scopes are required (and handled).
+const REQUIRED: ABI = ABI::V6;
+
+/// Why the Landlock ruleset could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    /// Creating the ruleset or adding a rule failed (includes a kernel below ABI 6).
+    #[error("{0}")]
+    Ruleset(#[from] landlock::RulesetError),
+    /// A rule for one path was refused.
+    #[error("adding a rule for {path}: {source}")]
+    AddRule {
+        /// The path.
+        path: PathBuf,
+        /// The refusal.
+        #[source]
+        source: landlock::RulesetError,
+    },
+    /// The kernel reported no ruleset although one was required.
+    #[error("the kernel created no Landlock ruleset")]
+    NoRuleset,
+    /// A path to grant or carve could not be opened or listed.
+    #[error("cannot open {path}: {source}")]
+    Open {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// A grant root is a symlink; granting it would grant its target.
+    #[error("refusing to grant through a symlink: {0}")]
+    SymlinkRoot(PathBuf),
+    /// A path given to the sandbox is relative.
+    #[error("path must be absolute: {0}")]
+    Relative(PathBuf),
+    /// Carving would need more rules than [`MAX_RULES`].
+    #[error("carving {0} needs more than {MAX_RULES} rules")]
+    TooManyRules(PathBuf),
+}
+
+/// Read and execute: what every restricted profile grants on `/`.
+pub(crate) fn read_rights() -> BitFlags<AccessFs> {
+    AccessFs::Execute | AccessFs::ReadFile | AccessFs::ReadDir
+}
+
+/// Every right but making device nodes: what writable trees get.
+pub(crate) fn write_rights() -> BitFlags<AccessFs> {
+    AccessFs::from_all(REQUIRED) & !(AccessFs::MakeChar | AccessFs::MakeBlock)
+}
+
+/// Rights a secret withholds: everything but listing names.
+pub(crate) fn secret_withheld() -> BitFlags<AccessFs> {
+    AccessFs::from_all(REQUIRED) & !AccessFs::ReadDir
+}
+
+/// Rights a protected path withholds: everything but reading.
+pub(crate) fn protected_withheld() -> BitFlags<AccessFs> {
+    AccessFs::from_all(REQUIRED) & !read_rights()
+}
+
+/// Rights for the harmless devices (`/dev/null` and friends).
+pub(crate) fn device_rights() -> BitFlags<AccessFs> {
+    AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate
+}
+
+/// Rights on one tree.
+#[derive(Debug, Clone)]
+pub(crate) struct Grant {
+    pub(crate) path: PathBuf,
+    pub(crate) access: BitFlags<AccessFs>,
+}
+
+/// Rights kept away from one path (and its subtree) whatever tree contains it.
+#[derive(Debug, Clone)]
+pub(crate) struct Exclusion {
+    pub(crate) path: PathBuf,
+    pub(crate) withheld: BitFlags<AccessFs>,
+}
+
+/// One Landlock rule: an opened inode and its rights.
+#[derive(Debug)]
+pub(crate) struct Rule {
+    pub(crate) path: PathBuf,
+    pub(crate) fd: OwnedFd,
+    pub(crate) access: BitFlags<AccessFs>,
+}
+
+fn open_path(path: &Path) -> Result<File, RulesError> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|source| RulesError::Open {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// `path` with symlinks resolved as far as it exists, the missing rest kept as
+/// written: a secret reached through a link is carved where it really lives.
+pub(crate) fn resolve_lenient(path: &Path) -> Result<PathBuf, RulesError> {
+    if !path.is_absolute() {
+        return Err(RulesError::Relative(path.to_path_buf()));
+    }
+    let mut existing = path.to_path_buf();
+    let mut missing = Vec::new();
+    loop {
+        if let Ok(real) = fs::canonicalize(&existing) {
+            let mut out = real;
+            out.extend(missing.iter().rev());
+            return Ok(out);
+        }
+        match (
+            existing.file_name().map(ToOwned::to_owned),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                missing.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return Ok(path.to_path_buf()),
+        }
+    }
+}
+
+/// Opens every inode the grants need, carving the exclusions out.
+pub(crate) fn carve(grants: &[Grant], exclusions: &[Exclusion]) -> Result<Vec<Rule>, RulesError> {
+    let mut rules = Vec::new();
+    for grant in grants {
+        if grant
+            .path
+            .components()
+            .any(|c| matches!(c, Component::ParentDir))
+            || !grant.path.is_absolute()
+        {
+            return Err(RulesError::Relative(grant.path.clone()));
+        }
+        let file = open_path(&grant.path)?;
+        let meta = file.metadata().map_err(|source| RulesError::Open {
+            path: grant.path.clone(),
+            source,
+        })?;
+        if meta.file_type().is_symlink() {
+            return Err(RulesError::SymlinkRoot(grant.path.clone()));
+        }
+        let relevant: Vec<&Exclusion> = exclusions
+            .iter()
+            .filter(|e| e.path.starts_with(&grant.path) && !(e.withheld & grant.access).is_empty())
+            .collect();
+        carve_tree(
+            &grant.path,
+            file,
+            meta.is_dir(),
+            grant.access,
+            &relevant,
+            &grant.path,
+            &mut rules,
+        )?;
+    }
+    Ok(rules)
+}
+
+fn carve_tree(
+    path: &Path,
+    file: File,
+    is_dir: bool,
+    access: BitFlags<AccessFs>,
+    exclusions: &[&Exclusion],
+    root: &Path,
+    rules: &mut Vec<Rule>,
+) -> Result<(), RulesError> {
+    let access = if is_dir {
+        access
+    } else {
+        access & AccessFs::from_file(REQUIRED)
+    };
+    let inside: Vec<&Exclusion> = exclusions
+        .iter()
+        .copied()
+        .filter(|e| e.path.starts_with(path))
+        .collect();
+    let own = inside.iter().fold(access, |acc, e| acc & !e.withheld);
+    let whole = inside.is_empty() || !is_dir || inside.iter().any(|e| e.path == path);
+    if !own.is_empty() {
+        if rules.len() >= MAX_RULES {
+            return Err(RulesError::TooManyRules(root.to_path_buf()));
+        }
+        rules.push(Rule {
+            path: path.to_path_buf(),
+            fd: file.into(),
+            access: own,
+        });
+    }
+    if whole {
+        return Ok(());
+    }
+    let entries = fs::read_dir(path).map_err(|source| RulesError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    for entry in entries {
+        let entry = entry.map_err(|source| RulesError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let child = entry.path();
+        let child_file = match open_path(&child) {
+            Ok(f) => f,
+            // Gone since listing: nothing to grant.
+            Err(RulesError::Open { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let meta = child_file.metadata().map_err(|source| RulesError::Open {
+            path: child.clone(),
+            source,
+        })?;
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        carve_tree(
+            &child,
+            child_file,
+            meta.is_dir(),
+            access,
+            &inside,
+            root,
+            rules,
+        )?;
+        if rules.len() > MAX_RULES {
+            return Err(RulesError::TooManyRules(root.to_path_buf()));
+        }
+    }
+    Ok(())
+}
+
+/// Builds the ruleset: every filesystem right of ABI 6 handled when
+/// `handle_fs`, TCP bind/connect handled when `network_off`, both scopes always.
+/// Compatibility is a hard requirement: a kernel that cannot enforce it all is an error.
+pub(crate) fn ruleset(
+    handle_fs: bool,
+    network_off: bool,
+    rules: Vec<Rule>,
+) -> Result<OwnedFd, RulesError> {
+    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
+    if handle_fs {
+        ruleset = ruleset.handle_access(AccessFs::from_all(REQUIRED))?;
+    }
+    if network_off {
+        ruleset = ruleset.handle_access(AccessNet::from_all(REQUIRED))?;
+    }
+    let mut created = ruleset.scope(Scope::from_all(REQUIRED))?.create()?;
+    for rule in rules {
+        created = created
+            .add_rule(PathBeneath::new(rule.fd, rule.access))
+            .map_err(|source| RulesError::AddRule {
+                path: rule.path,
+                source,
+            })?;
+    }
+    Option::<OwnedFd>::from(created).ok_or(RulesError::NoRuleset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rights_of<'a>(rules: &'a [Rule], path: &Path) -> Option<&'a Rule> {
+        rules.iter().find(|r| r.path == path)
+    }
+
+    #[test]
+    fn carving_a_secret_grants_siblings_and_walks_only_its_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for dir in ["a/b", "a/c", "d"] {
+            fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        fs::write(root.join("a/b/key"), "k").unwrap();
+        fs::write(root.join("a/b/other"), "o").unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("a/link")).unwrap();
+        let grants = [Grant {
+            path: root.to_path_buf(),
+            access: read_rights(),
+        }];
+        let excl = [Exclusion {
+            path: root.join("a/b/key"),
+            withheld: secret_withheld(),
+        }];
+        let rules = carve(&grants, &excl).unwrap();
+        assert_eq!(
+            rights_of(&rules, root).unwrap().access,
+            BitFlags::from(AccessFs::ReadDir)
+        );
+        assert_eq!(
+            rights_of(&rules, &root.join("a")).unwrap().access,
+            BitFlags::from(AccessFs::ReadDir)
+        );
+        assert_eq!(
+            rights_of(&rules, &root.join("d")).unwrap().access,
+            read_rights()
+        );
+        assert_eq!(
+            rights_of(&rules, &root.join("a/c")).unwrap().access,
+            read_rights()
+        );
+        let other = rights_of(&rules, &root.join("a/b/other")).unwrap();
+        assert_eq!(other.access, AccessFs::Execute | AccessFs::ReadFile);
+        assert!(rights_of(&rules, &root.join("a/b/key")).is_none());
+        assert!(rights_of(&rules, &root.join("a/link")).is_none());
+        assert!(
+            rights_of(&rules, &root.join("d/x")).is_none(),
+            "untouched subtrees are granted whole"
+        );
+    }
+
+    #[test]
+    fn protected_path_that_does_not_exist_leaves_its_ancestors_read_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path();
+        fs::create_dir_all(ws.join(".git/objects")).unwrap();
+        let grants = [Grant {
+            path: ws.to_path_buf(),
+            access: write_rights(),
+        }];
+        let excl = [Exclusion {
+            path: ws.join(".git/hooks"),
+            withheld: protected_withheld(),
+        }];
+        let rules = carve(&grants, &excl).unwrap();
+        assert_eq!(rights_of(&rules, ws).unwrap().access, read_rights());
+        assert_eq!(
+            rights_of(&rules, &ws.join(".git")).unwrap().access,
+            read_rights()
+        );
+        assert_eq!(
+            rights_of(&rules, &ws.join(".git/objects")).unwrap().access,
+            write_rights()
+        );
+    }
+
+    #[test]
+    fn symlink_grant_root_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let link = tmp.path().join("ws");
+        std::os::unix::fs::symlink("/", &link).unwrap();
+        let err = carve(
+            &[Grant {
+                path: link,
+                access: write_rights(),
+            }],
+            &[],
+        )
+        .unwrap_err();
+        assert!(matches!(err, RulesError::SymlinkRoot(_)), "{err}");
+    }
+
+    #[test]
+    fn lenient_resolution_follows_links_and_keeps_missing_tail() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, tmp.path().join("via")).unwrap();
+        let resolved = resolve_lenient(&tmp.path().join("via/missing/x")).unwrap();
+        assert_eq!(resolved, fs::canonicalize(&real).unwrap().join("missing/x"));
+        assert!(matches!(
+            resolve_lenient(Path::new("rel")),
+            Err(RulesError::Relative(_))
+        ));
+    }
+}

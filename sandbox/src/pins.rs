@@ -1,0 +1,223 @@
+//! Protected paths kept unwritable with bind mounts, in a private mount
+//! namespace of the child, and denied unix sockets masked.
+//!
+//! Landlock alone cannot keep `.git/hooks` unwritable while leaving the
+//! workspace root writable: any write right on an ancestor covers the whole
+//! subtree. A read-only bind mount of the protected path on itself makes the
+//! kernel refuse every write beneath it (EROFS), and a mount point cannot be
+//! renamed, unlinked or replaced (EBUSY), so each existing ancestor between
+//! the writable root and the protected path is also bind-mounted on itself
+//! ("pinned") to stop the tree being swapped out from above. This needs
+//! CAP_SYS_ADMIN in the parent; without it the Landlock carve is used instead.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Why the pin plan could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    /// A protected path, or one of its ancestors inside a writable tree, is a
+    /// symlink: the link itself could be replaced, and nothing can pin it.
+    #[error("protected path goes through a symlink inside a writable tree: {0}")]
+    Symlink(PathBuf),
+    /// A path could not be inspected.
+    #[error("cannot inspect {path}: {source}")]
+    Stat {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// A path holds a NUL byte.
+    #[error("path holds a NUL byte: {0}")]
+    Nul(PathBuf),
+}
+
+/// One bind mount of a path on itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Pin {
+    pub(crate) path: CString,
+    pub(crate) read_only: bool,
+}
+
+/// What the child mounts, and what could not be guarded.
+#[derive(Debug, Default)]
+pub(crate) struct PinPlan {
+    /// Ancestors first.
+    pub(crate) pins: Vec<Pin>,
+    /// Sockets to cover with `/dev/null`.
+    pub(crate) masks: Vec<CString>,
+    /// Protected paths that do not exist directly under a writable root.
+    pub(crate) unguarded: Vec<PathBuf>,
+}
+
+impl PinPlan {
+    /// Whether the child needs a mount namespace at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pins.is_empty() && self.masks.is_empty()
+    }
+}
+
+fn c_path(path: &Path) -> Result<CString, PinError> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| PinError::Nul(path.to_path_buf()))
+}
+
+/// Whether `path` exists; a symlink is an error.
+fn exists_plain(path: &Path) -> Result<bool, PinError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(PinError::Symlink(path.to_path_buf())),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(PinError::Stat {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Plans the mounts for `protected` paths inside `writable_roots`, and the
+/// masks for the existing `deny_sockets`. Protected paths outside every
+/// writable root need nothing: Landlock already refuses writes there.
+pub(crate) fn plan(
+    writable_roots: &[PathBuf],
+    protected: &[PathBuf],
+    deny_sockets: &[PathBuf],
+) -> Result<PinPlan, PinError> {
+    let mut mounts: BTreeMap<PathBuf, bool> = BTreeMap::new();
+    let mut unguarded = Vec::new();
+    for target in protected {
+        let Some(root) = writable_roots
+            .iter()
+            .filter(|r| target.starts_with(r))
+            .max_by_key(|r| r.as_os_str().len())
+        else {
+            continue;
+        };
+        let mut deepest = root.clone();
+        let mut missing = false;
+        let mut ancestors = Vec::new();
+        for component in target
+            .strip_prefix(root)
+            .unwrap_or(Path::new(""))
+            .components()
+        {
+            let next = deepest.join(component);
+            if !exists_plain(&next)? {
+                missing = true;
+                break;
+            }
+            ancestors.push(next.clone());
+            deepest = next;
+        }
+        if missing && deepest == *root {
+            unguarded.push(target.clone());
+            continue;
+        }
+        // The deepest existing path is read-only: the target itself, or the
+        // ancestor in which it could otherwise be created.
+        let read_only = ancestors.pop().unwrap_or_else(|| root.clone());
+        for ancestor in ancestors {
+            mounts.entry(ancestor).or_insert(false);
+        }
+        mounts.insert(read_only, true);
+    }
+    // A bind inside a read-only pin would come up writable: drop those.
+    let read_only: Vec<PathBuf> = mounts
+        .iter()
+        .filter(|(_, ro)| **ro)
+        .map(|(p, _)| p.clone())
+        .collect();
+    mounts.retain(|path, _| {
+        !read_only
+            .iter()
+            .any(|ro| path != ro && path.starts_with(ro))
+    });
+    let pins = mounts
+        .into_iter()
+        .map(|(path, read_only)| {
+            Ok(Pin {
+                path: c_path(&path)?,
+                read_only,
+            })
+        })
+        .collect::<Result<_, PinError>>()?;
+    let masks = deny_sockets
+        .iter()
+        .filter(|s| s.exists())
+        .map(|s| c_path(s))
+        .collect::<Result<_, _>>()?;
+    Ok(PinPlan {
+        pins,
+        masks,
+        unguarded,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn pin(path: &Path, read_only: bool) -> Pin {
+        Pin {
+            path: c_path(path).unwrap(),
+            read_only,
+        }
+    }
+
+    #[test]
+    fn existing_paths_are_pinned_with_their_ancestors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        fs::write(ws.join(".git/config"), "").unwrap();
+        let protected = [
+            ws.join(".git/hooks"),
+            ws.join(".git/config"),
+            tmp.path().join("elsewhere/.bashrc"),
+        ];
+        let plan = plan(std::slice::from_ref(&ws), &protected, &[]).unwrap();
+        assert_eq!(
+            plan.pins,
+            [
+                pin(&ws.join(".git"), false),
+                pin(&ws.join(".git/config"), true),
+                pin(&ws.join(".git/hooks"), true)
+            ]
+        );
+        assert!(plan.unguarded.is_empty());
+    }
+
+    #[test]
+    fn missing_paths_make_their_existing_parent_read_only_or_are_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().to_path_buf();
+        fs::create_dir_all(ws.join(".git/objects")).unwrap();
+        let protected = [
+            ws.join(".git/hooks"),
+            ws.join(".mcp.json"),
+            ws.join(".git/objects/x/y"),
+        ];
+        let plan = plan(std::slice::from_ref(&ws), &protected, &[]).unwrap();
+        assert_eq!(
+            plan.pins,
+            [pin(&ws.join(".git"), true)],
+            "pins under a read-only pin are dropped"
+        );
+        assert_eq!(plan.unguarded, [ws.join(".mcp.json")]);
+    }
+
+    #[test]
+    fn symlinked_protected_path_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().to_path_buf();
+        fs::create_dir_all(ws.join(".git")).unwrap();
+        std::os::unix::fs::symlink("/tmp", ws.join(".git/hooks")).unwrap();
+        let err = plan(std::slice::from_ref(&ws), &[ws.join(".git/hooks")], &[]).unwrap_err();
+        assert!(matches!(err, PinError::Symlink(_)), "{err}");
+    }
+}

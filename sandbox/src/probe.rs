@@ -1,0 +1,271 @@
+//! What the kernel offers ([`support`]) and whether the sandbox really holds
+//! ([`self_test`]: escapes tried from a sandboxed child).
+
+use std::ffi::CString;
+use std::fs;
+use std::net::{Ipv4Addr, TcpListener};
+use std::os::fd::{OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use crate::child::{self, Stage, Then};
+use crate::process::{self, Child, ScratchDir};
+use crate::{Profile, Rlimits, SandboxError, Spec, Stdio};
+
+/// `LANDLOCK_CREATE_RULESET_VERSION`.
+const LANDLOCK_VERSION_FLAG: u32 = 1;
+
+/// The running kernel's Landlock ABI, 0 when Landlock is missing or disabled.
+pub(crate) fn landlock_abi() -> i32 {
+    let null: *const libc::c_void = std::ptr::null();
+    // SAFETY: with the version flag the kernel only returns a number.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            null,
+            0usize,
+            LANDLOCK_VERSION_FLAG,
+        )
+    };
+    i32::try_from(abi).unwrap_or(0).max(0)
+}
+
+/// What the sandbox can rely on here, for `praxis status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Support {
+    /// Landlock ABI version (0: none).
+    pub landlock_abi: i32,
+    /// Whether seccomp filters are available.
+    pub seccomp: bool,
+    /// Whether protected paths are pinned with mounts (CAP_SYS_ADMIN), rather
+    /// than carved with Landlock alone.
+    pub mount_pins: bool,
+    /// Whether the capability bounding set can be dropped (CAP_SETPCAP).
+    /// Without it the set stays, but no_new_privs keeps it from being used.
+    pub bounding_drop: bool,
+    /// Whether Landlock logs denials after exec (ABI 7).
+    pub audit_denials: bool,
+}
+
+impl Support {
+    /// Reasons the sandbox cannot be enforced; empty when it can.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.landlock_abi < crate::MIN_LANDLOCK_ABI {
+            problems.push(format!(
+                "Landlock ABI {} found, {} required",
+                self.landlock_abi,
+                crate::MIN_LANDLOCK_ABI
+            ));
+        }
+        if !self.seccomp {
+            problems.push("seccomp filters unavailable".to_owned());
+        }
+        problems
+    }
+}
+
+/// Inspects the kernel and this process's privileges.
+pub fn support() -> Support {
+    let has = |cap| caps::has_cap(None, caps::CapSet::Effective, cap).unwrap_or(false);
+    let landlock_abi = landlock_abi();
+    Support {
+        landlock_abi,
+        // SAFETY: PR_GET_SECCOMP only reads the mode; EINVAL means no seccomp.
+        seccomp: unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0,
+        mount_pins: has(caps::Capability::CAP_SYS_ADMIN),
+        bounding_drop: has(caps::Capability::CAP_SETPCAP),
+        audit_denials: landlock_abi >= 7,
+    }
+}
+
+/// The probes' targets, prepared in the parent.
+pub(crate) struct ProbeArgs {
+    inside: CString,
+    outside: CString,
+    secret: CString,
+    tcp: libc::sockaddr_in,
+}
+
+/// One escape (or, for the first, one allowed action) and its bit in the report.
+const PROBES: [(i32, &str); 7] = [
+    (
+        1 << 0,
+        "write inside the workspace failed (sandbox unusable)",
+    ),
+    (1 << 1, "write outside the workspace succeeded"),
+    (1 << 2, "read of a secret path succeeded"),
+    (1 << 3, "TCP connect to a loopback listener succeeded"),
+    (1 << 4, "UDP socket creation succeeded"),
+    (1 << 5, "signal to pid 1 succeeded"),
+    (1 << 6, "io_uring_setup succeeded"),
+];
+
+/// Runs in the sandboxed child: tries each escape with raw system calls and
+/// reports a bit per unexpected result.
+pub(crate) fn run_probes(args: &ProbeArgs, report_fd: RawFd) -> ! {
+    let mut bits = 0;
+    // SAFETY (whole block): raw system calls on stack data and on C strings
+    // the parent keeps alive; descriptors opened here are closed here.
+    unsafe {
+        let opened = |path: &CString, flags: i32| {
+            let fd = libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o600);
+            if fd >= 0 {
+                libc::close(fd);
+            }
+            fd >= 0
+        };
+        let write = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+        if !opened(&args.inside, write) {
+            bits |= PROBES[0].0;
+        }
+        if opened(&args.outside, write) {
+            bits |= PROBES[1].0;
+        }
+        if opened(&args.secret, libc::O_RDONLY) {
+            bits |= PROBES[2].0;
+        }
+        let tcp = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if tcp >= 0 {
+            let addr = (&args.tcp as *const libc::sockaddr_in).cast::<libc::sockaddr>();
+            if libc::connect(tcp, addr, size_of::<libc::sockaddr_in>() as libc::socklen_t) == 0 {
+                bits |= PROBES[3].0;
+            }
+            libc::close(tcp);
+        }
+        let udp = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if udp >= 0 {
+            bits |= PROBES[4].0;
+            libc::close(udp);
+        }
+        if libc::kill(1, 0) == 0 {
+            bits |= PROBES[5].0;
+        }
+        // struct io_uring_params is 120 bytes.
+        let mut params = [0u64; 15];
+        let ring = libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr());
+        if ring >= 0 {
+            bits |= PROBES[6].0;
+            libc::close(ring as RawFd);
+        }
+        child::report(report_fd, Stage::Probe, bits);
+        libc::_exit(0)
+    }
+}
+
+/// What the self-test found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub struct SelfTestReport {
+    /// Each probe that gave the wrong answer; empty when the sandbox holds.
+    pub failures: Vec<String>,
+    /// The restrictions the probe child ran under.
+    pub restrictions: String,
+}
+
+impl SelfTestReport {
+    /// Whether every escape failed and the allowed write worked.
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+fn c_path(path: &Path) -> Result<CString, SandboxError> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| SandboxError::Invalid("path holds a NUL byte".into()))
+}
+
+fn dev_null() -> Result<OwnedFd, SandboxError> {
+    fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .map(OwnedFd::from)
+        .map_err(|e| SandboxError::os("opening /dev/null", e))
+}
+
+/// Spawns a child under the default command profile (workspace-write,
+/// network off) and tries, from inside it: a write in its workspace (must
+/// work), a write outside it, reading a secret, a TCP connect to a loopback
+/// listener, a UDP socket, a signal to pid 1 and `io_uring_setup` (must all
+/// fail). An error means the self-test could not run at all.
+pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
+    let base = ScratchDir::create(scratch_root, None)?;
+    let workspace = base.0.join("workspace");
+    let outside = base.0.join("outside");
+    for dir in [&workspace, &outside] {
+        fs::create_dir(dir).map_err(|e| SandboxError::os("creating self-test dirs", e))?;
+    }
+    let secret = outside.join("secret");
+    fs::write(&secret, "s").map_err(|e| SandboxError::os("creating the self-test secret", e))?;
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .map_err(|e| SandboxError::os("binding a loopback listener", e))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| SandboxError::os("reading the listener address", e))?
+        .port();
+
+    let spec = Spec {
+        profile: Profile::WorkspaceWrite,
+        network: false,
+        workspace: workspace.clone(),
+        home: workspace.clone(),
+        writable_caches: Vec::new(),
+        protected: Vec::new(),
+        secrets: vec![secret.clone()],
+        deny_sockets: Vec::new(),
+        env: Vec::new(),
+        extra_env_allow: Vec::new(),
+        rlimits: Rlimits {
+            fsize_bytes: 1 << 20,
+            nofile: 64,
+            cpu_secs: 5,
+        },
+        run_as: None,
+        scratch_root: base.0.clone(),
+    };
+    let prepared = process::prepare(&spec)?;
+    let restrictions = prepared.restrictions();
+    let args = ProbeArgs {
+        inside: c_path(&workspace.join("probe"))?,
+        outside: c_path(&outside.join("probe"))?,
+        secret: c_path(&secret)?,
+        tcp: libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be(),
+            },
+            sin_zero: [0; 8],
+        },
+    };
+    let stdio = Stdio {
+        stdin: dev_null()?,
+        stdout: dev_null()?,
+        stderr: dev_null()?,
+    };
+    let (pid, report) = process::launch(&prepared, &workspace, &stdio, Then::Probe(&args))?;
+    let mut child = Child::adopt(pid);
+    let mut buf = [0u8; 8];
+    let filled = process::read_report(&report, &mut buf)?;
+    child.wait()?;
+    drop(listener);
+    if filled != buf.len() {
+        return Err(SandboxError::Invalid(
+            "self-test child sent a truncated report".into(),
+        ));
+    }
+    if u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]) != Stage::Probe as u32 {
+        return Err(process::report_error(buf));
+    }
+    let bits = i32::from_ne_bytes([buf[4], buf[5], buf[6], buf[7]]);
+    let failures = PROBES
+        .iter()
+        .filter(|(bit, _)| bits & bit != 0)
+        .map(|(_, what)| (*what).to_owned())
+        .collect();
+    Ok(SelfTestReport {
+        failures,
+        restrictions,
+    })
+}

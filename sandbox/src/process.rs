@@ -1,0 +1,834 @@
+//! Preparing a sandbox in the parent, the one spawn site, and the spawned child.
+
+use std::ffi::{CString, OsString, c_char};
+use std::fs::{self, DirBuilder};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::child::{self, Identity, Plan, Stage, Then};
+use crate::env::{self, EnvBlock};
+use crate::filter::{self, Sockets};
+use crate::fs_rules::{self, Exclusion, Grant};
+use crate::pins::{self, PinPlan};
+use crate::{Profile, SandboxError, Spec, Stdio, probe};
+
+/// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): denials after exec are audited.
+const LOG_NEW_EXEC_ON: u32 = 2;
+
+/// The devices every restricted profile may read and write.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// A command's private `TMPDIR`, removed when dropped.
+#[derive(Debug)]
+pub(crate) struct ScratchDir(pub(crate) PathBuf);
+
+impl ScratchDir {
+    pub(crate) fn create(
+        root: &Path,
+        owner: Option<(u32, u32)>,
+    ) -> Result<ScratchDir, SandboxError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        if !root.is_dir() {
+            // Traversable by the uids commands run as, listable by none of them.
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o711)
+                .create(root)
+                .map_err(|e| SandboxError::os("creating the scratch root", e))?;
+        }
+        loop {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let name = format!(
+                "cmd-{}-{}-{nanos:x}",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            );
+            let path = root.join(name);
+            match DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => {
+                    let dir = ScratchDir(path);
+                    if let Some((uid, gid)) = owner {
+                        std::os::unix::fs::chown(&dir.0, Some(uid), Some(gid)).map_err(|e| {
+                            SandboxError::os("handing the scratch dir to the command's user", e)
+                        })?;
+                    }
+                    return Ok(dir);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(SandboxError::os("creating the scratch dir", e)),
+            }
+        }
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        // Best effort: a leftover only wastes space inside the scratch root.
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A sandbox made ready in the parent for one command: the Landlock ruleset,
+/// compiled seccomp filters, the environment block, mounts to make, the
+/// scratch dir. Consumed by [`spawn`].
+#[derive(Debug)]
+pub struct Prepared {
+    profile: Profile,
+    network: bool,
+    ruleset: OwnedFd,
+    landlock_flags: u32,
+    filters: [Vec<libc::sock_filter>; 2],
+    env: EnvBlock,
+    rlimits: [(libc::c_int, u64); 3],
+    run_as: Option<crate::RunAs>,
+    drop_bounding: bool,
+    last_cap: libc::c_ulong,
+    pins: PinPlan,
+    rule_count: usize,
+    scratch: ScratchDir,
+}
+
+impl Prepared {
+    /// The private `TMPDIR` of this command.
+    pub fn scratch_dir(&self) -> &Path {
+        &self.scratch.0
+    }
+
+    /// Protected paths that do not exist directly under a writable root: the
+    /// command could create them (guarding them would make the root read-only).
+    pub fn unguarded(&self) -> &[PathBuf] {
+        &self.pins.unguarded
+    }
+
+    /// A one-line account of the restrictions in force, for outcomes and logs.
+    pub fn restrictions(&self) -> String {
+        format!(
+            "profile {}, network {}, landlock {} rules{}, protected paths {}, seccomp on, caps dropped, no_new_privs",
+            self.profile.as_str(),
+            if self.network { "on" } else { "off" },
+            self.rule_count,
+            if self.landlock_flags & LOG_NEW_EXEC_ON != 0 {
+                " (denials audited)"
+            } else {
+                ""
+            },
+            if self.pins.pins.is_empty() {
+                "by landlock".to_owned()
+            } else {
+                format!("{} pinned read-only mounts", self.pins.pins.len())
+            },
+        )
+    }
+}
+
+fn absolute(path: &Path, what: &str) -> Result<(), SandboxError> {
+    if path.is_absolute() {
+        Ok(())
+    } else {
+        Err(SandboxError::Invalid(format!(
+            "{what} must be an absolute path: {}",
+            path.display()
+        )))
+    }
+}
+
+fn effective_cap(cap: caps::Capability) -> Result<bool, SandboxError> {
+    caps::has_cap(None, caps::CapSet::Effective, cap)
+        .map_err(|e| SandboxError::os("reading capabilities", io::Error::other(e.to_string())))
+}
+
+fn last_cap() -> Result<libc::c_ulong, SandboxError> {
+    let text = fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .map_err(|e| SandboxError::os("reading /proc/sys/kernel/cap_last_cap", e))?;
+    text.trim().parse().map_err(|_| {
+        SandboxError::os(
+            "parsing cap_last_cap",
+            io::Error::other(text.trim().to_owned()),
+        )
+    })
+}
+
+/// The value itself, or the daemon's own hard limit when that is lower (an
+/// unprivileged process cannot raise it, and lower is stricter).
+fn clamp_limit(resource: libc::c_int, value: u64) -> Result<u64, SandboxError> {
+    let mut current = libc::rlimit64 {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    let null: *const libc::rlimit64 = std::ptr::null();
+    // SAFETY: prlimit64 on ourselves with a valid out pointer.
+    let rc = unsafe { libc::syscall(libc::SYS_prlimit64, 0, resource, null, &mut current) };
+    if rc != 0 {
+        return Err(SandboxError::last_os("getrlimit"));
+    }
+    Ok(value.min(current.rlim_max))
+}
+
+fn to_sock_filters(program: &[seccompiler::sock_filter]) -> Vec<libc::sock_filter> {
+    program
+        .iter()
+        .map(|f| libc::sock_filter {
+            code: f.code,
+            jt: f.jt,
+            jf: f.jf,
+            k: f.k,
+        })
+        .collect()
+}
+
+/// Prepares the sandbox for one command. Everything that allocates or can
+/// fail slowly happens here, in the parent; any inability to enforce `spec`
+/// in full is an error naming the reason.
+pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
+    for (path, what) in [
+        (&spec.workspace, "workspace"),
+        (&spec.home, "home"),
+        (&spec.scratch_root, "scratch root"),
+    ] {
+        absolute(path, what)?;
+    }
+    let abi = probe::landlock_abi();
+    if abi < crate::MIN_LANDLOCK_ABI {
+        return Err(SandboxError::Unsupported(format!(
+            "Landlock ABI {abi} found, {} required (scopes for signals and abstract unix sockets)",
+            crate::MIN_LANDLOCK_ABI
+        )));
+    }
+    let owner = spec.run_as.as_ref().map(|r| (r.uid, r.gid));
+    let scratch = ScratchDir::create(&spec.scratch_root, owner)?;
+    let env = env::build(
+        &spec.env,
+        &spec.extra_env_allow,
+        &spec.home,
+        &scratch.0,
+        spec.profile,
+        spec.network,
+    )?;
+
+    let can_mount = effective_cap(caps::Capability::CAP_SYS_ADMIN)?;
+    let restricted = spec.profile != Profile::Full;
+    let mut writable_roots = Vec::new();
+    if spec.profile == Profile::WorkspaceWrite {
+        writable_roots.push(spec.workspace.clone());
+        for cache in &spec.writable_caches {
+            absolute(cache, "cache dir")?;
+            // Only real directories: a symlinked cache would grant its target.
+            if fs::symlink_metadata(cache).is_ok_and(|m| m.is_dir()) {
+                writable_roots.push(cache.clone());
+            }
+        }
+    }
+
+    let mut exclusions = Vec::new();
+    if restricted {
+        for secret in &spec.secrets {
+            exclusions.push(Exclusion {
+                path: fs_rules::resolve_lenient(secret)?,
+                withheld: fs_rules::secret_withheld(),
+            });
+        }
+    }
+    let pin_plan = if can_mount && restricted {
+        pins::plan(
+            &writable_roots,
+            &spec.protected,
+            if spec.network {
+                &spec.deny_sockets
+            } else {
+                &[]
+            },
+        )?
+    } else {
+        if restricted {
+            for path in &spec.protected {
+                exclusions.push(Exclusion {
+                    path: fs_rules::resolve_lenient(path)?,
+                    withheld: fs_rules::protected_withheld(),
+                });
+            }
+        }
+        PinPlan::default()
+    };
+
+    let mut grants = Vec::new();
+    if restricted {
+        grants.push(Grant {
+            path: PathBuf::from("/"),
+            access: fs_rules::read_rights(),
+        });
+        grants.extend(DEVICES.iter().map(|d| Grant {
+            path: PathBuf::from(d),
+            access: fs_rules::device_rights(),
+        }));
+        grants.push(Grant {
+            path: scratch.0.clone(),
+            access: fs_rules::write_rights(),
+        });
+        grants.extend(writable_roots.iter().map(|r| Grant {
+            path: r.clone(),
+            access: fs_rules::write_rights(),
+        }));
+    }
+    let rules = fs_rules::carve(&grants, &exclusions)?;
+    let rule_count = rules.len();
+    let ruleset = fs_rules::ruleset(restricted, !spec.network, rules)?;
+
+    let sockets = match (spec.network, can_mount) {
+        (false, _) => Sockets::None,
+        // Denied sockets are masked by mounts in the child.
+        (true, true) => Sockets::All,
+        (true, false) if spec.deny_sockets.is_empty() => Sockets::All,
+        (true, false) => Sockets::NoUnix,
+    };
+    let compiled = filter::compile(sockets)?;
+
+    let rlimits = [
+        (
+            libc::RLIMIT_FSIZE as libc::c_int,
+            clamp_limit(libc::RLIMIT_FSIZE as libc::c_int, spec.rlimits.fsize_bytes)?,
+        ),
+        (
+            libc::RLIMIT_NOFILE as libc::c_int,
+            clamp_limit(libc::RLIMIT_NOFILE as libc::c_int, spec.rlimits.nofile)?,
+        ),
+        (
+            libc::RLIMIT_CPU as libc::c_int,
+            clamp_limit(libc::RLIMIT_CPU as libc::c_int, spec.rlimits.cpu_secs)?,
+        ),
+    ];
+
+    Ok(Prepared {
+        profile: spec.profile,
+        network: spec.network,
+        ruleset,
+        landlock_flags: if abi >= 7 { LOG_NEW_EXEC_ON } else { 0 },
+        filters: [
+            to_sock_filters(&compiled.main),
+            to_sock_filters(&compiled.guard),
+        ],
+        env,
+        rlimits,
+        run_as: spec.run_as.clone(),
+        drop_bounding: effective_cap(caps::Capability::CAP_SETPCAP)?,
+        last_cap: last_cap()?,
+        pins: pin_plan,
+        rule_count,
+        scratch,
+    })
+}
+
+/// A pointer to a plan living on the caller's stack, handed to the spawner
+/// thread. The caller blocks until the fork has happened.
+struct Job {
+    plan: *const Plan<'static>,
+    reply: mpsc::SyncSender<Result<libc::pid_t, i32>>,
+}
+
+// SAFETY: the plan is only read, by one thread, while its owner waits for the reply.
+unsafe impl Send for Job {}
+
+/// Forks on a dedicated thread that never exits. The parent-death signal is
+/// tied to the thread that forked, so forking from a short-lived worker
+/// thread would kill the command when that thread retires.
+fn fork_on_spawner(plan: &Plan<'_>) -> Result<libc::pid_t, SandboxError> {
+    static SPAWNER: OnceLock<Result<mpsc::Sender<Job>, String>> = OnceLock::new();
+    let sender = SPAWNER
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<Job>();
+            std::thread::Builder::new()
+                .name("praxis-spawner".into())
+                .spawn(move || {
+                    for job in rx {
+                        // SAFETY: fork in a thread that holds no locks; the
+                        // child only runs `child::run` on the borrowed plan.
+                        let pid = unsafe { libc::fork() };
+                        if pid == 0 {
+                            // SAFETY: freshly forked child, plan kept alive by the waiting caller.
+                            unsafe { child::run(&*job.plan) }
+                        }
+                        let result = if pid < 0 {
+                            Err(io::Error::last_os_error().raw_os_error().unwrap_or(0))
+                        } else {
+                            Ok(pid)
+                        };
+                        // The caller is blocked on the reply; it cannot be gone.
+                        let _ = job.reply.send(result);
+                    }
+                })
+                .map(|_| tx)
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| {
+            SandboxError::os("starting the spawner thread", io::Error::other(e.clone()))
+        })?;
+    let (reply, answer) = mpsc::sync_channel(1);
+    // The lifetime is erased only for the trip; `answer.recv` below keeps
+    // `plan` borrowed until the child has been forked.
+    let job = Job {
+        plan: (plan as *const Plan<'_>).cast(),
+        reply,
+    };
+    sender
+        .send(job)
+        .map_err(|_| SandboxError::os("spawner thread", io::Error::other("gone")))?;
+    match answer.recv() {
+        Ok(Ok(pid)) => Ok(pid),
+        Ok(Err(errno)) => Err(SandboxError::os(
+            "fork",
+            io::Error::from_raw_os_error(errno),
+        )),
+        Err(_) => Err(SandboxError::os("spawner thread", io::Error::other("gone"))),
+    }
+}
+
+fn c_string(bytes: &[u8], what: &str) -> Result<CString, SandboxError> {
+    CString::new(bytes).map_err(|_| SandboxError::Invalid(format!("{what} holds a NUL byte")))
+}
+
+fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd), SandboxError> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(SandboxError::last_os("pipe2"));
+    }
+    // SAFETY: both descriptors are fresh and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Forks a child that applies `prepared` and then does `then`; returns once
+/// the child has exec'd (or, for probes, right after the fork) with the
+/// report pipe's read end.
+pub(crate) fn launch(
+    prepared: &Prepared,
+    cwd: &Path,
+    stdio: &Stdio,
+    then: Then<'_>,
+) -> Result<(libc::pid_t, OwnedFd), SandboxError> {
+    absolute(cwd, "cwd")?;
+    let cwd = c_string(cwd.as_os_str().as_bytes(), "cwd")?;
+    let (report_read, report_write) = pipe_cloexec()?;
+    let groups: Vec<libc::gid_t> = prepared
+        .run_as
+        .as_ref()
+        .map(|r| r.groups.clone())
+        .unwrap_or_default();
+    let plan = Plan {
+        stdio: [
+            stdio.stdin.as_raw_fd(),
+            stdio.stdout.as_raw_fd(),
+            stdio.stderr.as_raw_fd(),
+        ],
+        report_fd: report_write.as_raw_fd(),
+        // SAFETY: getpid has no preconditions.
+        parent_pid: unsafe { libc::getpid() },
+        rlimits: &prepared.rlimits,
+        mount_ns: !prepared.pins.is_empty(),
+        pins: &prepared.pins.pins,
+        masks: &prepared.pins.masks,
+        cwd: &cwd,
+        drop_bounding: prepared.drop_bounding,
+        last_cap: prepared.last_cap,
+        identity: prepared.run_as.as_ref().map(|r| Identity {
+            uid: r.uid,
+            gid: r.gid,
+            groups: &groups,
+        }),
+        ruleset_fd: prepared.ruleset.as_raw_fd(),
+        landlock_flags: prepared.landlock_flags,
+        filters: [&prepared.filters[0], &prepared.filters[1]],
+        then,
+    };
+    let pid = fork_on_spawner(&plan)?;
+    drop(report_write);
+    Ok((pid, report_read))
+}
+
+/// Reads the child's report: `Ok(None)` on end of file (exec happened),
+/// `Ok(Some(bytes))` otherwise.
+pub(crate) fn read_report(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, SandboxError> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let rest = &mut buf[filled..];
+        // SAFETY: reading into a live buffer of the given length.
+        let n = unsafe { libc::read(fd.as_raw_fd(), rest.as_mut_ptr().cast(), rest.len()) };
+        match n {
+            0 => break,
+            n if n > 0 => filled += n as usize,
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
+            _ => return Err(SandboxError::last_os("reading the child's report")),
+        }
+    }
+    Ok(filled)
+}
+
+/// Turns an 8-byte failure report into the error it names.
+pub(crate) fn report_error(buf: [u8; 8]) -> SandboxError {
+    let code = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]);
+    let errno = i32::from_ne_bytes([buf[4], buf[5], buf[6], buf[7]]);
+    let stage = Stage::from_code(code).map_or("child set-up", Stage::name);
+    SandboxError::Child { stage, errno }
+}
+
+fn program_path(
+    argv0: &OsString,
+    path_var: &OsString,
+    cwd: &Path,
+) -> Result<CString, SandboxError> {
+    let bytes = argv0.as_bytes();
+    if bytes.contains(&b'/') {
+        return c_string(bytes, "program");
+    }
+    let found = crate::host::resolve_program(&argv0.to_string_lossy(), path_var, cwd)
+        .filter(|_| argv0.to_str().is_some())
+        .ok_or_else(|| SandboxError::NotFound(argv0.to_string_lossy().into_owned()))?;
+    c_string(found.as_os_str().as_bytes(), "program")
+}
+
+/// Spawns `argv` in `cwd` under `prepared`: the codebase's one spawn site.
+/// Returns once the program has been exec'd; a failure in any sandbox step
+/// is an error and the program never ran.
+pub fn spawn(
+    prepared: Prepared,
+    argv: &[OsString],
+    cwd: &Path,
+    stdio: Stdio,
+) -> Result<Child, SandboxError> {
+    let argv0 = argv
+        .first()
+        .ok_or_else(|| SandboxError::Invalid("empty argv".into()))?;
+    let program = program_path(argv0, &prepared.env.path, cwd)?;
+    let args: Vec<CString> = argv
+        .iter()
+        .map(|a| c_string(a.as_bytes(), "argument"))
+        .collect::<Result<_, _>>()?;
+    let arg_ptrs: Vec<*const c_char> = args
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain([std::ptr::null()])
+        .collect();
+    let env_ptrs: Vec<*const c_char> = prepared
+        .env
+        .entries
+        .iter()
+        .map(|e| e.as_ptr())
+        .chain([std::ptr::null()])
+        .collect();
+    let then = Then::Exec {
+        program: &program,
+        argv: &arg_ptrs,
+        envp: &env_ptrs,
+    };
+    let (pid, report) = launch(&prepared, cwd, &stdio, then)?;
+    let mut buf = [0u8; 8];
+    let filled = read_report(&report, &mut buf)?;
+    let mut child = Child::adopt(pid);
+    child.scratch = Some(prepared.scratch);
+    if filled != 0 {
+        // The child exits on its own after reporting; reap it.
+        let _ = child.wait();
+        return Err(if filled == 8 {
+            report_error(buf)
+        } else {
+            SandboxError::Invalid("truncated child report".into())
+        });
+    }
+    child.pidfd = Some(pidfd_open(pid)?);
+    Ok(child)
+}
+
+fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd, SandboxError> {
+    // SAFETY: pidfd_open takes a pid and flags; it returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(SandboxError::last_os("pidfd_open"));
+    }
+    // SAFETY: a fresh descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Exited with this code.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+impl ExitStatus {
+    /// The shell convention: the code, or 128 + the signal number.
+    pub fn shell_code(self) -> i32 {
+        match self {
+            ExitStatus::Code(c) => c,
+            ExitStatus::Signal(s) => 128 + s,
+        }
+    }
+}
+
+/// The end of a wait with a timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub struct Waited {
+    /// How the command's first process ended.
+    pub status: ExitStatus,
+    /// Whether the timeout fired (the group was terminated; report exit 124).
+    pub timed_out: bool,
+}
+
+/// A running sandboxed command: the leader of its own session and process
+/// group (pgid == pid). Dropping it kills the group and reaps the leader, and
+/// removes the scratch dir.
+///
+/// Processes that start a new session themselves leave the group and are not
+/// reached by [`Child::signal_group`]; the daemon's subreaper role is what
+/// keeps track of those.
+#[derive(Debug)]
+pub struct Child {
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+    status: Option<ExitStatus>,
+    scratch: Option<ScratchDir>,
+}
+
+impl Child {
+    /// Takes charge of a freshly forked, unreaped child.
+    pub(crate) fn adopt(pid: libc::pid_t) -> Child {
+        Child {
+            pid,
+            pidfd: None,
+            status: None,
+            scratch: None,
+        }
+    }
+
+    /// The process id (also the process group and session id).
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// A pidfd that becomes readable when the leader exits, for async waiting
+    /// (then call [`Child::try_wait`]).
+    pub fn pidfd(&self) -> Option<BorrowedFd<'_>> {
+        self.pidfd.as_ref().map(AsFd::as_fd)
+    }
+
+    /// The command's private `TMPDIR`.
+    pub fn scratch_dir(&self) -> Option<&Path> {
+        self.scratch.as_ref().map(|s| s.0.as_path())
+    }
+
+    /// Sends `signal` to the whole process group. Refused once the leader has
+    /// been reaped, when its pid could belong to someone else.
+    pub fn signal_group(&self, signal: i32) -> Result<(), SandboxError> {
+        if self.status.is_some() {
+            return Err(SandboxError::os(
+                "signalling the group",
+                io::Error::from_raw_os_error(libc::ESRCH),
+            ));
+        }
+        // SAFETY: killpg with our own unreaped child's group id.
+        if unsafe { libc::killpg(self.pid, signal) } != 0 {
+            let err = io::Error::last_os_error();
+            // ESRCH: the group is already empty.
+            if err.raw_os_error() != Some(libc::ESRCH) {
+                return Err(SandboxError::os("signalling the group", err));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for the leader to exit (without reaping it); with `block` false,
+    /// returns whether it has.
+    fn exited(&self, block: bool) -> Result<bool, SandboxError> {
+        loop {
+            // SAFETY: siginfo_t is plain data; waitid fills it.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
+            // SAFETY: waitid on our own child with a valid out pointer.
+            let rc = unsafe { libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, flags) };
+            if rc == 0 {
+                // SAFETY: waitid filled the union's child fields.
+                return Ok(unsafe { info.si_pid() } != 0);
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(SandboxError::os("waitid", err));
+            }
+        }
+    }
+
+    /// Kills what is left of the group, then reaps the exited leader.
+    fn reap(&mut self) -> Result<ExitStatus, SandboxError> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        // The leader is a zombie, so its pid (the pgid) cannot be reused yet.
+        self.signal_group(libc::SIGKILL)?;
+        let mut raw = 0;
+        loop {
+            // SAFETY: waitpid on our own child with a valid out pointer.
+            let rc = unsafe { libc::waitpid(self.pid, &mut raw, 0) };
+            if rc == self.pid {
+                break;
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(SandboxError::os("waitpid", err));
+            }
+        }
+        let status = if libc::WIFSIGNALED(raw) {
+            ExitStatus::Signal(libc::WTERMSIG(raw))
+        } else {
+            ExitStatus::Code(libc::WEXITSTATUS(raw))
+        };
+        self.status = Some(status);
+        self.pidfd = None;
+        Ok(status)
+    }
+
+    /// Blocks until the leader exits; leftover group members are killed.
+    pub fn wait(&mut self) -> Result<ExitStatus, SandboxError> {
+        if self.status.is_none() {
+            self.exited(true)?;
+        }
+        self.reap()
+    }
+
+    /// The status if the leader has exited (leftover group members are then
+    /// killed), else `None`.
+    pub fn try_wait(&mut self) -> Result<Option<ExitStatus>, SandboxError> {
+        if self.status.is_none() && !self.exited(false)? {
+            return Ok(None);
+        }
+        self.reap().map(Some)
+    }
+
+    /// Polls the pidfd until the leader exits or `within` passes.
+    fn exits_within(&self, within: Duration) -> Result<bool, SandboxError> {
+        let Some(pidfd) = &self.pidfd else {
+            return self.exited(false);
+        };
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let ms = i32::try_from(left.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
+            let mut pfd = libc::pollfd {
+                fd: pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll on one valid pollfd.
+            let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+            if rc > 0 {
+                return Ok(true);
+            }
+            if rc == 0 && left.is_zero() {
+                return Ok(false);
+            }
+            if rc < 0 {
+                let err = io::Error::last_os_error();
+                if err.kind() != io::ErrorKind::Interrupted {
+                    return Err(SandboxError::os("poll on pidfd", err));
+                }
+            }
+        }
+    }
+
+    /// Terminates the group: SIGTERM, then SIGKILL after `grace` if the
+    /// leader has not exited; returns the leader's status.
+    pub fn terminate_group(&mut self, grace: Duration) -> Result<ExitStatus, SandboxError> {
+        if self.status.is_none() {
+            self.signal_group(libc::SIGTERM)?;
+            self.exits_within(grace)?;
+        }
+        self.reap()
+    }
+
+    /// Waits up to `timeout`; past it, terminates the group as
+    /// [`Child::terminate_group`] does with `grace`.
+    pub fn wait_timeout(
+        &mut self,
+        timeout: Duration,
+        grace: Duration,
+    ) -> Result<Waited, SandboxError> {
+        if self.status.is_some() || self.exits_within(timeout)? {
+            return Ok(Waited {
+                status: self.wait()?,
+                timed_out: false,
+            });
+        }
+        Ok(Waited {
+            status: self.terminate_group(grace)?,
+            timed_out: true,
+        })
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if self.status.is_none() {
+            // No orphans: kill the group and reap the leader.
+            let _ = self.signal_group(libc::SIGKILL);
+            let _ = self.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_decodes_stage_and_errno() {
+        let mut buf = [0u8; 8];
+        buf[..4].copy_from_slice(&(Stage::Landlock as u32).to_ne_bytes());
+        buf[4..].copy_from_slice(&libc::EPERM.to_ne_bytes());
+        assert_eq!(
+            report_error(buf).to_string(),
+            "landlock_restrict_self failed: EPERM"
+        );
+    }
+
+    #[test]
+    fn program_lookup_uses_the_child_path() {
+        let path = OsString::from("/usr/bin:/bin");
+        let found = program_path(&OsString::from("sh"), &path, Path::new("/")).unwrap();
+        assert!(found.to_bytes().ends_with(b"/sh"));
+        assert!(matches!(
+            program_path(
+                &OsString::from("no-such-praxis-tool"),
+                &path,
+                Path::new("/")
+            ),
+            Err(SandboxError::NotFound(_))
+        ));
+        assert_eq!(
+            program_path(&OsString::from("./x"), &path, Path::new("/"))
+                .unwrap()
+                .as_bytes(),
+            b"./x"
+        );
+    }
+
+    #[test]
+    fn exit_status_shell_codes() {
+        assert_eq!(ExitStatus::Code(3).shell_code(), 3);
+        assert_eq!(ExitStatus::Signal(9).shell_code(), 137);
+    }
+}
