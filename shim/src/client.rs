@@ -1,0 +1,188 @@
+//! The client side of the daemon protocol: finding (and in user mode
+//! starting) praxisd, sending a request with descriptors, reading replies.
+
+use std::fs;
+use std::io::{self, IoSlice, Write};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{Flock, FlockArg};
+use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+use praxis_proto::frame::{Frame, FrameError, read_frame};
+use praxis_proto::{ClientMsg, Layout, Mode, OperatorReply, OperatorRequest, ServerMsg};
+
+/// How long a client waits for an auto-started daemon's socket.
+const AUTOSTART_WAIT: Duration = Duration::from_secs(1);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("praxisd is not reachable at {socket}: {why}")]
+    Unreachable { socket: String, why: String },
+    #[error("cannot start praxisd: {0}")]
+    Autostart(String),
+    #[error("protocol error: {0}")]
+    Protocol(#[from] FrameError),
+    #[error("praxisd refused the request: {0}")]
+    Refused(String),
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// The daemon's executable: next to this one, else on `PATH`.
+fn praxisd_path() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("praxisd")))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("praxisd"))
+}
+
+/// Connects to the daemon of the detected mode. In user mode a missing
+/// daemon is started (once, under a lock, however many clients race); in
+/// system mode a missing daemon is an error, never an auto-start.
+pub fn connect() -> Result<UnixStream, ClientError> {
+    let layout = Layout::detect();
+    let unreachable = |e: io::Error| ClientError::Unreachable {
+        socket: layout.socket.display().to_string(),
+        why: e.to_string(),
+    };
+    match UnixStream::connect(&layout.socket) {
+        Ok(stream) => return Ok(stream),
+        Err(e) if layout.mode == Mode::System => return Err(unreachable(e)),
+        Err(_) => {}
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&layout.runtime_dir)
+        .map_err(|e| ClientError::Autostart(format!("{}: {e}", layout.runtime_dir.display())))?;
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(layout.autostart_lock())
+        .map_err(|e| {
+            ClientError::Autostart(format!("{}: {e}", layout.autostart_lock().display()))
+        })?;
+    let _guard = Flock::lock(lock, FlockArg::LockExclusive).map_err(|(_, e)| {
+        ClientError::Autostart(format!("lock {}: {e}", layout.autostart_lock().display()))
+    })?;
+    // Another client may have started it while we waited for the lock.
+    if let Ok(stream) = UnixStream::connect(&layout.socket) {
+        return Ok(stream);
+    }
+    start_daemon()?;
+    let deadline = Instant::now() + AUTOSTART_WAIT;
+    loop {
+        match UnixStream::connect(&layout.socket) {
+            Ok(stream) => return Ok(stream),
+            Err(e) if Instant::now() >= deadline => return Err(unreachable(e)),
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// Starts `praxisd --user --detach`.
+///
+/// This is not a host command of an agent: it starts our own daemon, which
+/// holds the authority. It is the one process start outside the sandbox
+/// crate, and the one-spawn-site test allows exactly this file for it. The
+/// daemon leaves our session itself (`--detach` calls `setsid`) and gets no
+/// descriptor of ours but /dev/null, so it outlives this client cleanly.
+fn start_daemon() -> Result<(), ClientError> {
+    std::process::Command::new(praxisd_path())
+        .args(["--user", "--detach"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map(drop)
+        .map_err(|e| ClientError::Autostart(format!("{}: {e}", praxisd_path().display())))
+}
+
+/// Sends the first frame of a connection, with `fds` passed beside it.
+pub fn send_first(stream: &UnixStream, msg: &ClientMsg, fds: &[RawFd]) -> Result<(), ClientError> {
+    let bytes = Frame::message(msg)?.encode()?;
+    let cmsgs = if fds.is_empty() {
+        Vec::new()
+    } else {
+        vec![ControlMessage::ScmRights(fds)]
+    };
+    let sent = loop {
+        match sendmsg::<()>(
+            stream.as_raw_fd(),
+            &[IoSlice::new(&bytes)],
+            &cmsgs,
+            MsgFlags::empty(),
+            None,
+        ) {
+            Ok(n) => break n,
+            Err(nix::Error::EINTR) => {}
+            Err(e) => return Err(ClientError::Io(e.into())),
+        }
+    };
+    (&*stream).write_all(&bytes[sent..])?;
+    Ok(())
+}
+
+/// Sends a later frame (a cancel).
+pub fn send(stream: &UnixStream, msg: &ClientMsg) -> Result<(), ClientError> {
+    (&*stream).write_all(&Frame::message(msg)?.encode()?)?;
+    Ok(())
+}
+
+/// Reads the next frame from the daemon.
+pub fn recv(stream: &UnixStream) -> Result<Frame, ClientError> {
+    Ok(read_frame(&mut &*stream)?)
+}
+
+/// Sends an operator request and hands each reply to `each` until the last
+/// (anything but a batch of events). Returns the last reply.
+pub fn operator(
+    request: OperatorRequest,
+    mut each: impl FnMut(&OperatorReply),
+) -> Result<OperatorReply, ClientError> {
+    let stream = connect_existing()?;
+    send_first(&stream, &ClientMsg::Operator { request }, &[])?;
+    loop {
+        match recv(&stream)?.parse_message::<ServerMsg>()? {
+            ServerMsg::Operator {
+                reply: reply @ OperatorReply::Events { .. },
+            } => each(&reply),
+            ServerMsg::Operator { reply } => {
+                each(&reply);
+                return Ok(reply);
+            }
+            ServerMsg::Error(e) => return Err(ClientError::Refused(e.reason)),
+            ServerMsg::Decision(_) | ServerMsg::Exit(_) => {
+                return Err(ClientError::Protocol(FrameError::Unexpected(
+                    "exec reply to an operator request",
+                )));
+            }
+        }
+    }
+}
+
+/// Connects without auto-starting: operator commands talk to a running daemon.
+pub fn connect_existing() -> Result<UnixStream, ClientError> {
+    let layout = Layout::detect();
+    UnixStream::connect(&layout.socket).map_err(|e| ClientError::Unreachable {
+        socket: layout.socket.display().to_string(),
+        why: e.to_string(),
+    })
+}
+
+/// Standard input as a descriptor to pass, or /dev/null when it is closed.
+pub fn stdin_fd() -> io::Result<std::os::fd::OwnedFd> {
+    // SAFETY: fd 0 is only borrowed for the duration of the dup below.
+    let stdin = unsafe { BorrowedFd::borrow_raw(0) };
+    match stdin.try_clone_to_owned() {
+        Ok(fd) => Ok(fd),
+        Err(_) => Ok(fs::File::open("/dev/null")?.into()),
+    }
+}
