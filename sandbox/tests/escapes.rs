@@ -1,0 +1,485 @@
+//! Real children: each escape tried and shown to fail, each allowed path
+//! shown to work. Tests run as root in CI, so identity checks use `run_as`.
+
+mod common;
+
+use std::fs;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::time::Duration;
+
+use common::{Fixture, PROBE_VAR, nobody, probe, sh};
+use praxis_sandbox::{Profile, SandboxError};
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
+}
+
+/// Driven by the other tests: tries one raw system call inside the sandbox
+/// and exits with its errno (0 when it succeeded).
+#[test]
+#[ignore = "runs inside sandboxed children, driven by the other tests"]
+fn probe_helper() {
+    let Ok(probe) = std::env::var(PROBE_VAR) else {
+        return;
+    };
+    // SAFETY (whole block): raw system calls on stack data; the forked child
+    // only pauses and is killed.
+    let code = unsafe {
+        match probe.as_str() {
+            "io_uring" => {
+                let mut params = [0u64; 15];
+                if libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr()) >= 0 {
+                    0
+                } else {
+                    last_errno()
+                }
+            }
+            "ptrace" => {
+                let sibling = libc::fork();
+                if sibling == 0 {
+                    libc::pause();
+                    libc::_exit(0);
+                }
+                let rc = libc::ptrace(libc::PTRACE_ATTACH, sibling, 0, 0);
+                let code = if rc == 0 { 0 } else { last_errno() };
+                libc::kill(sibling, libc::SIGKILL);
+                code
+            }
+            "tiocsti" => {
+                let byte = b'x';
+                if libc::ioctl(0, libc::TIOCSTI, &byte) == 0 {
+                    0
+                } else {
+                    last_errno()
+                }
+            }
+            "unshare" => {
+                if libc::unshare(libc::CLONE_NEWUSER) == 0 {
+                    0
+                } else {
+                    last_errno()
+                }
+            }
+            "socketpair" => {
+                let mut fds = [0; 2];
+                if libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) == 0 {
+                    0
+                } else {
+                    last_errno()
+                }
+            }
+            unix if unix.starts_with("unix:") => {
+                let path = std::ffi::CString::new(&unix[5..]).unwrap();
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                if fd < 0 {
+                    last_errno()
+                } else {
+                    let mut addr: libc::sockaddr_un = std::mem::zeroed();
+                    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+                    for (dst, src) in addr.sun_path.iter_mut().zip(path.as_bytes()) {
+                        *dst = *src as libc::c_char;
+                    }
+                    let len = size_of::<libc::sockaddr_un>() as libc::socklen_t;
+                    if libc::connect(fd, (&raw const addr).cast(), len) == 0 {
+                        0
+                    } else {
+                        last_errno()
+                    }
+                }
+            }
+            other => panic!("unknown probe {other}"),
+        }
+    };
+    std::process::exit(code);
+}
+
+#[test]
+fn writes_inside_workspace_and_tmpdir_work_outside_fail() {
+    let fx = Fixture::new();
+    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    let inside = sh(
+        &spec,
+        "echo in > inside.txt && mkdir -p sub/dir && echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"",
+    );
+    assert!(inside.ok(), "{}", inside.output);
+    assert_eq!(
+        fs::read_to_string(fx.ws.join("inside.txt")).unwrap(),
+        "in\n"
+    );
+    assert!(inside.scratch.starts_with(&fx.scratch_root));
+    assert!(
+        !inside.scratch.exists(),
+        "scratch dir is removed afterwards"
+    );
+
+    let out = fx.outside.join("x");
+    let outside = sh(&spec, &format!("echo out > {}", out.display()));
+    assert!(!outside.ok());
+    assert!(!out.exists());
+    assert!(!sh(&spec, &format!("touch {}/new", fx.home.display())).ok());
+    assert!(!sh(&spec, "echo x > /etc/praxis-test").ok());
+
+    // The same write is allowed where the profile says so: the test can fail.
+    let full = sh(
+        &fx.spec(Profile::Full, false),
+        &format!("echo out > {}", out.display()),
+    );
+    assert!(full.ok(), "{}", full.output);
+}
+
+#[test]
+fn read_only_profile_writes_only_tmpdir() {
+    let fx = Fixture::new();
+    let spec = fx.spec(Profile::ReadOnly, false);
+    assert!(!sh(&spec, "echo in > inside.txt").ok());
+    let ran = sh(
+        &spec,
+        "echo t > \"$TMPDIR/t\" && cat inside.txt 2>/dev/null; ls >/dev/null && echo x > /dev/null",
+    );
+    assert!(ran.ok(), "{}", ran.output);
+}
+
+#[test]
+fn git_hooks_and_config_stay_unwritable_but_git_dir_works() {
+    let fx = Fixture::new();
+    fs::create_dir_all(fx.ws.join(".git/hooks")).unwrap();
+    fs::write(fx.ws.join(".git/config"), "[core]\n").unwrap();
+    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    assert!(!sh(&spec, "echo evil > .git/hooks/pre-commit").ok());
+    assert!(!fx.ws.join(".git/hooks/pre-commit").exists());
+    assert!(!sh(&spec, "echo evil >> .git/config").ok());
+    assert!(!sh(&spec, "mv .git/hooks .git/old-hooks").ok());
+    assert!(!sh(&spec, "mv .git .git-moved").ok());
+    assert!(!sh(&spec, "rm .git/config").ok());
+    assert_eq!(
+        fs::read_to_string(fx.ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    // Other files in .git and at the workspace root can still be created.
+    let ok = sh(
+        &spec,
+        "echo x > .git/index.lock && mv .git/index.lock .git/index && echo y > top.txt",
+    );
+    assert!(ok.ok(), "{}", ok.output);
+}
+
+#[test]
+fn git_hooks_that_do_not_exist_yet_cannot_be_created() {
+    let fx = Fixture::new();
+    fs::create_dir_all(fx.ws.join(".git/objects")).unwrap();
+    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    assert!(
+        !sh(
+            &spec,
+            "mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit"
+        )
+        .ok()
+    );
+    assert!(!fx.ws.join(".git/hooks").exists());
+    let prepared = praxis_sandbox::prepare(&spec).unwrap();
+    assert_eq!(
+        prepared.unguarded(),
+        [fx.ws.join(".mcp.json")],
+        "a missing top-level name is reported"
+    );
+}
+
+#[test]
+fn symlink_in_workspace_does_not_lead_outside() {
+    let fx = Fixture::new();
+    std::os::unix::fs::symlink(&fx.outside, fx.ws.join("link")).unwrap();
+    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    assert!(!sh(&spec, "echo x > link/escaped").ok());
+    assert!(!fx.outside.join("escaped").exists());
+    // A link pointing inside stays usable.
+    std::os::unix::fs::symlink(fx.ws.join("sub"), fx.ws.join("inner")).unwrap();
+    fs::create_dir(fx.ws.join("sub")).unwrap();
+    assert!(sh(&spec, "echo x > inner/f").ok());
+    // A workspace that is itself a symlink is refused, not followed.
+    let mut linked = spec.clone();
+    linked.workspace = fx.ws.join("link");
+    assert!(matches!(
+        praxis_sandbox::prepare(&linked),
+        Err(SandboxError::Rules(_))
+    ));
+}
+
+#[test]
+fn secrets_are_unreadable() {
+    let fx = Fixture::new();
+    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    let secret = sh(&spec, "cat \"$HOME/.ssh/id_rsa\"");
+    assert!(!secret.ok());
+    assert!(!secret.output.contains("PRIVATE KEY"));
+    let public = sh(&spec, "cat \"$HOME/notes\"");
+    assert!(
+        public.ok() && public.output.contains("public"),
+        "{}",
+        public.output
+    );
+    let mut with_shadow = spec.clone();
+    with_shadow.secrets.push("/etc/shadow".into());
+    if std::path::Path::new("/etc/shadow").exists() {
+        assert!(!sh(&with_shadow, "cat /etc/shadow").ok());
+        assert!(sh(&with_shadow, "cat /etc/passwd >/dev/null").ok());
+    }
+    let full = sh(&fx.spec(Profile::Full, false), "cat \"$HOME/.ssh/id_rsa\"");
+    assert!(
+        full.output.contains("PRIVATE KEY"),
+        "full profile has no filesystem rules"
+    );
+}
+
+#[test]
+fn tcp_and_udp_are_blocked_with_network_off() {
+    if !common::have("bash") {
+        return;
+    }
+    let fx = Fixture::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let tcp = format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'");
+    let udp = "bash -c 'echo hi > /dev/udp/127.0.0.1/9'";
+    for profile in [Profile::ReadOnly, Profile::WorkspaceWrite, Profile::Full] {
+        let off = fx.spec(profile, false);
+        assert!(!sh(&off, &tcp).ok(), "{profile:?}");
+        assert!(!sh(&off, udp).ok(), "{profile:?}");
+    }
+    let on = fx.spec(Profile::WorkspaceWrite, true);
+    let ran = sh(&on, &tcp);
+    assert!(ran.ok(), "network on: {}", ran.output);
+    assert!(sh(&on, udp).ok());
+}
+
+#[test]
+fn unix_socket_outside_is_unreachable_but_socketpair_works() {
+    let fx = Fixture::new();
+    let path = fx.outside.join("daemon.sock");
+    let _listener = UnixListener::bind(&path).unwrap();
+    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    let target = format!("unix:{}", path.display());
+    assert_eq!(probe(&spec, &target).code(), libc::EPERM);
+    assert_eq!(probe(&spec, "socketpair").code(), 0);
+    // Network on: reachable, unless listed as denied (then masked).
+    let mut on = fx.spec(Profile::WorkspaceWrite, true);
+    assert_eq!(probe(&on, &target).code(), 0);
+    on.deny_sockets.push(path.clone());
+    assert_ne!(probe(&on, &target).code(), 0);
+}
+
+#[test]
+fn kernel_attack_surface_is_refused() {
+    let fx = Fixture::new();
+    let spec = fx.spec(Profile::Full, true);
+    assert_eq!(probe(&spec, "io_uring").code(), libc::EPERM);
+    assert_eq!(probe(&spec, "ptrace").code(), libc::EPERM);
+    // Without the filter this would be ENOTTY (stdin is /dev/null).
+    assert_eq!(probe(&spec, "tiocsti").code(), libc::EPERM);
+    assert_eq!(probe(&spec, "unshare").code(), libc::EPERM);
+}
+
+#[test]
+fn signals_do_not_leave_the_sandbox() {
+    let fx = Fixture::new();
+    let spec = fx.spec(Profile::Full, true);
+    assert!(!sh(&spec, "kill -0 1").ok());
+    assert!(sh(&spec, "kill -0 $$").ok());
+}
+
+#[test]
+fn setuid_binary_gains_nothing() {
+    let fx = Fixture::new();
+    let id = fx.ws.join("suid-id");
+    fs::copy("/usr/bin/id", &id).unwrap();
+    fs::set_permissions(&id, fs::Permissions::from_mode(0o4755)).unwrap();
+    let mut spec = fx.spec(Profile::WorkspaceWrite, false);
+    spec.run_as = Some(nobody());
+    let ran = common::run_in(&spec, &fx.ws, &[id.to_str().unwrap(), "-u"]);
+    assert!(ran.ok(), "{}", ran.output);
+    assert_eq!(ran.output.trim(), "65534");
+}
+
+#[test]
+fn environment_is_allowlisted() {
+    let fx = Fixture::new();
+    let mut spec = fx.spec(Profile::WorkspaceWrite, false);
+    spec.env.push(("LD_PRELOAD".into(), "/evil.so".into()));
+    spec.env.push(("BASH_ENV".into(), "/evil".into()));
+    spec.env.push(("GH_TOKEN".into(), "brokered".into()));
+    spec.extra_env_allow
+        .extend(["LD_PRELOAD".to_owned(), "GH_TOKEN".to_owned()]);
+    let ran = common::run_in(&spec, &fx.ws, &["/usr/bin/env"]);
+    assert!(ran.ok(), "{}", ran.output);
+    let lines: Vec<&str> = ran.output.lines().collect();
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.starts_with("LD_PRELOAD=") || l.starts_with("BASH_ENV="))
+    );
+    assert!(lines.contains(&"GH_TOKEN=brokered"));
+    assert!(lines.contains(&"PRAXIS_SANDBOX=workspace-write"));
+    assert!(lines.contains(&"PRAXIS_SANDBOX_NETWORK_DISABLED=1"));
+    assert!(lines.contains(&format!("HOME={}", fx.home.display()).as_str()));
+    assert!(lines.contains(&format!("TMPDIR={}", ran.scratch.display()).as_str()));
+}
+
+#[test]
+fn capabilities_are_zero_and_privileges_frozen() {
+    let fx = Fixture::new();
+    for run_as in [None, Some(nobody())] {
+        let mut spec = fx.spec(Profile::WorkspaceWrite, false);
+        spec.run_as = run_as.clone();
+        let ran = common::run_in(&spec, &fx.ws, &["/bin/cat", "/proc/self/status"]);
+        assert!(ran.ok(), "{}", ran.output);
+        let field = |name: &str| {
+            ran.output
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_owned())
+                .unwrap_or_else(|| panic!("{name} missing"))
+        };
+        for cap in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
+            assert_eq!(
+                field(cap),
+                "0000000000000000",
+                "{cap} with run_as {run_as:?}"
+            );
+        }
+        assert_eq!(field("NoNewPrivs:"), "1");
+        assert_eq!(field("Seccomp:"), "2");
+        if run_as.is_some() {
+            assert!(field("Uid:").starts_with("65534\t65534\t65534"));
+            assert_eq!(field("Groups:"), "");
+        }
+    }
+}
+
+#[test]
+fn rlimits_are_applied() {
+    let fx = Fixture::new();
+    let spec = fx.spec(Profile::ReadOnly, false);
+    let ran = common::run_in(&spec, &fx.ws, &["/bin/cat", "/proc/self/limits"]);
+    assert!(ran.ok(), "{}", ran.output);
+    let limit = |name: &str| {
+        let line = ran.output.lines().find(|l| l.starts_with(name)).unwrap();
+        line[name.len()..]
+            .split_whitespace()
+            .take(2)
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(limit("Max cpu time"), ["7", "7"]);
+    assert_eq!(limit("Max file size"), ["1048576", "1048576"]);
+    assert_eq!(limit("Max open files"), ["64", "64"]);
+    assert_eq!(limit("Max core file size"), ["0", "0"]);
+    // The file size limit bites.
+    let big = sh(
+        &fx.spec(Profile::WorkspaceWrite, false),
+        "head -c 2000000 /dev/zero > big",
+    );
+    assert!(!big.ok());
+    assert!(fs::metadata(fx.ws.join("big")).unwrap().len() <= 1 << 20);
+}
+
+fn alive(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+#[test]
+fn timeout_kills_the_whole_process_tree() {
+    let fx = Fixture::new();
+    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    let prepared = praxis_sandbox::prepare(&spec).unwrap();
+    let null = || -> std::os::fd::OwnedFd { fs::File::open("/dev/null").unwrap().into() };
+    let stdio = praxis_sandbox::Stdio {
+        stdin: null(),
+        stdout: null(),
+        stderr: null(),
+    };
+    // The tree ignores SIGTERM, so only the SIGKILL after the grace ends it.
+    let script = "trap '' TERM; sleep 100 & echo $! > pids; sleep 100 & echo $! >> pids; wait";
+    let argv = ["/bin/sh", "-c", script].map(std::ffi::OsString::from);
+    let mut child = praxis_sandbox::spawn(prepared, &argv, &fx.ws, stdio).unwrap();
+    let waited = child
+        .wait_timeout(Duration::from_millis(500), Duration::from_millis(200))
+        .unwrap();
+    assert!(waited.timed_out);
+    assert_eq!(
+        waited.status,
+        praxis_sandbox::ExitStatus::Signal(libc::SIGKILL)
+    );
+    let pids: Vec<i32> = fs::read_to_string(fx.ws.join("pids"))
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2);
+    std::thread::sleep(Duration::from_millis(100));
+    for pid in pids {
+        assert!(!alive(pid), "grandchild {pid} survived");
+    }
+    assert!(
+        child.signal_group(libc::SIGTERM).is_err(),
+        "a reaped group is not signalled"
+    );
+}
+
+#[test]
+fn a_command_that_finishes_in_time_is_not_timed_out() {
+    let fx = Fixture::new();
+    let ran = sh(&fx.spec(Profile::ReadOnly, false), "exit 3");
+    assert!(!ran.waited.timed_out);
+    assert_eq!(ran.code(), 3);
+}
+
+#[test]
+fn failures_before_exec_are_reported_and_nothing_runs() {
+    let fx = Fixture::new();
+    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    let null = || -> std::os::fd::OwnedFd { fs::File::open("/dev/null").unwrap().into() };
+    let stdio = praxis_sandbox::Stdio {
+        stdin: null(),
+        stdout: null(),
+        stderr: null(),
+    };
+    let argv = ["/bin/sh", "-c", "touch ran"].map(std::ffi::OsString::from);
+    let err = praxis_sandbox::spawn(
+        praxis_sandbox::prepare(&spec).unwrap(),
+        &argv,
+        &fx.ws.join("no-such-dir"),
+        stdio,
+    )
+    .unwrap_err();
+    assert_eq!(err.to_string(), "chdir failed: ENOENT");
+    assert!(!fx.ws.join("ran").exists());
+    let stdio = praxis_sandbox::Stdio {
+        stdin: null(),
+        stdout: null(),
+        stderr: null(),
+    };
+    let missing = ["no-such-praxis-program"].map(std::ffi::OsString::from);
+    let err = praxis_sandbox::spawn(
+        praxis_sandbox::prepare(&spec).unwrap(),
+        &missing,
+        &fx.ws,
+        stdio,
+    );
+    assert!(matches!(err, Err(SandboxError::NotFound(_))));
+}
+
+#[test]
+fn self_test_passes_and_support_is_complete() {
+    let fx = Fixture::new();
+    let report = praxis_sandbox::self_test(&fx.scratch_root).unwrap();
+    assert!(report.passed(), "{:?}", report.failures);
+    assert!(report.restrictions.contains("workspace-write"));
+    let support = praxis_sandbox::support();
+    assert!(support.problems().is_empty(), "{:?}", support.problems());
+    assert!(support.landlock_abi >= praxis_sandbox::MIN_LANDLOCK_ABI);
+}
