@@ -62,8 +62,6 @@ pub enum ExecError {
     Pipe(nix::Error),
     #[error("sandbox: {0}")]
     Sandbox(#[from] praxis_sandbox::SandboxError),
-    #[error("cannot watch the command: {0}")]
-    Watch(std::io::Error),
 }
 
 /// Exit of the sandboxed child as the waiter saw it.
@@ -156,18 +154,30 @@ fn start(
     Ok((running, out_r, err_r))
 }
 
-/// TEMPORARY until the sandbox crate's spawn lands: nothing can be enforced,
-/// so nothing runs (the pipeline turns this into HOLD).
+/// Prepares the sandbox and spawns: the codebase's one call into the spawn
+/// site. A waiter on the blocking pool reaps the child (the sandbox's `wait`
+/// also kills what is left of its group, and dropping the child removes its
+/// scratch dir).
 fn spawn_sandboxed(
     spec: &praxis_sandbox::Spec,
     argv: &[OsString],
     cwd: &Path,
     stdio: praxis_sandbox::Stdio,
 ) -> Result<Running, ExecError> {
-    let _ = (spec, argv, cwd, stdio);
-    Err(ExecError::Watch(std::io::Error::other(
-        "sandbox unavailable",
-    )))
+    let prepared = praxis_sandbox::prepare(spec)?;
+    let mut child = praxis_sandbox::spawn(prepared, argv, cwd, stdio)?;
+    let pgid = child.pid();
+    let (tx, exited) = oneshot::channel();
+    tokio::task::spawn_blocking(move || {
+        let waited = match child.wait() {
+            Ok(praxis_sandbox::ExitStatus::Code(code)) => Ok((Some(code), None)),
+            Ok(praxis_sandbox::ExitStatus::Signal(sig)) => Ok((None, Some(sig))),
+            Err(e) => Err(errors::one_line(&e)),
+        };
+        drop(child);
+        let _ = tx.send(waited);
+    });
+    Ok(Running { pgid, exited })
 }
 
 /// Watches the client for a cancel or a disconnect; either ends the command.
@@ -395,9 +405,12 @@ pub async fn run(
     Executed::Ran(ran)
 }
 
-/// Runs the sandbox's start-up self-test. TEMPORARY until the sandbox crate's
-/// self-test lands: without it nothing is known to be enforced, so the
-/// daemon serves only HOLD.
-pub fn self_test() -> Result<String, String> {
-    Err(String::from("sandbox self-test unavailable in this build"))
+/// Runs the sandbox's start-up self-test: `Ok(restrictions)` when every
+/// escape failed, else `Err(what got through)`, and the daemon serves only HOLD.
+pub fn self_test(scratch_root: &Path) -> Result<String, String> {
+    match praxis_sandbox::self_test(scratch_root) {
+        Ok(report) if report.passed() => Ok(report.restrictions),
+        Ok(report) => Err(report.failures.join("; ")),
+        Err(e) => Err(format!("could not run: {}", errors::one_line(&e))),
+    }
 }

@@ -122,6 +122,9 @@ pub fn gather(
         cwd,
         home,
         workspace,
+        // Everything else stays at its default; in particular PATH lookups
+        // are never marked as skipped when serving.
+        ..Context::default()
     };
     context.existing = policy
         .paths_to_probe(analysis, &context)
