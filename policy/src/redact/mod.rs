@@ -1,1 +1,359 @@
 //! Redactor: masks secrets in text before it is shown, audited or logged.
+//!
+//! Two sources of secrets, applied in one pass:
+//! - **rules** from the policy's `[redact]` section ([`RedactConfig`]): an
+//!   aho-corasick keyword prefilter picks the rules whose keywords occur, and
+//!   only those run their regex; entropy floors and allowlists drop
+//!   placeholders. Every rule's examples are checked when the redactor is built.
+//! - **known values** ([`Redactor::with_known_values`]): the broker's exact
+//!   secrets and their encoded forms, in one leftmost-longest automaton.
+//!
+//! A secret becomes `[REDACTED:<rule-id or value name>]`. Overlapping matches
+//! are merged, so no part of either survives. [`StreamRedactor`] does the same
+//! over a byte stream, holding back a tail so a secret split between chunks is
+//! still caught.
+
+mod config;
+mod known;
+mod rule;
+mod stream;
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::sync::Arc;
+
+use aho_corasick::AhoCorasick;
+
+pub use config::{AllowlistConfig, DEFAULT_STREAM_WINDOW, Examples, RedactConfig, RuleConfig};
+pub use known::MIN_KNOWN_VALUE_LEN;
+pub use rule::shannon_entropy;
+pub use stream::StreamRedactor;
+
+use known::KnownValues;
+use rule::{Allowlist, Hit, Rule};
+
+/// Smallest stream window accepted from a policy.
+const MIN_STREAM_WINDOW: usize = 256;
+
+/// Why a redactor could not be built. Any of these means the policy is bad.
+#[derive(Debug, thiserror::Error)]
+pub enum RedactError {
+    #[error("redact rule id {id:?} must be non-empty ASCII letters, digits, '-' or '_'")]
+    BadRuleId { id: String },
+    #[error("redact rule {rule:?} is declared twice")]
+    DuplicateRule { rule: String },
+    #[error("redact rule {rule:?} has no keywords (every rule needs a prefilter keyword)")]
+    NoKeywords { rule: String },
+    #[error("redact rule {rule:?}: entropy {bits} is outside (0, 8] bits per byte")]
+    BadEntropy { rule: String, bits: f64 },
+    #[error("redact rule {rule:?} needs at least one true and one false positive example")]
+    MissingExamples { rule: String },
+    #[error("redact {scope}: bad regex: {source}")]
+    Regex {
+        scope: String,
+        source: Box<regex::Error>,
+    },
+    #[error("redact {scope}: cannot build matcher: {source}")]
+    Automaton {
+        scope: String,
+        source: aho_corasick::BuildError,
+    },
+    #[error("redact rule {rule:?} misses its true positive example {example:?}")]
+    MissedTruePositive { rule: String, example: String },
+    #[error("redact rule {rule:?} catches its false positive example {example:?}")]
+    CaughtFalsePositive { rule: String, example: String },
+    #[error("redact stream_window {window} is below the minimum of {MIN_STREAM_WINDOW} bytes")]
+    WindowTooSmall { window: usize },
+}
+
+/// A secret found in a text: which rule (or known value name) and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding<'a> {
+    pub rule_id: &'a str,
+    pub range: Range<usize>,
+}
+
+/// The compiled rules, shared by every redactor derived from one config.
+#[derive(Debug)]
+struct RuleSet {
+    rules: Vec<Rule>,
+    global: Allowlist,
+    /// Keyword automaton; pattern `i` triggers the rules in `triggers[i]`.
+    keywords: AhoCorasick,
+    triggers: Vec<Vec<usize>>,
+    window: usize,
+}
+
+/// Masks secrets in text. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Redactor {
+    rules: Arc<RuleSet>,
+    known: Option<Arc<KnownValues>>,
+    /// Label `i < rules.len()` is rule `i`; the rest name known values.
+    labels: Arc<[Label]>,
+}
+
+#[derive(Debug)]
+struct Label {
+    name: String,
+    replacement: Vec<u8>,
+}
+
+impl Label {
+    fn new(name: String) -> Self {
+        let replacement = format!("[REDACTED:{name}]").into_bytes();
+        Self { name, replacement }
+    }
+}
+
+impl Redactor {
+    /// Compiles `config` and checks every rule against its examples.
+    pub fn new(config: &RedactConfig) -> Result<Self, RedactError> {
+        if config.stream_window < MIN_STREAM_WINDOW {
+            return Err(RedactError::WindowTooSmall {
+                window: config.stream_window,
+            });
+        }
+        let mut rules: Vec<Rule> = Vec::with_capacity(config.rules.len());
+        for rc in &config.rules {
+            let rule = Rule::compile(rc)?;
+            if rules.iter().any(|r| r.id == rule.id) {
+                return Err(RedactError::DuplicateRule { rule: rule.id });
+            }
+            rules.push(rule);
+        }
+        let mut words: Vec<String> = Vec::new();
+        let mut triggers: Vec<Vec<usize>> = Vec::new();
+        for (index, rule) in rules.iter().enumerate() {
+            for word in &rule.keywords {
+                let word = word.to_ascii_lowercase();
+                match words.iter().position(|w| *w == word) {
+                    Some(p) => triggers[p].push(index),
+                    None => {
+                        words.push(word);
+                        triggers.push(vec![index]);
+                    }
+                }
+            }
+        }
+        let keywords = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(&words)
+            .map_err(|source| RedactError::Automaton {
+                scope: "keywords".to_owned(),
+                source,
+            })?;
+        let labels: Arc<[Label]> = rules.iter().map(|r| Label::new(r.id.clone())).collect();
+        let set = RuleSet {
+            global: Allowlist::compile(&config.allowlist, "allowlist")?,
+            rules,
+            keywords,
+            triggers,
+            window: config.stream_window,
+        };
+        let redactor = Self {
+            rules: Arc::new(set),
+            known: None,
+            labels,
+        };
+        redactor.check_examples(config)?;
+        Ok(redactor)
+    }
+
+    /// Each rule, run as in real use (prefilter included), must catch each of
+    /// its true positives and none of its false positives.
+    fn check_examples(&self, config: &RedactConfig) -> Result<(), RedactError> {
+        for (index, rc) in config.rules.iter().enumerate() {
+            let caught = |example: &str| {
+                let mut hits = Vec::new();
+                self.rule_hits(example.as_bytes(), &mut hits, Some(index));
+                !hits.is_empty()
+            };
+            if let Some(example) = rc.examples.true_positives.iter().find(|e| !caught(e)) {
+                return Err(RedactError::MissedTruePositive {
+                    rule: rc.id.clone(),
+                    example: example.clone(),
+                });
+            }
+            if let Some(example) = rc.examples.false_positives.iter().find(|e| caught(e)) {
+                return Err(RedactError::CaughtFalsePositive {
+                    rule: rc.id.clone(),
+                    example: example.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A redactor with the same rules that also masks exactly `values`
+    /// (name, value) and their encoded forms as `[REDACTED:<name>]`. It
+    /// replaces any known values of `self`. Values shorter than
+    /// [`MIN_KNOWN_VALUE_LEN`] bytes are ignored.
+    pub fn with_known_values(&self, values: &[(&str, &[u8])]) -> Result<Self, RedactError> {
+        let rule_count = self.rules.rules.len();
+        let mut labels: Vec<Label> = self.labels[..rule_count]
+            .iter()
+            .map(|l| Label::new(l.name.clone()))
+            .collect();
+        let mut names: Vec<&str> = Vec::new();
+        let known = KnownValues::build(values, |i| {
+            let name = sanitize_name(values[i].0);
+            let position = names
+                .iter()
+                .position(|n| *n == values[i].0)
+                .unwrap_or_else(|| {
+                    names.push(values[i].0);
+                    labels.push(Label::new(name));
+                    names.len() - 1
+                });
+            rule_count + position
+        })?;
+        Ok(Self {
+            rules: Arc::clone(&self.rules),
+            known: known.map(Arc::new),
+            labels: labels.into(),
+        })
+    }
+
+    /// Bytes the streaming redactor holds back: the policy's window, or more
+    /// when a known value's longest form needs it.
+    #[must_use]
+    pub fn stream_window(&self) -> usize {
+        let known = self.known.as_ref().map_or(0, |k| k.longest + 1);
+        self.rules.window.max(known)
+    }
+
+    /// A streaming redactor over this one's rules and values.
+    #[must_use]
+    pub fn stream(&self) -> StreamRedactor<'_> {
+        StreamRedactor::new(self)
+    }
+
+    /// Where the secrets in `text` are, merged and in order.
+    #[must_use]
+    pub fn matches(&self, text: &[u8]) -> Vec<Finding<'_>> {
+        merge(self.hits(text))
+            .into_iter()
+            .map(|h| Finding {
+                rule_id: &self.labels[h.label].name,
+                range: h.secret,
+            })
+            .collect()
+    }
+
+    /// `text` with every secret replaced; borrowed when nothing was found.
+    #[must_use]
+    pub fn redact_bytes<'t>(&self, text: &'t [u8]) -> Cow<'t, [u8]> {
+        let hits = merge(self.hits(text));
+        if hits.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        let mut out = Vec::with_capacity(text.len());
+        self.apply(text, &hits, &mut out);
+        Cow::Owned(out)
+    }
+
+    /// As [`Self::redact_bytes`] for text. A known value that splits a UTF-8
+    /// character leaves a broken byte sequence, shown as U+FFFD.
+    #[must_use]
+    pub fn redact_str<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        match self.redact_bytes(text.as_bytes()) {
+            Cow::Borrowed(_) => Cow::Borrowed(text),
+            Cow::Owned(bytes) => Cow::Owned(
+                String::from_utf8(bytes)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            ),
+        }
+    }
+
+    /// Writes `text` to `out` with the merged `hits` replaced.
+    fn apply(&self, text: &[u8], hits: &[Hit], out: &mut Vec<u8>) {
+        let mut at = 0;
+        for hit in hits {
+            out.extend_from_slice(&text[at..hit.secret.start]);
+            out.extend_from_slice(&self.labels[hit.label].replacement);
+            at = hit.secret.end;
+        }
+        out.extend_from_slice(&text[at..]);
+    }
+
+    /// Every hit of every rule and known value, unmerged.
+    fn hits(&self, text: &[u8]) -> Vec<Hit> {
+        let mut hits = Vec::new();
+        self.rule_hits(text, &mut hits, None);
+        if let Some(known) = &self.known {
+            known.find(text, &mut hits);
+        }
+        hits
+    }
+
+    /// Hits of the rules whose keywords occur in `text` (only rule `only`
+    /// when given).
+    fn rule_hits(&self, text: &[u8], out: &mut Vec<Hit>, only: Option<usize>) {
+        let set = &*self.rules;
+        let mut triggered = vec![false; set.rules.len()];
+        let mut pending = only.map_or(set.rules.len(), |_| 1);
+        for m in set.keywords.find_overlapping_iter(text) {
+            for &rule in &set.triggers[m.pattern().as_usize()] {
+                if !triggered[rule] && only.is_none_or(|o| o == rule) {
+                    triggered[rule] = true;
+                    pending -= 1;
+                }
+            }
+            if pending == 0 {
+                break;
+            }
+        }
+        for (index, rule) in set.rules.iter().enumerate() {
+            if triggered[index] {
+                rule.find(text, &set.global, index, out);
+            }
+        }
+    }
+}
+
+/// Value names go into output and audit records: keep them to one safe token.
+fn sanitize_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if cleaned.is_empty() {
+        "secret".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+/// Sorts hits and merges overlapping secrets into one, so no fragment of
+/// either survives; the label is the one covering the earliest, longest part.
+fn merge(mut hits: Vec<Hit>) -> Vec<Hit> {
+    hits.sort_by(|a, b| {
+        a.secret
+            .start
+            .cmp(&b.secret.start)
+            .then(b.secret.end.cmp(&a.secret.end))
+    });
+    let mut merged: Vec<Hit> = Vec::with_capacity(hits.len());
+    for hit in hits {
+        match merged.last_mut() {
+            Some(last) if hit.secret.start < last.secret.end => {
+                last.secret.end = last.secret.end.max(hit.secret.end);
+                last.span.start = last.span.start.min(hit.span.start);
+                last.span.end = last.span.end.max(hit.span.end);
+            }
+            _ => merged.push(hit),
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests;
