@@ -186,3 +186,23 @@ pub fn stdin_fd() -> io::Result<std::os::fd::OwnedFd> {
         Err(_) => Ok(fs::File::open("/dev/null")?.into()),
     }
 }
+
+/// Runs `praxisd verify`, the daemon's offline, read-only check of the audit
+/// database, when no daemon answers; returns its exit status.
+///
+/// Like the auto-start, this starts our own binary, not an agent's command.
+pub fn verify_offline() -> i32 {
+    match std::process::Command::new(praxisd_path())
+        .arg("verify")
+        .status()
+    {
+        Ok(status) => status.code().unwrap_or(125),
+        Err(e) => {
+            eprintln!(
+                "praxis: no daemon answers and {} cannot run: {e}",
+                praxisd_path().display()
+            );
+            125
+        }
+    }
+}
