@@ -1,0 +1,102 @@
+//! Invariant 1, "one path": nothing but the sandbox crate's spawn module
+//! starts a host process. This test reads the sources of every crate that
+//! could (proto, policy, daemon, shim) and fails on any process-starting API.
+//!
+//! The one other allowed file is the client module that starts praxisd
+//! itself (`praxis-run`'s user-mode auto-start and the offline `praxisd
+//! verify`): that runs our own daemon binary, never an agent's command.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Process-starting APIs. Built from pieces so this file does not match itself.
+fn needles() -> Vec<String> {
+    [
+        ("Command", "::new("),
+        ("process::", "Command"),
+        ("fork", "("),
+        ("vfork", "("),
+        ("execv", ""),
+        ("execve", ""),
+        ("posix_", "spawn"),
+        ("libc::", "system("),
+        ("clone3", ""),
+        ("SYS_", "clone"),
+    ]
+    .iter()
+    .map(|(a, b)| format!("{a}{b}"))
+    .collect()
+}
+
+/// Files allowed to start a process, relative to the workspace root.
+const ALLOWED: &[&str] = &["shim/src/client.rs"];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn only_the_sandbox_spawns() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf();
+    let mut files = Vec::new();
+    for krate in ["proto/src", "policy/src", "daemon/src", "shim/src"] {
+        rust_files(&root.join(krate), &mut files);
+    }
+    assert!(
+        files.len() > 10,
+        "found only {} source files under {}",
+        files.len(),
+        root.display()
+    );
+    let needles = needles();
+    let mut offenders = Vec::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if ALLOWED.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for needle in &needles {
+                if code.contains(needle.as_str()) {
+                    offenders.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "process starts outside the sandbox spawn module:\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn the_allowed_client_starts_only_praxisd() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let text = fs::read_to_string(root.join(ALLOWED[0])).unwrap();
+    let starts: Vec<&str> = text.lines().filter(|l| l.contains(&needles()[0])).collect();
+    assert!(!starts.is_empty());
+    assert!(
+        starts.iter().all(|l| l.contains("praxisd_path()")),
+        "{starts:?}"
+    );
+}
