@@ -1,0 +1,346 @@
+//! End to end: a real praxisd in scratch XDG dirs, driven by the real
+//! praxis-run and praxis binaries (built by `make test` before the tests run).
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin(name: &str) -> PathBuf {
+    // target/debug/deps/<test> → target/debug/<name>
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join(name);
+    assert!(
+        path.is_file(),
+        "{} not built; run `cargo build --workspace` first",
+        path.display()
+    );
+    path
+}
+
+/// A daemon in a scratch home; SIGTERM then SIGKILL on drop.
+struct Daemon {
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl Daemon {
+    fn start() -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["home/work", "run", "state", "config"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        let mut d = Daemon { dir, child: None };
+        d.spawn();
+        d
+    }
+
+    fn spawn(&mut self) {
+        let child = self
+            .cmd(&bin("praxisd"))
+            .arg("--user")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while UnixStream::connect(self.socket()).is_err() {
+            assert!(Instant::now() < deadline, "praxisd did not come up");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn cmd(&self, program: &Path) -> Command {
+        let mut c = Command::new(program);
+        let p = self.dir.path();
+        c.env("HOME", p.join("home"))
+            .env("XDG_RUNTIME_DIR", p.join("run"))
+            .env("XDG_STATE_HOME", p.join("state"))
+            .env("XDG_CONFIG_HOME", p.join("config"))
+            .env("PRAXIS_SYSTEM", "0")
+            .env_remove("PRAXIS_SOCKET")
+            .current_dir(p.join("home/work"));
+        c
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.dir.path().join("run/praxis/praxisd.sock")
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("state/praxis/audit.db")
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(&bin("praxis-run"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn praxis(&self, args: &[&str]) -> Output {
+        self.cmd(&bin("praxis")).args(args).output().unwrap()
+    }
+
+    fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::SIGTERM,
+            );
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn signal_json(out: &Output) -> serde_json::Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line in {stderr}"));
+    serde_json::from_str(line).unwrap()
+}
+
+#[test]
+fn allowed_commands_keep_their_exit_status_and_stdin() {
+    let d = Daemon::start();
+    let out = d.run(&["--", "echo", "hi"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"hi\n");
+    assert_eq!(d.run(&["-c", "exit 1"]).status.code(), Some(1));
+    let mut child = d
+        .cmd(&bin("praxis-run"))
+        .args(["--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"x\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.stdout, b"x\n");
+}
+
+#[test]
+fn output_is_truncated_with_a_marker() {
+    let d = Daemon::start();
+    let out = d.run(&["-c", "head -c 3000000 /dev/zero"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.stdout.len() < 1_100_000 && text.contains("bytes dropped"),
+        "{} bytes",
+        out.stdout.len()
+    );
+}
+
+#[test]
+fn refusals_exit_125_or_126_with_the_audit_signal() {
+    let d = Daemon::start();
+    let out = d.run(&["-c", "rm -rf /"]);
+    assert!(matches!(out.status.code(), Some(125 | 126)), "{out:?}");
+    let v = signal_json(&out);
+    assert_eq!(v["execution_prevented"], true);
+    assert!(v["request_id"].as_str().unwrap().starts_with("r-"));
+    assert!(v["reason"].as_str().is_some() && v["rule_ids"].is_array() && v["tier"].is_string());
+}
+
+#[test]
+fn kill_switch_refuses_new_work_and_release_restores_it() {
+    let d = Daemon::start();
+    let out = d.praxis(&["kill", "--reason", "incident 42"]);
+    assert!(out.status.success(), "{out:?}");
+    let out = d.run(&["--", "true"]);
+    assert_eq!(out.status.code(), Some(126));
+    let v = signal_json(&out);
+    assert_eq!(v["decision"], "STOP");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("kill switch engaged: incident 42")
+    );
+    assert!(d.praxis(&["kill", "--release"]).status.success());
+    assert_ne!(d.run(&["--", "true"]).status.code(), Some(126));
+}
+
+#[test]
+fn kill_switch_file_kills_a_running_command() {
+    let d = Daemon::start();
+    let start = Instant::now();
+    let runner = d
+        .cmd(&bin("praxis-run"))
+        .args(["--", "sleep", "30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(d.dir.path().join("state/praxis/KILL"), "drill\n").unwrap();
+    let out = runner.wait_with_output().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+}
+
+#[test]
+fn audit_verifies_and_names_a_tampered_row() {
+    let d = Daemon::start();
+    let _ = d.run(&["--", "true"]);
+    let _ = d.run(&["-c", "rm -rf /"]);
+    let out = d.praxis(&["audit", "verify"]);
+    assert!(out.status.success(), "{out:?}");
+    let conn = rusqlite::Connection::open(d.db()).unwrap();
+    let triggers: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for t in triggers {
+        conn.execute(&format!("DROP TRIGGER \"{t}\""), []).unwrap();
+    }
+    conn.execute(
+        "UPDATE events SET reason = 'nothing to see' WHERE seq = 2",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let out = d.praxis(&["audit", "verify"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("seq 2"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn secrets_in_argv_never_reach_the_database() {
+    let d = Daemon::start();
+    let secret = "ghp_Zq8vR2kL9mN4pX7wT1yB6cF3hJ5sD0aE2gK8";
+    let _ = d.run(&["--", "echo", secret]);
+    let _ = d.run(&[
+        "-c",
+        &format!("curl -H 'Authorization: Bearer {secret}' https://example.invalid"),
+    ]);
+    drop(d.praxis(&["status"]));
+    let mut bytes = Vec::new();
+    for f in ["audit.db", "audit.db-wal"] {
+        if let Ok(mut file) = std::fs::File::open(d.dir.path().join("state/praxis").join(f)) {
+            file.read_to_end(&mut bytes).unwrap();
+        }
+    }
+    assert!(!bytes.is_empty());
+    assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()));
+}
+
+#[test]
+fn daemon_killed_mid_command_fails_closed_and_the_log_verifies() {
+    let mut d = Daemon::start();
+    let runner = d
+        .cmd(&bin("praxis-run"))
+        .args(["--", "sleep", "30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    d.kill9();
+    let start = Instant::now();
+    let out = runner.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(start.elapsed() < Duration::from_secs(5));
+    d.spawn();
+    assert!(d.praxis(&["audit", "verify"]).status.success());
+}
+
+#[test]
+fn system_mode_without_a_daemon_is_hold() {
+    let d = Daemon::start();
+    let out = d
+        .cmd(&bin("praxis-run"))
+        .env("PRAXIS_SYSTEM", "1")
+        .env("PRAXIS_SOCKET", d.dir.path().join("nowhere.sock"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert_eq!(signal_json(&out)["decision"], "HOLD");
+}
+
+#[test]
+fn bad_frames_are_refused_and_the_daemon_keeps_serving() {
+    let d = Daemon::start();
+    let garbage: [&[u8]; 3] = [
+        b"GET / HTTP/1.1\r\n\r\n",
+        &[0xff, 0xff, 0xff, 0xff, 1, 1],
+        &[0, 0, 0, 2, 1, 1, b'{', b'x'],
+    ];
+    for bytes in garbage {
+        let mut s = UnixStream::connect(d.socket()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(bytes).unwrap();
+        let mut reply = Vec::new();
+        let _ = s.read_to_end(&mut reply);
+        assert!(
+            String::from_utf8_lossy(&reply).contains("reason"),
+            "{reply:?}"
+        );
+    }
+    assert!(d.praxis(&["status"]).status.success());
+}
+
+#[test]
+fn sixty_four_concurrent_clients_get_their_own_output() {
+    let d = Daemon::start();
+    let outs: Vec<Output> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..64)
+            .map(|i| {
+                s.spawn({
+                    let d = &d;
+                    move || d.run(&["--", "echo", &format!("client-{i}")])
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, out) in outs.iter().enumerate() {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("client-{i}\n")
+        );
+    }
+}
