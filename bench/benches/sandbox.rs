@@ -1,3 +1,141 @@
-//! sandbox benchmark.
+//! Sandbox overhead: spawn and wait of `/bin/true`, plain versus sandboxed
+//! (workspace-write, network off), with the per-command preparation measured
+//! apart. Ends with one summary line: the time the sandbox adds at spawn and
+//! the ratio (goal: at most 0.4 ms added).
 
-fn main() {}
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, Criterion, criterion_group};
+use praxis_sandbox::{Prepared, Profile, Rlimits, Spec, Stdio};
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    plain: Spec,
+    git: Spec,
+}
+
+fn setup() -> Setup {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(tmp.path()).unwrap();
+    let plain_ws = root.join("ws");
+    let git_ws = root.join("repo");
+    let home = root.join("home");
+    for dir in [&plain_ws, &git_ws.join(".git/hooks"), &home.join(".ssh")] {
+        fs::create_dir_all(dir).unwrap();
+    }
+    fs::write(git_ws.join(".git/config"), "").unwrap();
+    let spec = |ws: &Path| Spec {
+        profile: Profile::WorkspaceWrite,
+        network: false,
+        workspace: ws.to_path_buf(),
+        home: home.clone(),
+        writable_caches: Vec::new(),
+        protected: vec![ws.join(".git/hooks"), ws.join(".git/config")],
+        secrets: vec![home.join(".ssh"), PathBuf::from("/etc/shadow")],
+        deny_sockets: Vec::new(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        extra_env_allow: Vec::new(),
+        rlimits: Rlimits {
+            fsize_bytes: 1 << 30,
+            nofile: 1024,
+            cpu_secs: 60,
+        },
+        run_as: None,
+        scratch_root: root.join("scratch"),
+    };
+    Setup {
+        plain: spec(&plain_ws),
+        git: spec(&git_ws),
+        _tmp: tmp,
+    }
+}
+
+fn null_stdio() -> Stdio {
+    let null = || {
+        File::options()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .unwrap()
+            .into()
+    };
+    Stdio {
+        stdin: null(),
+        stdout: null(),
+        stderr: null(),
+    }
+}
+
+fn plain_true() {
+    assert!(Command::new("/bin/true").status().unwrap().success());
+}
+
+fn sandboxed_true(prepared: Prepared, cwd: &Path) {
+    let argv = [OsString::from("/bin/true")];
+    let mut child = praxis_sandbox::spawn(prepared, &argv, cwd, null_stdio()).unwrap();
+    assert_eq!(child.wait().unwrap(), praxis_sandbox::ExitStatus::Code(0));
+}
+
+fn bench_sandbox(c: &mut Criterion) {
+    let s = setup();
+    let mut group = c.benchmark_group("sandbox");
+    group.bench_function("plain_spawn_wait_true", |b| b.iter(plain_true));
+    for (name, spec) in [
+        ("sandboxed_spawn_wait_true", &s.plain),
+        ("sandboxed_spawn_wait_true_git_pins", &s.git),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || praxis_sandbox::prepare(spec).unwrap(),
+                |prepared| sandboxed_true(prepared, &spec.workspace),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.bench_function("prepare_workspace_write", |b| {
+        b.iter(|| praxis_sandbox::prepare(&s.plain).unwrap())
+    });
+    group.finish();
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Interleaved runs of both, so machine noise hits them alike.
+fn summary() {
+    let s = setup();
+    let rounds = 300;
+    let (mut plain, mut sandboxed, mut prepare) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let start = Instant::now();
+        plain_true();
+        plain.push(start.elapsed());
+        let start = Instant::now();
+        let prepared = praxis_sandbox::prepare(&s.plain).unwrap();
+        prepare.push(start.elapsed());
+        let start = Instant::now();
+        sandboxed_true(prepared, &s.plain.workspace);
+        sandboxed.push(start.elapsed());
+    }
+    let (plain, sandboxed, prepare) = (median(plain), median(sandboxed), median(prepare));
+    let added = sandboxed.saturating_sub(plain);
+    println!(
+        "sandbox summary (median of {rounds}): plain {plain:?}, sandboxed spawn {sandboxed:?}, \
+         added {added:?} ({:.2}x, goal <= 400us added); prepare in the parent {prepare:?}",
+        sandboxed.as_secs_f64() / plain.as_secs_f64()
+    );
+}
+
+criterion_group!(benches, bench_sandbox);
+
+fn main() {
+    benches();
+    summary();
+    Criterion::default().configure_from_args().final_summary();
+}
