@@ -6,7 +6,7 @@
 use std::ffi::{CStr, c_char};
 use std::os::fd::RawFd;
 
-use crate::pins::Pin;
+use crate::pins::{Pin, UserNsMaps};
 
 /// A step of the child's set-up; its code travels through the error pipe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,7 @@ pub(crate) enum Stage {
     Signals,
     Rlimit,
     Unshare,
+    IdMap,
     Mount,
     Chdir,
     CapBound,
@@ -36,13 +37,14 @@ pub(crate) enum Stage {
     Probe,
 }
 
-const STAGES: [Stage; 22] = [
+const STAGES: [Stage; 23] = [
     Stage::Setsid,
     Stage::Stdio,
     Stage::CloseRange,
     Stage::Signals,
     Stage::Rlimit,
     Stage::Unshare,
+    Stage::IdMap,
     Stage::Mount,
     Stage::Chdir,
     Stage::CapBound,
@@ -74,7 +76,8 @@ impl Stage {
             Stage::CloseRange => "close_range",
             Stage::Signals => "sigprocmask",
             Stage::Rlimit => "setrlimit",
-            Stage::Unshare => "unshare(CLONE_NEWNS)",
+            Stage::Unshare => "unshare of the mount namespace",
+            Stage::IdMap => "writing the user namespace id maps",
             Stage::Mount => "mount of protected paths",
             Stage::Chdir => "chdir",
             Stage::CapBound => "PR_CAPBSET_DROP",
@@ -121,6 +124,7 @@ pub(crate) struct Plan<'a> {
     pub(crate) parent_pid: libc::pid_t,
     pub(crate) rlimits: &'a [(libc::c_int, u64)],
     pub(crate) mount_ns: bool,
+    pub(crate) userns: Option<&'a UserNsMaps>,
     pub(crate) pins: &'a [Pin],
     pub(crate) masks: &'a [std::ffi::CString],
     pub(crate) cwd: &'a CStr,
@@ -250,7 +254,29 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
         }
 
         if plan.mount_ns {
-            check(Stage::Unshare, libc::unshare(libc::CLONE_NEWNS) == 0);
+            match plan.userns {
+                None => check(Stage::Unshare, libc::unshare(libc::CLONE_NEWNS) == 0),
+                Some(maps) => {
+                    check(
+                        Stage::Unshare,
+                        libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) == 0,
+                    );
+                    for (file, content) in [
+                        (c"/proc/self/setgroups", c"deny"),
+                        (c"/proc/self/uid_map", maps.uid_map.as_c_str()),
+                        (c"/proc/self/gid_map", maps.gid_map.as_c_str()),
+                    ] {
+                        let out = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                        check(Stage::IdMap, out >= 0);
+                        let len = content.to_bytes().len();
+                        check(
+                            Stage::IdMap,
+                            libc::write(out, content.as_ptr().cast(), len) == len as isize,
+                        );
+                        libc::close(out);
+                    }
+                }
+            }
             let no_type: *const c_char = std::ptr::null();
             let no_data: *const libc::c_void = std::ptr::null();
             // Our mounts must not propagate back to the host.

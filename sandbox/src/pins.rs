@@ -7,8 +7,11 @@
 //! kernel refuse every write beneath it (EROFS), and a mount point cannot be
 //! renamed, unlinked or replaced (EBUSY), so each existing ancestor between
 //! the writable root and the protected path is also bind-mounted on itself
-//! ("pinned") to stop the tree being swapped out from above. This needs
-//! CAP_SYS_ADMIN in the parent; without it the Landlock carve is used instead.
+//! ("pinned") to stop the tree being swapped out from above. With
+//! CAP_SYS_ADMIN the child mounts in a new mount namespace; an unprivileged
+//! daemon uses a user namespace mapping only its own ids (where the host
+//! allows unprivileged user namespaces); failing both, the Landlock carve
+//! keeps protected paths' ancestors read-only instead.
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -42,6 +45,53 @@ pub enum PinError {
 pub(crate) struct Pin {
     pub(crate) path: CString,
     pub(crate) read_only: bool,
+}
+
+/// The id maps an unprivileged child writes after `unshare(CLONE_NEWUSER)`:
+/// its own uid and gid mapped onto themselves, setgroups denied.
+#[derive(Debug)]
+pub(crate) struct UserNsMaps {
+    pub(crate) uid_map: CString,
+    pub(crate) gid_map: CString,
+}
+
+impl UserNsMaps {
+    /// Maps for the calling process's ids.
+    pub(crate) fn current() -> UserNsMaps {
+        // SAFETY: geteuid/getegid have no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let line = |id: u32| CString::new(format!("{id} {id} 1\n")).unwrap_or_default();
+        UserNsMaps {
+            uid_map: line(uid),
+            gid_map: line(gid),
+        }
+    }
+}
+
+/// Whether this process may create a user namespace (probed once in a
+/// forked child: a multi-threaded process cannot unshare one itself).
+pub(crate) fn user_namespaces_work() -> bool {
+    static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WORKS.get_or_init(|| {
+        // SAFETY: the child makes two async-signal-safe calls and exits.
+        unsafe {
+            let pid = libc::fork();
+            if pid == 0 {
+                let ok = libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) == 0;
+                libc::_exit(if ok { 0 } else { 1 });
+            }
+            if pid < 0 {
+                return false;
+            }
+            let mut status = 0;
+            while libc::waitpid(pid, &mut status, 0) < 0 {
+                if *libc::__errno_location() != libc::EINTR {
+                    return false;
+                }
+            }
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        }
+    })
 }
 
 /// What the child mounts, and what could not be guarded.

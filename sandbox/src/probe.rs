@@ -37,8 +37,8 @@ pub struct Support {
     pub landlock_abi: i32,
     /// Whether seccomp filters are available.
     pub seccomp: bool,
-    /// Whether protected paths are pinned with mounts (CAP_SYS_ADMIN), rather
-    /// than carved with Landlock alone.
+    /// Whether protected paths are pinned with mounts (CAP_SYS_ADMIN, or an
+    /// unprivileged user namespace), rather than carved with Landlock alone.
     pub mount_pins: bool,
     /// Whether the capability bounding set can be dropped (CAP_SETPCAP).
     /// Without it the set stays, but no_new_privs keeps it from being used.
@@ -73,7 +73,7 @@ pub fn support() -> Support {
         landlock_abi,
         // SAFETY: PR_GET_SECCOMP only reads the mode; EINVAL means no seccomp.
         seccomp: unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0,
-        mount_pins: has(caps::Capability::CAP_SYS_ADMIN),
+        mount_pins: has(caps::Capability::CAP_SYS_ADMIN) || crate::pins::user_namespaces_work(),
         bounding_drop: has(caps::Capability::CAP_SETPCAP),
         audit_denials: landlock_abi >= 7,
     }

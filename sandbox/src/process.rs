@@ -16,7 +16,7 @@ use crate::child::{self, Identity, Plan, Stage, Then};
 use crate::env::{self, EnvBlock};
 use crate::filter::{self, Sockets};
 use crate::fs_rules::{self, Exclusion, Grant};
-use crate::pins::{self, PinPlan};
+use crate::pins::{self, PinPlan, UserNsMaps};
 use crate::{Profile, SandboxError, Spec, Stdio, probe};
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): denials after exec are audited.
@@ -96,6 +96,7 @@ pub struct Prepared {
     env: EnvBlock,
     rlimits: [(libc::c_int, u64); 3],
     run_as: Option<crate::RunAs>,
+    userns: Option<UserNsMaps>,
     drop_bounding: bool,
     last_cap: libc::c_ulong,
     pins: PinPlan,
@@ -220,8 +221,10 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         spec.network,
     )?;
 
-    let can_mount = effective_cap(caps::Capability::CAP_SYS_ADMIN)?;
     let restricted = spec.profile != Profile::Full;
+    let privileged = effective_cap(caps::Capability::CAP_SYS_ADMIN)?;
+    // Without CAP_SYS_ADMIN, mounts need a user namespace of our own.
+    let can_mount = privileged || pins::user_namespaces_work();
     let mut writable_roots = Vec::new();
     if spec.profile == Profile::WorkspaceWrite {
         writable_roots.push(spec.workspace.clone());
@@ -243,7 +246,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
             });
         }
     }
-    let pin_plan = if can_mount && restricted {
+    let pin_plan = if can_mount {
         pins::plan(
             &writable_roots,
             &spec.protected,
@@ -288,6 +291,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     let rule_count = rules.len();
     let ruleset = fs_rules::ruleset(restricted, !spec.network, rules)?;
 
+    let userns = (!privileged && !pin_plan.is_empty()).then(UserNsMaps::current);
     let sockets = match (spec.network, can_mount) {
         (false, _) => Sockets::None,
         // Denied sockets are masked by mounts in the child.
@@ -324,7 +328,9 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         env,
         rlimits,
         run_as: spec.run_as.clone(),
-        drop_bounding: effective_cap(caps::Capability::CAP_SETPCAP)?,
+        // Inside its own user namespace the child holds CAP_SETPCAP.
+        drop_bounding: userns.is_some() || effective_cap(caps::Capability::CAP_SETPCAP)?,
+        userns,
         last_cap: last_cap()?,
         pins: pin_plan,
         rule_count,
@@ -439,6 +445,7 @@ pub(crate) fn launch(
         parent_pid: unsafe { libc::getpid() },
         rlimits: &prepared.rlimits,
         mount_ns: !prepared.pins.is_empty(),
+        userns: prepared.userns.as_ref(),
         pins: &prepared.pins.pins,
         masks: &prepared.pins.masks,
         cwd: &cwd,
