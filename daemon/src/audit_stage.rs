@@ -19,7 +19,8 @@ fn durability(tier: Tier) -> Durability {
     }
 }
 
-fn base(kind: EventKind, trail: &Trail) -> Event {
+/// An event about the request of `trail`, its common fields filled.
+pub fn base(kind: EventKind, trail: &Trail) -> Event {
     Event {
         request_id: Some(trail.request_id.clone()),
         session: trail.session.clone(),

@@ -11,6 +11,7 @@ pub mod credentials;
 pub mod errors;
 pub mod execute;
 pub mod ids;
+pub mod judge;
 pub mod kill_switch;
 pub mod operator;
 pub mod output;

@@ -23,6 +23,7 @@ use praxis_proto::{Command, DecisionFrame, ExecRequest, ServerMsg};
 use tokio::net::unix::OwnedReadHalf;
 
 use crate::conn::{Peer, Writer};
+use crate::preconditions::Gathered;
 use crate::state::Daemon;
 use crate::{
     approval, audit_stage, credentials, errors, execute, ids, kill_switch, parse, policy,
@@ -61,7 +62,8 @@ impl Refusal {
         }
     }
 
-    fn of(decision: &Decision) -> Refusal {
+    /// The details of a policy decision, as a refusal or a decision frame carries them.
+    pub fn of(decision: &Decision) -> Refusal {
         Refusal {
             reason: decision.reason.clone(),
             tier: decision.tier,
@@ -183,49 +185,99 @@ pub async fn run(
     }
 }
 
-/// The deciding stages, kill switch to redact.
-fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
+/// What the judging stages concluded for a request the policy decided.
+#[derive(Debug)]
+pub struct Decided {
+    pub decision: Decision,
+    /// The policy the decision was made under.
+    pub policy: Arc<Policy>,
+    pub gathered: Gathered,
+}
+
+/// A refusal by a judging stage, before the policy decided.
+#[derive(Debug)]
+pub enum Refused {
+    Hold(Refusal),
+    Stop(Refusal),
+}
+
+impl From<Refused> for Gate {
+    fn from(refused: Refused) -> Gate {
+        match refused {
+            Refused::Hold(r) => Gate::Hold(r),
+            Refused::Stop(r) => Gate::Stop(r),
+        }
+    }
+}
+
+/// The judging stages, kill switch to redact, shared by exec requests and
+/// judge-only requests. `Err` is the refusal of a stage that stopped the
+/// request before the policy could decide.
+pub fn judge(
+    daemon: &Arc<Daemon>,
+    uid: u32,
+    request: &ExecRequest,
+    cwd_dir: &OwnedFd,
+    trail: &mut Trail,
+) -> Result<Decided, Refused> {
     if let Err(engaged) = kill_switch::check(daemon) {
-        return Gate::Stop(Refusal::unclassified(engaged.message()));
+        return Err(Refused::Stop(Refusal::unclassified(engaged.message())));
     }
     if daemon.is_draining() {
-        return Gate::Hold(Refusal::unclassified(String::from(
+        return Err(Refused::Hold(Refusal::unclassified(String::from(
             "praxisd is shutting down",
-        )));
+        ))));
     }
     let policy = match policy::in_force(daemon) {
         Ok(policy) => policy,
-        Err(why) => return Gate::Hold(Refusal::unclassified(why)),
+        Err(why) => return Err(Refused::Hold(Refusal::unclassified(why))),
     };
     trail.policy_revision = Some(policy.revision().to_owned());
+
+    let analysis = match parse::analyze(&policy, request, &trail.role) {
+        Ok(analysis) => analysis,
+        Err(e) => return Err(Refused::Hold(Refusal::unclassified(errors::one_line(&e)))),
+    };
+    let gathered = match preconditions::gather(
+        &policy,
+        &analysis,
+        &daemon.config,
+        cwd_dir,
+        uid,
+        &request.env,
+    ) {
+        Ok(gathered) => gathered,
+        Err(e) => return Err(Refused::Hold(Refusal::unclassified(errors::one_line(&e)))),
+    };
+    let decision = policy.decide(
+        &parse::policy_request(request, &trail.role),
+        &analysis,
+        &gathered.context,
+    );
+    trail.argv_redacted = Some(redact::for_audit(&decision));
+    Ok(Decided {
+        decision,
+        policy,
+        gathered,
+    })
+}
+
+/// The deciding stages: judging, then an ALLOW sealed into a [`Permit`].
+fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
     let Inbound {
         peer,
         request,
         stdin,
         cwd_dir,
     } = inbound;
-
-    let analysis = match parse::analyze(&policy, &request, &trail.role) {
-        Ok(analysis) => analysis,
-        Err(e) => return Gate::Hold(Refusal::unclassified(errors::one_line(&e))),
+    let Decided {
+        decision,
+        policy,
+        gathered,
+    } = match judge(daemon, peer.uid, &request, &cwd_dir, trail) {
+        Ok(decided) => decided,
+        Err(refused) => return refused.into(),
     };
-    let gathered = match preconditions::gather(
-        &policy,
-        &analysis,
-        &daemon.config,
-        &cwd_dir,
-        peer.uid,
-        &request.env,
-    ) {
-        Ok(gathered) => gathered,
-        Err(e) => return Gate::Hold(Refusal::unclassified(errors::one_line(&e))),
-    };
-    let decision = policy.decide(
-        &parse::policy_request(&request, &trail.role),
-        &analysis,
-        &gathered.context,
-    );
-    trail.argv_redacted = Some(redact::for_audit(&decision));
 
     match decision.decision {
         Verdict::Stop => Gate::Stop(Refusal::of(&decision)),

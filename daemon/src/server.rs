@@ -77,12 +77,8 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
     };
     match msg {
         ClientMsg::Exec(request) => {
-            if daemon.config.mode() == Mode::User && peer.uid != nix::unistd::geteuid().as_raw() {
-                return conn::refuse(
-                    &mut stream,
-                    format!("uid {} may not use this user-mode praxisd", peer.uid),
-                )
-                .await;
+            if let Some(why) = foreign_user(&daemon, peer) {
+                return conn::refuse(&mut stream, why).await;
             }
             let Ok::<[OwnedFd; 2], _>([stdin, cwd_dir]) = fds.try_into() else {
                 return conn::refuse(
@@ -107,6 +103,28 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
             let mut writer = Writer::new(writer);
             crate::operator::handle(&daemon, peer, request, &mut writer).await;
         }
+        ClientMsg::Judge(request) => {
+            if let Some(why) = foreign_user(&daemon, peer) {
+                return conn::refuse(&mut stream, why).await;
+            }
+            let Ok::<[OwnedFd; 1], _>([cwd_dir]) = fds.try_into() else {
+                return conn::refuse(
+                    &mut stream,
+                    String::from("judge needs exactly one descriptor: cwd"),
+                )
+                .await;
+            };
+            let (_reader, writer) = stream.into_split();
+            crate::judge::run(&daemon, peer, request, cwd_dir, &mut Writer::new(writer)).await;
+        }
+        ClientMsg::Note(request) => {
+            drop(fds);
+            if let Some(why) = foreign_user(&daemon, peer) {
+                return conn::refuse(&mut stream, why).await;
+            }
+            let (_reader, writer) = stream.into_split();
+            crate::judge::note(&daemon, peer, request, &mut Writer::new(writer)).await;
+        }
         ClientMsg::Cancel => {
             conn::refuse(
                 &mut stream,
@@ -115,6 +133,12 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
             .await
         }
     }
+}
+
+/// A user-mode daemon serves its own user only.
+fn foreign_user(daemon: &Daemon, peer: Peer) -> Option<String> {
+    (daemon.config.mode() == Mode::User && peer.uid != nix::unistd::geteuid().as_raw())
+        .then(|| format!("uid {} may not use this user-mode praxisd", peer.uid))
 }
 
 /// Drains: no new work (the caller stopped accepting and set `draining`),

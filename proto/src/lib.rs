@@ -10,7 +10,8 @@ pub mod paths;
 
 pub use frame::{Frame, FrameError, HEADER_LEN, MAX_FRAME, MAX_OUTPUT_CHUNK, PROTOCOL_VERSION};
 pub use msg::{
-    ClientMsg, Command, DecisionFrame, ErrorFrame, ExecRequest, ExitFrame, ExitStatus,
-    OperatorReply, OperatorRequest, ServerMsg, StatusReport, Verdict, VerifySummary,
+    ClientMsg, Command, DecisionFrame, ErrorFrame, ExecRequest, ExitFrame, ExitStatus, FileAccess,
+    JudgeRequest, NoteRequest, OperatorReply, OperatorRequest, ServerMsg, StatusReport, Subject,
+    Verdict, VerifySummary,
 };
 pub use paths::{FORWARDED_ENV, Layout, Mode, forwarded_env, is_forwarded_env};

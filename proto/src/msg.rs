@@ -48,6 +48,67 @@ pub struct ExecRequest {
     pub timeout_secs: Option<u64>,
 }
 
+/// How a file tool touches its path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileAccess {
+    Read,
+    Write,
+}
+
+/// What a judge request asks about: a command an agent wants to run, or the
+/// action of one of its runtime's own tools.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Subject {
+    Command {
+        command: Command,
+    },
+    /// A file tool (Write, Edit, Read…) on one path.
+    File {
+        path: String,
+        access: FileAccess,
+    },
+    /// A fetch of one URL by the runtime itself.
+    Fetch {
+        url: String,
+    },
+    /// Any other tool of the runtime, by name.
+    Tool {
+        name: String,
+    },
+}
+
+/// A request to decide and audit without executing: the hook adapters and
+/// guardrails ask this before their runtime acts. A cwd descriptor travels
+/// beside it with `SCM_RIGHTS`, as for exec.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JudgeRequest {
+    pub subject: Subject,
+    pub cwd: String,
+    pub role: Option<String>,
+    pub session: Option<String>,
+    pub runtime: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub env: Vec<(String, String)>,
+}
+
+/// Something an adapter reports for the audit trail, with no decision to
+/// make: a tool call's outcome, a session's end, a contract verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoteRequest {
+    /// `tool_finished`, `session_ended`, `contract_checked`.
+    pub kind: String,
+    pub session: Option<String>,
+    pub runtime: Option<String>,
+    pub tool_call_id: Option<String>,
+    /// For a contract verdict: ALLOW or STOP.
+    pub decision: Option<Verdict>,
+    pub reason: Option<String>,
+    /// Adapter-specific facts (exit code, contract name, digest); never raw output.
+    pub detail: serde_json::Map<String, serde_json::Value>,
+}
+
 /// Client to daemon.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "type")]
@@ -58,6 +119,10 @@ pub enum ClientMsg {
     Operator {
         request: OperatorRequest,
     },
+    /// Decide and audit, never execute; answered with a decision frame.
+    Judge(JudgeRequest),
+    /// Record an adapter's note; answered with `OperatorReply::Done` or an error.
+    Note(NoteRequest),
 }
 
 /// The daemon's decision on an exec request, sent before any output.
