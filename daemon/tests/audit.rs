@@ -299,6 +299,39 @@ fn tampered_head_refuses_to_open() {
     }
 }
 
+/// Passes only if the batch transaction runs at `synchronous = level`.
+fn expect_synchronous(level: i64) -> TxOp {
+    Box::new(move |tx| {
+        let got: i64 = tx
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .map_err(|e| e.to_string())?;
+        if got == level {
+            Ok(())
+        } else {
+            Err(format!("synchronous is {got}, wanted {level}"))
+        }
+    })
+}
+
+#[test]
+fn durability_selects_the_synchronous_level_per_batch() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    // SQLite numbers NORMAL 1 and FULL 2.
+    let levels = [
+        (Durability::Full, 2),
+        (Durability::Normal, 1),
+        (Durability::Full, 2),
+    ];
+    for (seq, (durability, level)) in (1..).zip(levels) {
+        let event = Event::new(EventKind::Started);
+        let appended = store
+            .append_with(event, durability, expect_synchronous(level))
+            .unwrap();
+        assert_eq!(appended.seq, seq);
+    }
+}
+
 #[test]
 fn concurrent_appenders_get_contiguous_seqs_and_a_valid_chain() {
     let (_dir, path) = scratch();

@@ -96,6 +96,8 @@ pub enum AuditError {
     Commit(String),
     #[error("audit writer is not running")]
     WriterGone,
+    #[error("audit writer thread could not start: {0}")]
+    Spawn(std::io::Error),
     #[error("audit event field {field} is out of range")]
     OutOfRange { field: &'static str },
     #[error("audit row seq {seq} is malformed: {problem}")]
