@@ -6,7 +6,7 @@
 use std::ffi::{CStr, c_char};
 use std::os::fd::RawFd;
 
-use crate::pins::{Pin, UserNsMaps};
+use crate::pins::{Mask, Pin, UserNsMaps};
 
 /// A step of the child's set-up; its code travels through the error pipe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +126,7 @@ pub(crate) struct Plan<'a> {
     pub(crate) mount_ns: bool,
     pub(crate) userns: Option<&'a UserNsMaps>,
     pub(crate) pins: &'a [Pin],
-    pub(crate) masks: &'a [std::ffi::CString],
+    pub(crate) masks: &'a [Mask],
     pub(crate) cwd: &'a CStr,
     pub(crate) drop_bounding: bool,
     pub(crate) last_cap: libc::c_ulong,
@@ -154,6 +154,8 @@ struct CapData {
 const CAP_VERSION_3: u32 = 0x2008_0522;
 const DEV_NULL: &CStr = c"/dev/null";
 const ROOT: &CStr = c"/";
+const TMPFS: &CStr = c"tmpfs";
+const EMPTY_TMPFS: &CStr = c"size=4k,nr_inodes=1,mode=0500";
 
 fn errno() -> i32 {
     // SAFETY: reading the thread's errno location is async-signal-safe.
@@ -309,16 +311,21 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                 }
             }
             for mask in plan.masks {
-                check(
-                    Stage::Mount,
+                let target = mask.path.as_ptr();
+                let covered = if mask.empty_dir {
+                    let flags =
+                        libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
                     libc::mount(
-                        DEV_NULL.as_ptr(),
-                        mask.as_ptr(),
-                        no_type,
-                        libc::MS_BIND,
-                        no_data,
-                    ) == 0,
-                );
+                        TMPFS.as_ptr(),
+                        target,
+                        TMPFS.as_ptr(),
+                        flags,
+                        EMPTY_TMPFS.as_ptr().cast(),
+                    )
+                } else {
+                    libc::mount(DEV_NULL.as_ptr(), target, no_type, libc::MS_BIND, no_data)
+                };
+                check(Stage::Mount, covered == 0);
             }
         }
 

@@ -18,8 +18,8 @@ use landlock::{
     RulesetAttr, RulesetCreatedAttr, Scope,
 };
 
-/// Upper bound on the rules one command's ruleset may hold; carving beyond it
-/// fails closed.
+/// Upper bound on the rules one carve may produce; carving beyond it fails
+/// closed.
 pub(crate) const MAX_RULES: usize = 20_000;
 
 /// The ABI whose rights and scopes are required (and handled).
@@ -58,7 +58,7 @@ pub enum RulesError {
     /// A path given to the sandbox is relative.
     #[error("path must be absolute: {0}")]
     Relative(PathBuf),
-    /// Carving would need more rules than [`MAX_RULES`].
+    /// Carving would need more rules than the bound allows.
     #[error("carving {0} needs more than {MAX_RULES} rules")]
     TooManyRules(PathBuf),
 }

@@ -21,8 +21,10 @@
 //! 2. stdio onto 0, 1, 2; close-on-exec for every other descriptor;
 //! 3. signal mask cleared, dispositions reset;
 //! 4. rlimits (core 0, fsize, nofile, cpu);
-//! 5. in a private mount namespace, when there is something to pin: protected
-//!    paths bind-mounted read-only, their ancestors pinned, denied sockets masked;
+//! 5. in a private mount namespace (inside a user namespace of its own when
+//!    the daemon lacks CAP_SYS_ADMIN), when there is something to mount:
+//!    protected paths bind-mounted read-only with their ancestors pinned,
+//!    secrets inside writable trees and denied sockets covered;
 //! 6. `chdir`;
 //! 7. the capability bounding set dropped (when the parent may), then
 //!    `setgroups`, `setresgid`, `setresuid` for [`RunAs`];
@@ -42,14 +44,39 @@
 //! Landlock grants are additive and inherited by a whole subtree, so a path is
 //! carved out of a granted tree by granting the tree's other children one by
 //! one, down the path (see [`Spec::secrets`] and [`Spec::protected`]). When the
-//! process may create a mount namespace (the daemon runs as root), protected
-//! paths inside writable trees are instead bind-mounted read-only on
-//! themselves, with their ancestors pinned as mount points so they cannot be
-//! renamed away; the writable tree itself stays fully writable, so tools can
-//! create files at the workspace root. Without that privilege, the ancestors
-//! of a protected path keep read rights only. A protected path that does not
-//! exist yet directly under a writable root cannot be guarded without making
-//! the root itself read-only; [`Prepared::unguarded`] lists those.
+//! child can have a mount namespace (the daemon is root, or unprivileged
+//! user namespaces work), writable trees are granted whole and instead:
+//! protected paths are bind-mounted read-only on themselves, with their
+//! ancestors pinned as mount points so they cannot be renamed away; secrets
+//! inside writable trees are covered by an empty read-only mount. Tools can
+//! then create files at the workspace root. Without mounts, protected paths
+//! and secrets are carved out of writable trees too, so their ancestors (the
+//! workspace root included) keep read rights only.
+//!
+//! A protected path that does not exist yet cannot be pinned: its deepest
+//! existing ancestor is made read-only, unless that ancestor is the writable
+//! root itself (which must stay writable); [`Prepared::unguarded`] lists
+//! those. A secret that does not exist inside a writable tree is not hidden
+//! (there is nothing to read yet).
+//!
+//! # Sockets and network
+//!
+//! Network off: Landlock handles TCP bind/connect with no rule allowing any,
+//! and seccomp refuses `socket()` for every family, AF_UNIX included (below
+//! Landlock ABI 9 nothing else keeps path-named sockets such as praxisd's,
+//! docker's or systemd's out of reach); AF_UNIX `socketpair` stays allowed.
+//! Network on: vsock is refused; denied sockets are covered by mounts, or,
+//! without mounts, `socket(AF_UNIX)` is refused. Abstract unix sockets and
+//! signals never leave the sandbox (Landlock scopes, every profile).
+//! Landlock's own unix-socket right (ABI 9) is not used yet.
+//!
+//! # Process groups
+//!
+//! The command leads its own session and process group. [`Child::wait`] and
+//! friends kill what is left of the group once the leader has exited, and
+//! the timeout path signals the whole group. A descendant that starts a
+//! session of its own leaves the group; tracking those (a subreaper, or a
+//! cgroup) is the daemon's part.
 
 pub mod host;
 

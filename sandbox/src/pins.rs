@@ -94,13 +94,21 @@ pub(crate) fn user_namespaces_work() -> bool {
     })
 }
 
+/// A path covered by an empty, read-only mount: `/dev/null` over a file or
+/// socket, an empty read-only tmpfs over a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mask {
+    pub(crate) path: CString,
+    pub(crate) empty_dir: bool,
+}
+
 /// What the child mounts, and what could not be guarded.
 #[derive(Debug, Default)]
 pub(crate) struct PinPlan {
     /// Ancestors first.
     pub(crate) pins: Vec<Pin>,
-    /// Sockets to cover with `/dev/null`.
-    pub(crate) masks: Vec<CString>,
+    /// Denied sockets and secrets inside writable trees, covered.
+    pub(crate) masks: Vec<Mask>,
     /// Protected paths that do not exist directly under a writable root.
     pub(crate) unguarded: Vec<PathBuf>,
 }
@@ -130,12 +138,15 @@ fn exists_plain(path: &Path) -> Result<bool, PinError> {
 }
 
 /// Plans the mounts for `protected` paths inside `writable_roots`, and the
-/// masks for the existing `deny_sockets`. Protected paths outside every
-/// writable root need nothing: Landlock already refuses writes there.
+/// masks for the existing `deny_sockets` and for the existing `secrets`
+/// inside writable roots (elsewhere the Landlock carve keeps them
+/// unreadable). Protected paths outside every writable root need nothing:
+/// Landlock already refuses writes there.
 pub(crate) fn plan(
     writable_roots: &[PathBuf],
     protected: &[PathBuf],
     deny_sockets: &[PathBuf],
+    secrets: &[PathBuf],
 ) -> Result<PinPlan, PinError> {
     let mut mounts: BTreeMap<PathBuf, bool> = BTreeMap::new();
     let mut unguarded = Vec::new();
@@ -195,11 +206,24 @@ pub(crate) fn plan(
             })
         })
         .collect::<Result<_, PinError>>()?;
-    let masks = deny_sockets
+    let mut masks = Vec::new();
+    for socket in deny_sockets.iter().filter(|s| s.exists()) {
+        masks.push(Mask {
+            path: c_path(socket)?,
+            empty_dir: false,
+        });
+    }
+    for secret in secrets
         .iter()
-        .filter(|s| s.exists())
-        .map(|s| c_path(s))
-        .collect::<Result<_, _>>()?;
+        .filter(|s| writable_roots.iter().any(|r| s.starts_with(r)))
+    {
+        if let Ok(meta) = std::fs::metadata(secret) {
+            masks.push(Mask {
+                path: c_path(secret)?,
+                empty_dir: meta.is_dir(),
+            });
+        }
+    }
     Ok(PinPlan {
         pins,
         masks,
@@ -230,7 +254,7 @@ mod tests {
             ws.join(".git/config"),
             tmp.path().join("elsewhere/.bashrc"),
         ];
-        let plan = plan(std::slice::from_ref(&ws), &protected, &[]).unwrap();
+        let plan = plan(std::slice::from_ref(&ws), &protected, &[], &[]).unwrap();
         assert_eq!(
             plan.pins,
             [
@@ -252,7 +276,7 @@ mod tests {
             ws.join(".mcp.json"),
             ws.join(".git/objects/x/y"),
         ];
-        let plan = plan(std::slice::from_ref(&ws), &protected, &[]).unwrap();
+        let plan = plan(std::slice::from_ref(&ws), &protected, &[], &[]).unwrap();
         assert_eq!(
             plan.pins,
             [pin(&ws.join(".git"), true)],
@@ -267,7 +291,13 @@ mod tests {
         let ws = tmp.path().to_path_buf();
         fs::create_dir_all(ws.join(".git")).unwrap();
         std::os::unix::fs::symlink("/tmp", ws.join(".git/hooks")).unwrap();
-        let err = plan(std::slice::from_ref(&ws), &[ws.join(".git/hooks")], &[]).unwrap_err();
+        let err = plan(
+            std::slice::from_ref(&ws),
+            &[ws.join(".git/hooks")],
+            &[],
+            &[],
+        )
+        .unwrap_err();
         assert!(matches!(err, PinError::Symlink(_)), "{err}");
     }
 }

@@ -237,57 +237,67 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         }
     }
 
-    let mut exclusions = Vec::new();
+    let mut secrets = Vec::new();
     if restricted {
         for secret in &spec.secrets {
-            exclusions.push(Exclusion {
-                path: fs_rules::resolve_lenient(secret)?,
-                withheld: fs_rules::secret_withheld(),
-            });
+            secrets.push(fs_rules::resolve_lenient(secret)?);
         }
     }
-    let pin_plan = if can_mount {
-        pins::plan(
-            &writable_roots,
-            &spec.protected,
-            if spec.network {
-                &spec.deny_sockets
-            } else {
-                &[]
-            },
-        )?
+    let secret_exclusions: Vec<Exclusion> = secrets
+        .iter()
+        .map(|path| Exclusion {
+            path: path.clone(),
+            withheld: fs_rules::secret_withheld(),
+        })
+        .collect();
+    // With mounts, secrets inside writable trees are covered and protected
+    // paths pinned, so writable trees are granted whole; without, both are
+    // carved out of them.
+    let (pin_plan, write_exclusions) = if can_mount {
+        let sockets = if spec.network {
+            spec.deny_sockets.as_slice()
+        } else {
+            &[]
+        };
+        (
+            pins::plan(&writable_roots, &spec.protected, sockets, &secrets)?,
+            Vec::new(),
+        )
     } else {
+        let mut carved = secret_exclusions.clone();
         if restricted {
             for path in &spec.protected {
-                exclusions.push(Exclusion {
+                carved.push(Exclusion {
                     path: fs_rules::resolve_lenient(path)?,
                     withheld: fs_rules::protected_withheld(),
                 });
             }
         }
-        PinPlan::default()
+        (PinPlan::default(), carved)
     };
 
-    let mut grants = Vec::new();
+    let mut read_grants = Vec::new();
+    let mut write_grants = Vec::new();
     if restricted {
-        grants.push(Grant {
+        read_grants.push(Grant {
             path: PathBuf::from("/"),
             access: fs_rules::read_rights(),
         });
-        grants.extend(DEVICES.iter().map(|d| Grant {
+        read_grants.extend(DEVICES.iter().map(|d| Grant {
             path: PathBuf::from(d),
             access: fs_rules::device_rights(),
         }));
-        grants.push(Grant {
+        write_grants.push(Grant {
             path: scratch.0.clone(),
             access: fs_rules::write_rights(),
         });
-        grants.extend(writable_roots.iter().map(|r| Grant {
+        write_grants.extend(writable_roots.iter().map(|r| Grant {
             path: r.clone(),
             access: fs_rules::write_rights(),
         }));
     }
-    let rules = fs_rules::carve(&grants, &exclusions)?;
+    let mut rules = fs_rules::carve(&read_grants, &secret_exclusions)?;
+    rules.extend(fs_rules::carve(&write_grants, &write_exclusions)?);
     let rule_count = rules.len();
     let ruleset = fs_rules::ruleset(restricted, !spec.network, rules)?;
 

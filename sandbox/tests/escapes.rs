@@ -233,6 +233,32 @@ fn secrets_are_unreadable() {
 }
 
 #[test]
+fn secrets_inside_a_writable_workspace_stay_hidden() {
+    let fx = Fixture::new();
+    let mut spec = fx.spec(Profile::WorkspaceWrite, false);
+    spec.workspace = fx.home.clone();
+    fs::write(fx.home.join(".netrc"), "machine x password hunter2\n").unwrap();
+    spec.secrets.push(fx.home.join(".netrc"));
+    let read = run_in_home(&spec, "cat .ssh/id_rsa; cat .netrc; ls -A .ssh");
+    assert!(
+        !read.output.contains("PRIVATE KEY") && !read.output.contains("hunter2"),
+        "{}",
+        read.output
+    );
+    assert!(!run_in_home(&spec, "mv .ssh moved").ok());
+    let write = run_in_home(&spec, "echo x > new-at-root && mkdir -p project/src");
+    assert!(write.ok(), "{}", write.output);
+    assert_eq!(
+        fs::read_to_string(fx.home.join(".ssh/id_rsa")).unwrap(),
+        "PRIVATE KEY\n"
+    );
+}
+
+fn run_in_home(spec: &praxis_sandbox::Spec, script: &str) -> common::Ran {
+    common::run_in(spec, &spec.home, &["/bin/sh", "-c", script])
+}
+
+#[test]
 fn tcp_and_udp_are_blocked_with_network_off() {
     if !common::have("bash") {
         return;
