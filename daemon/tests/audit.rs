@@ -570,7 +570,14 @@ fn since_and_counts() {
 #[test]
 fn reopen_continues_the_chain() {
     let (_dir, path) = scratch();
-    fill(&AuditStore::open(&path).unwrap(), 3);
+    let first = AuditStore::open(&path).unwrap();
+    fill(&first, 3);
+    assert!(first.verify().unwrap().ok);
+    drop(first);
+    // The last connection closed checkpointed the log into the main file.
+    let mut wal = path.clone().into_os_string();
+    wal.push("-wal");
+    assert!(!Path::new(&wal).exists(), "WAL left behind after close");
     let store = AuditStore::open(&path).unwrap();
     let appended = store.append(decided(4), Durability::Full).unwrap();
     assert_eq!(appended.seq, 4);

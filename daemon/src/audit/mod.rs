@@ -129,6 +129,9 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        // Readers go first so the writer's connection is the last one and
+        // checkpoints the WAL back into the main file as it closes.
+        self.readers.close_idle();
         // Closing the queue ends the writer loop once it is drained.
         drop(self.jobs.take());
         if let Some(writer) = self.writer.take()

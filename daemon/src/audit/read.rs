@@ -29,6 +29,14 @@ impl Readers {
         }
     }
 
+    /// Closes every idle connection.
+    pub(crate) fn close_idle(&self) {
+        self.idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
     /// Runs `f` on an idle read connection, opening one if none is idle.
     pub(crate) fn with<T>(
         &self,
