@@ -129,7 +129,12 @@ fn exists_plain(path: &Path) -> Result<bool, PinError> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => Err(PinError::Symlink(path.to_path_buf())),
         Ok(_) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        // Below a file (a worktree's `.git` file, say) nothing can exist.
+        Err(e)
+            if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
+            Ok(false)
+        }
         Err(source) => Err(PinError::Stat {
             path: path.to_path_buf(),
             source,
@@ -283,6 +288,16 @@ mod tests {
             "pins under a read-only pin are dropped"
         );
         assert_eq!(plan.unguarded, [ws.join(".mcp.json")]);
+    }
+
+    #[test]
+    fn git_file_of_a_worktree_is_pinned_read_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().to_path_buf();
+        fs::write(ws.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        let protected = [ws.join(".git/hooks"), ws.join(".git/config")];
+        let plan = plan(std::slice::from_ref(&ws), &protected, &[], &[]).unwrap();
+        assert_eq!(plan.pins, [pin(&ws.join(".git"), true)]);
     }
 
     #[test]
