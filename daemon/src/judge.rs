@@ -22,7 +22,12 @@ use crate::pipeline::{self, DEFAULT_ROLE, Refusal, Refused, Trail};
 use crate::state::Daemon;
 
 /// Note kinds an adapter may record.
-pub const NOTE_KINDS: &[&str] = &["tool_finished", "session_ended", "contract_checked"];
+pub const NOTE_KINDS: &[&str] = &[
+    "tool_finished",
+    "session_ended",
+    "contract_checked",
+    "hook_stopped",
+];
 
 /// The command that does to the host what `subject` does, so the policy
 /// judges a runtime's own tool exactly as it judges the shell doing the same:

@@ -1,6 +1,10 @@
 //! Thin clients of praxisd: `praxis-run` (the agent's tool) and `praxis` (the
 //! operator CLI). They hold no authority; the daemon decides.
 
+pub mod args;
 pub mod client;
+pub mod exec;
 pub mod explain;
+pub mod hook;
+pub mod judge;
 pub mod operator;

@@ -7,99 +7,20 @@
 //! Exit status: the command's; 128+n for signal n; 124 timeout; 125 HOLD and
 //! every fail-closed error; 126 STOP.
 
-use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 
 use nix::sys::signal::{SigSet, Signal};
-use praxis_proto::frame::Frame;
-use praxis_proto::{
-    ClientMsg, Command, DecisionFrame, ExecRequest, ExitStatus, ServerMsg, Verdict,
-};
+use praxis_proto::{ClientMsg, DecisionFrame, ExecRequest, Verdict};
+use praxis_shim::args::{self, Args, USAGE};
 use praxis_shim::client::{self, ClientError};
-
-const EXIT_TIMEOUT: i32 = 124;
-const EXIT_HOLD: i32 = 125;
-const EXIT_STOP: i32 = 126;
-
-const USAGE: &str =
-    "usage: praxis-run [--role R] [--session ID] [--timeout S] (-c 'CMD' | -- ARGV...)";
-
-#[derive(Debug, Default)]
-struct Args {
-    role: Option<String>,
-    session: Option<String>,
-    timeout: Option<u64>,
-    command: Option<Command>,
-}
-
-/// Parses the arguments the way agents call a shell: long options, short
-/// clusters of `l`/`i`/`c` (`-lc`), `-c STRING`, or `--` then an argv.
-fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut out = Args::default();
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
-        match arg.as_str() {
-            "--role" => out.role = Some(value("--role")?),
-            "--session" => out.session = Some(value("--session")?),
-            "--timeout" => {
-                let v = value("--timeout")?;
-                out.timeout = Some(
-                    v.parse()
-                        .map_err(|_| format!("--timeout: not a number of seconds: {v}"))?,
-                );
-            }
-            "--login" | "--noprofile" | "--norc" => {}
-            "--" => {
-                let argv: Vec<String> = args.by_ref().collect();
-                if argv.is_empty() {
-                    return Err(String::from("no command after --"));
-                }
-                out.command = Some(Command::Argv(argv));
-            }
-            "-h" | "--help" => return Err(String::new()),
-            cluster
-                if cluster.starts_with('-') && cluster.len() > 1 && !cluster.starts_with("--") =>
-            {
-                let flags = &cluster[1..];
-                if let Some(bad) = flags.chars().find(|c| !matches!(c, 'l' | 'i' | 'c' | 'e')) {
-                    return Err(format!("unknown option -{bad}"));
-                }
-                if flags.contains('c') {
-                    let script = value("-c")?;
-                    out.command = Some(Command::Shell(script));
-                    // A shell would take the rest as $0 $1…; nothing may run that was not judged.
-                    if args.next().is_some() {
-                        return Err(String::from("arguments after -c STRING are not supported"));
-                    }
-                }
-            }
-            other if other.starts_with("--") => return Err(format!("unknown option {other}")),
-            _ => {
-                let mut argv = vec![arg];
-                argv.extend(args.by_ref());
-                out.command = Some(Command::Argv(argv));
-            }
-        }
-        if out.command.is_some() {
-            break;
-        }
-    }
-    Ok(out)
-}
+use praxis_shim::exec::{self, EXIT_HOLD, Outcome, Sink};
+use praxis_shim::hook;
 
 /// Writes the audit signal for a command that did not run: one JSON object on
 /// its own stderr line, then one plain sentence for the model reading it.
 fn signal_refusal(verdict: Verdict, reason: &str, frame: Option<&DecisionFrame>) {
-    let json = serde_json::json!({
-        "decision": verdict.as_str(),
-        "execution_prevented": true,
-        "reason": reason,
-        "request_id": frame.map(|f| f.request_id.as_str()),
-        "tier": frame.map(|f| f.tier.as_str()),
-        "rule_ids": frame.map(|f| f.rule_ids.clone()).unwrap_or_default(),
-        "approve_with": frame.and_then(|f| f.approve_with.as_deref()),
-    });
+    let json = exec::refusal_json(verdict, reason, frame);
     let sentence = match (verdict, frame.and_then(|f| f.approve_with.as_deref())) {
         (Verdict::Stop, _) => format!(
             "praxis: STOP - this command was not run and cannot be approved ({reason}); do not retry it, choose another approach."
@@ -141,6 +62,22 @@ fn forward_signals(stream: &UnixStream) {
     });
 }
 
+/// Streams output to this process's stdout and stderr.
+struct Terminal;
+
+impl Sink for Terminal {
+    // A closed stdout (the agent stopped reading) must not stop us from
+    // reaching the exit frame.
+    fn stdout(&mut self, bytes: &[u8]) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(bytes).and_then(|()| out.flush());
+    }
+
+    fn stderr(&mut self, bytes: &[u8]) {
+        let _ = std::io::stderr().write_all(bytes);
+    }
+}
+
 fn run(args: Args) -> i32 {
     let Some(command) = args.command else {
         eprintln!("{USAGE}");
@@ -163,144 +100,71 @@ fn run(args: Args) -> i32 {
         session: args
             .session
             .or_else(|| std::env::var("PRAXIS_SESSION").ok()),
-        runtime: std::env::var("PRAXIS_RUNTIME").ok(),
-        tool_call_id: std::env::var("PRAXIS_TOOL_CALL_ID").ok(),
+        runtime: args
+            .runtime
+            .or_else(|| std::env::var("PRAXIS_RUNTIME").ok()),
+        tool_call_id: args
+            .tool_call_id
+            .or_else(|| std::env::var("PRAXIS_TOOL_CALL_ID").ok()),
         env: praxis_proto::forwarded_env(),
         timeout_secs: args.timeout,
     };
-    let stream = match client::connect() {
-        Ok(stream) => stream,
-        Err(e) => return fail_closed(&e),
-    };
-    forward_signals(&stream);
-    let fds = [stdin.as_raw_fd(), cwd_dir.as_raw_fd()];
-    if let Err(e) = client::send_first(&stream, &ClientMsg::Exec(request), &fds) {
-        return fail_closed(&e);
-    }
-    drop((stdin, cwd_dir));
-    match stream_replies(&stream) {
-        Ok(code) => code,
+    match exec::run(request, stdin, cwd_dir, &mut Terminal, forward_signals) {
+        Ok(outcome) => {
+            match &outcome {
+                Outcome::Refused(frame) => {
+                    signal_refusal(frame.decision, &frame.reason, Some(frame));
+                }
+                Outcome::Exited(exit) => {
+                    if let Some(why) = &exit.killed_because {
+                        eprintln!("praxis: the command was ended: {why}");
+                    }
+                }
+            }
+            outcome.exit_code().unwrap_or_else(|e| fail_closed(&e))
+        }
         Err(e) => fail_closed(&e),
     }
 }
 
-/// Reads the decision, then output until the exit frame.
-fn stream_replies(stream: &UnixStream) -> Result<i32, ClientError> {
-    let lost = |e: ClientError| match e {
-        ClientError::Protocol(praxis_proto::FrameError::Closed) => {
-            ClientError::Refused(String::from(
-                "praxisd closed the connection before the command finished (daemon stopped?)",
-            ))
-        }
-        other => other,
-    };
-    let decision = match client::recv(stream)
-        .map_err(lost)?
-        .parse_message::<ServerMsg>()?
-    {
-        ServerMsg::Decision(d) => d,
-        ServerMsg::Error(e) => return Err(ClientError::Refused(e.reason)),
+/// `praxis-run hook claude-code|codex`: one event on stdin, the answer on stdout.
+fn run_hook(rest: &[String]) -> i32 {
+    let (handle, fail): (fn(&str) -> hook::Answer, fn(String) -> hook::Answer) = match rest {
+        [runtime] if runtime == "claude-code" => (hook::claude::handle, hook::claude::fail),
+        [runtime] if runtime == "codex" => (hook::codex::handle, hook::codex::fail),
         _ => {
-            return Err(ClientError::Refused(String::from(
-                "unexpected reply before the decision",
-            )));
+            eprintln!("usage: praxis-run hook (claude-code | codex) < EVENT_JSON");
+            return hook::EXIT_BLOCK;
         }
     };
-    match decision.decision {
-        Verdict::Allow => {}
-        Verdict::Hold => {
-            signal_refusal(Verdict::Hold, &decision.reason, Some(&decision));
-            return Ok(EXIT_HOLD);
-        }
-        Verdict::Stop => {
-            signal_refusal(Verdict::Stop, &decision.reason, Some(&decision));
-            return Ok(EXIT_STOP);
-        }
+    let mut input = String::new();
+    let answer = match std::io::stdin().read_to_string(&mut input) {
+        Ok(_) => handle(&input),
+        Err(e) => fail(format!("unreadable hook event on stdin: {e}")),
+    };
+    if let Some(out) = &answer.stdout {
+        println!("{out}");
     }
-    let mut stdout = std::io::stdout().lock();
-    loop {
-        match client::recv(stream).map_err(lost)? {
-            // A closed stdout (the agent stopped reading) must not stop us
-            // from reaching the exit frame.
-            Frame::Stdout(bytes) => {
-                let _ = stdout.write_all(&bytes).and_then(|()| stdout.flush());
-            }
-            Frame::Stderr(bytes) => {
-                let _ = std::io::stderr().write_all(&bytes);
-            }
-            message @ Frame::Message(_) => match message.parse_message::<ServerMsg>()? {
-                ServerMsg::Exit(exit) => {
-                    if let Some(why) = &exit.killed_because {
-                        eprintln!("praxis: the command was ended: {why}");
-                    }
-                    return Ok(match exit.status {
-                        ExitStatus::Code(code) => code,
-                        ExitStatus::Signal(sig) => 128 + sig,
-                        ExitStatus::TimedOut => EXIT_TIMEOUT,
-                        ExitStatus::Failed(why) => return Err(ClientError::Refused(why)),
-                    });
-                }
-                ServerMsg::Error(e) => return Err(ClientError::Refused(e.reason)),
-                _ => {
-                    return Err(ClientError::Refused(String::from(
-                        "unexpected reply during output",
-                    )));
-                }
-            },
-        }
+    if let Some(err) = &answer.stderr {
+        eprintln!("{err}");
     }
+    answer.code
 }
 
 fn main() {
-    let code = match parse(std::env::args().skip(1)) {
-        Ok(args) => run(args),
-        Err(why) => {
-            if !why.is_empty() {
-                eprintln!("praxis-run: {why}");
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let code = match argv.split_first() {
+        Some((sub, rest)) if sub == "hook" => run_hook(rest),
+        _ => match args::parse(argv.into_iter()) {
+            Ok(args) => run(args),
+            Err(why) => {
+                if !why.is_empty() {
+                    eprintln!("praxis-run: {why}");
+                }
+                eprintln!("{USAGE}");
+                EXIT_HOLD
             }
-            eprintln!("{USAGE}");
-            EXIT_HOLD
-        }
+        },
     };
     std::process::exit(code);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn p(args: &[&str]) -> Result<Args, String> {
-        parse(args.iter().map(|s| s.to_string()))
-    }
-
-    #[test]
-    fn accepts_shell_calling_conventions() {
-        for form in [
-            &["-c", "ls -la"][..],
-            &["-lc", "ls -la"],
-            &["-l", "-c", "ls -la"],
-            &["-ic", "ls -la"],
-        ] {
-            assert_eq!(
-                p(form).unwrap().command,
-                Some(Command::Shell("ls -la".into())),
-                "{form:?}"
-            );
-        }
-        let a = p(&["--role", "ci", "--timeout", "5", "--", "git", "status"]).unwrap();
-        assert_eq!(a.role.as_deref(), Some("ci"));
-        assert_eq!(a.timeout, Some(5));
-        assert_eq!(
-            a.command,
-            Some(Command::Argv(vec!["git".into(), "status".into()]))
-        );
-    }
-
-    #[test]
-    fn refuses_what_it_cannot_judge_whole() {
-        assert!(p(&["-c", "echo $0", "x"]).is_err());
-        assert!(p(&["-x"]).is_err());
-        assert!(p(&["--"]).is_err());
-        assert!(p(&["--timeout", "soon", "--", "true"]).is_err());
-    }
 }

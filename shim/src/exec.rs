@@ -1,0 +1,131 @@
+//! Running one command through praxisd: the request with its stdin and cwd
+//! descriptors, the decision, then output until the exit frame. Shared by
+//! `praxis-run` (which streams to its own stdout) and the MCP server (which
+//! collects the output into the tool result).
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+
+use praxis_proto::frame::Frame;
+use praxis_proto::{
+    ClientMsg, DecisionFrame, ExecRequest, ExitFrame, ExitStatus, ServerMsg, Verdict,
+};
+
+use crate::client::{self, ClientError};
+
+/// Exit status for a command that hit its time limit.
+pub const EXIT_TIMEOUT: i32 = 124;
+/// Exit status for HOLD and every fail-closed error.
+pub const EXIT_HOLD: i32 = 125;
+/// Exit status for STOP.
+pub const EXIT_STOP: i32 = 126;
+
+/// Where a command's output goes as it arrives.
+pub trait Sink {
+    fn stdout(&mut self, bytes: &[u8]);
+    fn stderr(&mut self, bytes: &[u8]);
+}
+
+/// How a request ended.
+#[must_use]
+#[derive(Debug)]
+pub enum Outcome {
+    /// HOLD or STOP: nothing ran.
+    Refused(DecisionFrame),
+    /// Allowed and run to its end.
+    Exited(ExitFrame),
+}
+
+impl Outcome {
+    /// The exit status `praxis-run` reports for this outcome.
+    pub fn exit_code(&self) -> Result<i32, ClientError> {
+        match self {
+            Outcome::Refused(frame) if frame.decision == Verdict::Stop => Ok(EXIT_STOP),
+            Outcome::Refused(_) => Ok(EXIT_HOLD),
+            Outcome::Exited(exit) => match &exit.status {
+                ExitStatus::Code(code) => Ok(*code),
+                ExitStatus::Signal(sig) => Ok(128 + sig),
+                ExitStatus::TimedOut => Ok(EXIT_TIMEOUT),
+                ExitStatus::Failed(why) => Err(ClientError::Refused(why.clone())),
+            },
+        }
+    }
+}
+
+/// The audit signal for a command that did not run: the Judgment Boundary
+/// fields plus how to get it approved.
+pub fn refusal_json(
+    verdict: Verdict,
+    reason: &str,
+    frame: Option<&DecisionFrame>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "decision": verdict.as_str(),
+        "execution_prevented": true,
+        "reason": reason,
+        "request_id": frame.map(|f| f.request_id.as_str()),
+        "tier": frame.map(|f| f.tier.as_str()),
+        "rule_ids": frame.map(|f| f.rule_ids.clone()).unwrap_or_default(),
+        "approve_with": frame.and_then(|f| f.approve_with.as_deref()),
+    })
+}
+
+/// Sends `request` from `cwd_dir` with `stdin`, calls `connected` with the
+/// connection (to forward signals as cancels), and feeds the output to `sink`.
+pub fn run(
+    request: ExecRequest,
+    stdin: OwnedFd,
+    cwd_dir: File,
+    sink: &mut dyn Sink,
+    connected: impl FnOnce(&UnixStream),
+) -> Result<Outcome, ClientError> {
+    let stream = client::connect()?;
+    connected(&stream);
+    let fds = [stdin.as_raw_fd(), cwd_dir.as_raw_fd()];
+    client::send_first(&stream, &ClientMsg::Exec(request), &fds)?;
+    drop((stdin, cwd_dir));
+    replies(&stream, sink)
+}
+
+/// Reads the decision, then output until the exit frame.
+fn replies(stream: &UnixStream, sink: &mut dyn Sink) -> Result<Outcome, ClientError> {
+    let lost = |e: ClientError| match e {
+        ClientError::Protocol(praxis_proto::FrameError::Closed) => {
+            ClientError::Refused(String::from(
+                "praxisd closed the connection before the command finished (daemon stopped?)",
+            ))
+        }
+        other => other,
+    };
+    let decision = match client::recv(stream)
+        .map_err(lost)?
+        .parse_message::<ServerMsg>()?
+    {
+        ServerMsg::Decision(d) => d,
+        ServerMsg::Error(e) => return Err(ClientError::Refused(e.reason)),
+        _ => {
+            return Err(ClientError::Refused(String::from(
+                "unexpected reply before the decision",
+            )));
+        }
+    };
+    if decision.decision != Verdict::Allow {
+        return Ok(Outcome::Refused(decision));
+    }
+    loop {
+        match client::recv(stream).map_err(lost)? {
+            Frame::Stdout(bytes) => sink.stdout(&bytes),
+            Frame::Stderr(bytes) => sink.stderr(&bytes),
+            message @ Frame::Message(_) => match message.parse_message::<ServerMsg>()? {
+                ServerMsg::Exit(exit) => return Ok(Outcome::Exited(exit)),
+                ServerMsg::Error(e) => return Err(ClientError::Refused(e.reason)),
+                _ => {
+                    return Err(ClientError::Refused(String::from(
+                        "unexpected reply during output",
+                    )));
+                }
+            },
+        }
+    }
+}

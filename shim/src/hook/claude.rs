@@ -1,0 +1,84 @@
+//! Claude Code: PreToolUse answers `allow` (Bash rewritten through
+//! praxis-run), `ask` for HOLD (or `deny` when no human will be asked) and
+//! `deny` for STOP; PostToolUse and Stop are recorded. Malformed input and
+//! every error exit 2, Claude Code's blocking code, never 1 (which lets the
+//! tool run).
+
+use praxis_proto::Verdict;
+use serde_json::{Value, json};
+
+use super::{Answer, Event, HookError, refusal_reason};
+
+/// Name of this runtime in the audit record.
+pub const RUNTIME: &str = "claude-code";
+
+/// Permission modes in which no human answers a prompt.
+const UNATTENDED: &[&str] = &["bypassPermissions", "dontAsk"];
+
+/// Handles one event; never fails open.
+pub fn handle(input: &str) -> Answer {
+    match answer(input) {
+        Ok(answer) => answer,
+        Err(e) => fail(e.to_string()),
+    }
+}
+
+/// The blocking answer: exit 2 with the reason on stderr.
+pub fn fail(reason: String) -> Answer {
+    Answer::block(reason)
+}
+
+fn answer(input: &str) -> Result<Answer, HookError> {
+    let event = Event::parse(input)?;
+    match event.hook_event_name.as_str() {
+        "PreToolUse" => pre_tool_use(&event),
+        "PostToolUse" => super::post_tool_use(&event, RUNTIME).map(|()| Answer::silent()),
+        "Stop" | "SubagentStop" => match super::stop(&event, RUNTIME) {
+            Ok(()) => Ok(Answer::silent()),
+            // Blocking a stop that is already continuing because of a stop
+            // hook would loop: the failure is reported, not enforced.
+            Err(e) if event.stop_hook_active == Some(true) => Ok(Answer {
+                stderr: Some(e.to_string()),
+                ..Answer::silent()
+            }),
+            Err(e) => Err(e),
+        },
+        other => Err(HookError::Malformed(format!(
+            "unsupported hook event {other}"
+        ))),
+    }
+}
+
+fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
+    let judged = super::pre_tool_use(event, RUNTIME)?;
+    let frame = &judged.frame;
+    let unattended = event
+        .permission_mode
+        .as_deref()
+        .is_some_and(|m| UNATTENDED.contains(&m));
+    let decision = match (frame.decision, unattended) {
+        (Verdict::Allow, _) => "allow",
+        (Verdict::Hold, false) => "ask",
+        (Verdict::Hold, true) | (Verdict::Stop, _) => "deny",
+    };
+    let reason = match frame.decision {
+        Verdict::Allow => format!(
+            "praxis ALLOW: {} (request {}, tier {}); runs through praxis-run",
+            frame.reason, frame.request_id, frame.tier
+        ),
+        _ => refusal_reason(frame),
+    };
+    let mut output = json!({
+        "hookEventName": "PreToolUse",
+        "permissionDecision": decision,
+        "permissionDecisionReason": reason,
+    });
+    // The rewrite goes with allow and ask: what the user approves in the
+    // prompt is what then runs, through praxis-run.
+    if let (Some(rewrite), "allow" | "ask") = (&judged.rewrite, decision) {
+        let mut input = event.tool_input.clone().unwrap_or_default();
+        input.insert("command".into(), Value::String(rewrite.clone()));
+        output["updatedInput"] = Value::Object(input);
+    }
+    Ok(Answer::json(json!({ "hookSpecificOutput": output })))
+}

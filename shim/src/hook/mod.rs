@@ -1,0 +1,391 @@
+//! Hook adapters: `praxis-run hook claude-code` and `praxis-run hook codex`.
+//!
+//! Each reads one hook event on stdin, asks praxisd to judge the tool call
+//! (audited with the runtime's session and tool-call ids) and answers in the
+//! runtime's own output format. An allowed Bash command is rewritten to run
+//! through `praxis-run`, so execution itself still passes the chokepoint. No
+//! path through here lets a tool run on an error: the caller turns every
+//! [`HookError`] into the runtime's blocking answer.
+
+pub mod claude;
+pub mod codex;
+pub mod words;
+
+use std::path::{Path, PathBuf};
+
+use praxis_proto::{Command, DecisionFrame, FileAccess, NoteRequest, Subject, Verdict};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::args;
+use crate::client::ClientError;
+use crate::judge::{self, Caller};
+
+/// Marks an approval token in a command line.
+pub const TOKEN_FLAG: &str = "--approval-token";
+
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error("malformed hook event: {0}")]
+    Malformed(String),
+    #[error("praxis could not judge this tool call: {0}")]
+    Daemon(#[from] ClientError),
+}
+
+/// What the hook process writes and how it exits.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    pub code: i32,
+}
+
+/// Exit status that blocks the tool call, with stderr as the reason.
+pub const EXIT_BLOCK: i32 = 2;
+
+impl Answer {
+    fn json(value: Value) -> Answer {
+        Answer {
+            stdout: Some(value.to_string()),
+            stderr: None,
+            code: 0,
+        }
+    }
+
+    fn silent() -> Answer {
+        Answer {
+            stdout: None,
+            stderr: None,
+            code: 0,
+        }
+    }
+
+    fn block(reason: String) -> Answer {
+        Answer {
+            stdout: None,
+            stderr: Some(reason),
+            code: EXIT_BLOCK,
+        }
+    }
+}
+
+/// One hook event, with the fields both runtimes send (others are ignored).
+#[derive(Debug, Deserialize)]
+pub struct Event {
+    pub hook_event_name: String,
+    pub session_id: String,
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    #[serde(default)]
+    pub tool_input: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
+    #[serde(default)]
+    pub tool_response: Option<Value>,
+    #[serde(default)]
+    pub permission_mode: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub stop_hook_active: Option<bool>,
+}
+
+impl Event {
+    pub fn parse(input: &str) -> Result<Event, HookError> {
+        serde_json::from_str(input).map_err(|e| HookError::Malformed(e.to_string()))
+    }
+
+    fn caller(&self, runtime: &str) -> Caller {
+        Caller {
+            runtime: Some(runtime.to_owned()),
+            session: Some(self.session_id.clone()),
+            tool_call_id: self.tool_use_id.clone(),
+            role: None,
+        }
+    }
+
+    fn cwd(&self) -> Result<PathBuf, HookError> {
+        match &self.cwd {
+            Some(cwd) => Ok(PathBuf::from(cwd)),
+            None => std::env::current_dir().map_err(|e| HookError::Daemon(e.into())),
+        }
+    }
+
+    fn input_str(&self, key: &str) -> Option<&str> {
+        self.tool_input.as_ref()?.get(key)?.as_str()
+    }
+
+    fn tool(&self) -> Result<&str, HookError> {
+        self.tool_name
+            .as_deref()
+            .ok_or_else(|| HookError::Malformed(String::from("no tool_name")))
+    }
+}
+
+/// What a Bash command is, once unwrapped.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Shell {
+    /// What is judged and run: the command, or what a `praxis-run` call wraps.
+    pub command: Command,
+    /// The agent's own text calls the operator CLI or carries a token.
+    pub forged: bool,
+}
+
+/// Reads a Bash command: a command that is one call of `praxis-run` is
+/// judged on what it wraps (and never wrapped twice).
+pub fn shell(text: &str) -> Shell {
+    let (words, simple) = words::split(text);
+    let forged = words.iter().any(|w| {
+        words::basename(w) == "praxis" || w.starts_with(TOKEN_FLAG) || w.starts_with(TOKEN_PREFIX)
+    });
+    let wrapped = match words.split_first() {
+        Some((first, rest)) if simple && words::basename(first) == "praxis-run" => {
+            args::parse(rest.iter().cloned())
+                .ok()
+                .and_then(|a| a.command)
+        }
+        _ => None,
+    };
+    Shell {
+        command: wrapped.unwrap_or_else(|| Command::Shell(text.to_owned())),
+        forged,
+    }
+}
+
+/// Prefix of the approval tokens the daemon mints.
+pub const TOKEN_PREFIX: &str = "pxa-";
+
+/// The judged subject of a tool call other than Bash.
+fn tool_subject(event: &Event, tool: &str, cwd: &Path) -> Result<Subject, HookError> {
+    let path = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| event.input_str(k))
+            .map(str::to_owned)
+            .ok_or_else(|| HookError::Malformed(format!("{tool} without {}", keys.join(" or "))))
+    };
+    Ok(match tool {
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => Subject::File {
+            path: path(&["file_path", "notebook_path"])?,
+            access: FileAccess::Write,
+        },
+        "Read" => Subject::File {
+            path: path(&["file_path"])?,
+            access: FileAccess::Read,
+        },
+        "Grep" | "Glob" | "LS" => Subject::File {
+            path: event
+                .input_str("path")
+                .map_or_else(|| cwd.display().to_string(), str::to_owned),
+            access: FileAccess::Read,
+        },
+        "WebFetch" => Subject::Fetch {
+            url: path(&["url"])?,
+        },
+        other => Subject::Tool {
+            name: other.to_owned(),
+        },
+    })
+}
+
+/// The daemon's answer on a PreToolUse event.
+#[derive(Debug)]
+pub struct PreToolUse {
+    pub frame: DecisionFrame,
+    /// For Bash: the command that runs the judged one through praxis-run.
+    pub rewrite: Option<String>,
+}
+
+/// Judges the tool call of a PreToolUse event through the daemon. A Bash
+/// command that calls the operator CLI or carries a token is STOP whatever
+/// the policy says: an agent may not approve its own actions.
+pub fn pre_tool_use(event: &Event, runtime: &str) -> Result<PreToolUse, HookError> {
+    let tool = event.tool()?;
+    let cwd = event.cwd()?;
+    let caller = event.caller(runtime);
+    if tool != "Bash" {
+        let frame = judge::judge(tool_subject(event, tool, &cwd)?, &cwd, &caller)?;
+        return Ok(PreToolUse {
+            frame,
+            rewrite: None,
+        });
+    }
+    let text = event
+        .input_str("command")
+        .ok_or_else(|| HookError::Malformed(String::from("Bash without a command string")))?;
+    let shell = shell(text);
+    let mut frame = judge::judge(
+        Subject::Command {
+            command: shell.command.clone(),
+        },
+        &cwd,
+        &caller,
+    )?;
+    if shell.forged {
+        let reason = String::from(
+            "the command calls the praxis operator CLI or carries an approval token; an agent may not approve its own actions",
+        );
+        judge::note(NoteRequest {
+            kind: String::from("hook_stopped"),
+            session: caller.session.clone(),
+            runtime: caller.runtime.clone(),
+            tool_call_id: caller.tool_call_id.clone(),
+            decision: Some(Verdict::Stop),
+            reason: Some(reason.clone()),
+            detail: Map::from_iter([("request_id".into(), frame.request_id.clone().into())]),
+        })?;
+        frame.decision = Verdict::Stop;
+        frame.reason = reason;
+        frame.approve_with = None;
+    }
+    let rewrite = rewrite(&shell.command, &caller)?;
+    Ok(PreToolUse {
+        frame,
+        rewrite: Some(rewrite),
+    })
+}
+
+/// The command line that runs `command` through this praxis-run with the
+/// runtime's ids; bash runs it, with the caller's PATH.
+pub fn rewrite(command: &Command, caller: &Caller) -> Result<String, HookError> {
+    let exe = std::env::current_exe().map_err(|e| HookError::Daemon(e.into()))?;
+    let mut line = vec![words::quote(&exe.display().to_string())];
+    let mut opt = |flag: &str, value: &Option<String>| {
+        if let Some(v) = value {
+            line.push(flag.to_owned());
+            line.push(words::quote(v));
+        }
+    };
+    opt("--session", &caller.session);
+    opt("--runtime", &caller.runtime);
+    opt("--tool-call-id", &caller.tool_call_id);
+    match command {
+        Command::Shell(script) => {
+            line.push(String::from("-c"));
+            line.push(words::quote(script));
+        }
+        Command::Argv(argv) => {
+            line.push(String::from("--"));
+            line.extend(argv.iter().map(|a| words::quote(a)));
+        }
+    }
+    Ok(line.join(" "))
+}
+
+/// Records the outcome of a tool call (PostToolUse), linked by its id. Only
+/// facts about the response are kept, never its content.
+pub fn post_tool_use(event: &Event, runtime: &str) -> Result<(), HookError> {
+    let caller = event.caller(runtime);
+    let mut detail = Map::new();
+    detail.insert("tool_name".into(), event.tool()?.into());
+    if let Some(response) = &event.tool_response {
+        for key in ["interrupted", "is_error", "exit_code", "success"] {
+            if let Some(v) = response
+                .get(key)
+                .filter(|v| v.is_boolean() || v.is_number())
+            {
+                detail.insert(key.into(), v.clone());
+            }
+        }
+        detail.insert("response_bytes".into(), response.to_string().len().into());
+    }
+    judge::note(NoteRequest {
+        kind: String::from("tool_finished"),
+        session: caller.session,
+        runtime: caller.runtime,
+        tool_call_id: caller.tool_call_id,
+        decision: None,
+        reason: None,
+        detail,
+    })?;
+    Ok(())
+}
+
+/// Records the end of a session (Stop).
+pub fn stop(event: &Event, runtime: &str) -> Result<(), HookError> {
+    let caller = event.caller(runtime);
+    judge::note(NoteRequest {
+        kind: String::from("session_ended"),
+        session: caller.session,
+        runtime: caller.runtime,
+        tool_call_id: None,
+        decision: None,
+        reason: None,
+        detail: Map::new(),
+    })?;
+    Ok(())
+}
+
+/// The reason shown for a refusal, with how to get a HOLD approved.
+pub fn refusal_reason(frame: &DecisionFrame) -> String {
+    let mut reason = format!(
+        "praxis {}: {} (request {}, tier {})",
+        frame.decision.as_str(),
+        frame.reason,
+        frame.request_id,
+        frame.tier
+    );
+    match (&frame.approve_with, frame.decision) {
+        (Some(cmd), Verdict::Hold) => reason.push_str(&format!(
+            "; an operator can allow it with `{cmd}`, then retry the same command"
+        )),
+        (_, Verdict::Stop) => reason.push_str("; this cannot be approved, choose another approach"),
+        _ => {}
+    }
+    reason
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_praxis_run_call_is_judged_on_what_it_wraps() {
+        let s = shell("praxis-run --session s1 -c 'ls -la'");
+        assert_eq!(s.command, Command::Shell("ls -la".into()));
+        assert!(!s.forged);
+        let s = shell("/usr/bin/praxis-run -- git status");
+        assert_eq!(
+            s.command,
+            Command::Argv(vec!["git".into(), "status".into()])
+        );
+        // Not one simple call: judged whole.
+        let s = shell("cd x && praxis-run -c ls");
+        assert_eq!(s.command, Command::Shell("cd x && praxis-run -c ls".into()));
+    }
+
+    #[test]
+    fn operator_calls_and_tokens_are_forged() {
+        for text in [
+            "praxis approve r-1",
+            "ls; /usr/local/bin/praxis kill --release",
+            "p''raxis approve r-1",
+            "praxis-run --approval-token pxa-1 -c ls",
+            "echo pxa-deadbeef",
+        ] {
+            assert!(shell(text).forged, "{text}");
+        }
+        assert!(!shell("git status && praxis-run -c ls").forged);
+    }
+
+    #[test]
+    fn file_tools_are_judged_on_their_path() {
+        let event = Event::parse(
+            r#"{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"NotebookEdit",
+                "tool_input":{"notebook_path":"/w/a.ipynb"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            tool_subject(&event, "NotebookEdit", Path::new("/w")).unwrap(),
+            Subject::File {
+                path: "/w/a.ipynb".into(),
+                access: FileAccess::Write
+            }
+        );
+        assert!(matches!(
+            tool_subject(&event, "mcp__github__create_issue", Path::new("/w")).unwrap(),
+            Subject::Tool { name } if name == "mcp__github__create_issue"
+        ));
+        assert!(tool_subject(&event, "Read", Path::new("/w")).is_err());
+    }
+}

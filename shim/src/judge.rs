@@ -1,0 +1,63 @@
+//! Asking the daemon to judge without executing, and reporting notes: what
+//! the hook adapters, the guardrail and the contract check send.
+
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+use praxis_proto::{
+    ClientMsg, DecisionFrame, JudgeRequest, NoteRequest, OperatorReply, ServerMsg, Subject,
+};
+
+use crate::client::{self, ClientError};
+
+/// Who is asking: the agent runtime and its ids, for the audit record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Caller {
+    pub runtime: Option<String>,
+    pub session: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub role: Option<String>,
+}
+
+/// Judges `subject` as if run from `cwd`; the daemon records the decision.
+pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFrame, ClientError> {
+    let cwd_dir = std::fs::File::open(cwd)?;
+    let request = JudgeRequest {
+        subject,
+        cwd: cwd.display().to_string(),
+        role: caller.role.clone(),
+        session: caller.session.clone(),
+        runtime: caller.runtime.clone(),
+        tool_call_id: caller.tool_call_id.clone(),
+        env: praxis_proto::forwarded_env(),
+    };
+    let stream = client::connect()?;
+    client::send_first(&stream, &ClientMsg::Judge(request), &[cwd_dir.as_raw_fd()])?;
+    match client::recv(&stream)?.parse_message::<ServerMsg>()? {
+        ServerMsg::Decision(frame) => Ok(frame),
+        ServerMsg::Error(e) => Err(ClientError::Refused(e.reason)),
+        _ => Err(ClientError::Refused(String::from(
+            "unexpected reply to a judge request",
+        ))),
+    }
+}
+
+/// Records a note in the audit log; an error when it was not recorded.
+pub fn note(request: NoteRequest) -> Result<(), ClientError> {
+    let stream = client::connect()?;
+    client::send_first(&stream, &ClientMsg::Note(request), &[])?;
+    match client::recv(&stream)?.parse_message::<ServerMsg>()? {
+        ServerMsg::Operator {
+            reply: OperatorReply::Done { .. },
+        } => Ok(()),
+        ServerMsg::Operator {
+            reply: OperatorReply::Refused { reason },
+        }
+        | ServerMsg::Error(praxis_proto::ErrorFrame { reason }) => {
+            Err(ClientError::Refused(reason))
+        }
+        _ => Err(ClientError::Refused(String::from(
+            "unexpected reply to a note",
+        ))),
+    }
+}
