@@ -32,6 +32,7 @@ pub(crate) fn landlock_abi() -> i32 {
 
 /// What the sandbox can rely on here, for `praxis status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
 pub struct Support {
     /// Landlock ABI version (0: none).
     pub landlock_abi: i32,
@@ -84,11 +85,12 @@ pub(crate) struct ProbeArgs {
     inside: CString,
     outside: CString,
     secret: CString,
+    hook: CString,
     tcp: libc::sockaddr_in,
 }
 
 /// One escape (or, for the first, one allowed action) and its bit in the report.
-const PROBES: [(i32, &str); 7] = [
+const PROBES: [(i32, &str); 8] = [
     (
         1 << 0,
         "write inside the workspace failed (sandbox unusable)",
@@ -99,6 +101,7 @@ const PROBES: [(i32, &str); 7] = [
     (1 << 4, "UDP socket creation succeeded"),
     (1 << 5, "signal to pid 1 succeeded"),
     (1 << 6, "io_uring_setup succeeded"),
+    (1 << 7, "write into the workspace's .git/hooks succeeded"),
 ];
 
 /// Runs in the sandboxed child: tries each escape with raw system calls and
@@ -148,6 +151,9 @@ pub(crate) fn run_probes(args: &ProbeArgs, report_fd: RawFd) -> ! {
             bits |= PROBES[6].0;
             libc::close(ring as RawFd);
         }
+        if opened(&args.hook, write) {
+            bits |= PROBES[7].0;
+        }
         child::report(report_fd, Stage::Probe, bits);
         libc::_exit(0)
     }
@@ -171,8 +177,7 @@ impl SelfTestReport {
 }
 
 fn c_path(path: &Path) -> Result<CString, SandboxError> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| SandboxError::Invalid("path holds a NUL byte".into()))
+    process::c_string(path.as_os_str().as_bytes(), "self-test path")
 }
 
 fn dev_null() -> Result<OwnedFd, SandboxError> {
@@ -186,15 +191,19 @@ fn dev_null() -> Result<OwnedFd, SandboxError> {
 
 /// Spawns a child under the default command profile (workspace-write,
 /// network off) and tries, from inside it: a write in its workspace (must
-/// work), a write outside it, reading a secret, a TCP connect to a loopback
-/// listener, a UDP socket, a signal to pid 1 and `io_uring_setup` (must all
+/// work), a write outside it, a write into its `.git/hooks`, reading a
+/// secret, a TCP connect to a loopback listener, a UDP socket, a signal to pid 1 and `io_uring_setup` (must all
 /// fail). An error means the self-test could not run at all.
 pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
     let base = ScratchDir::create(scratch_root, None)?;
     let workspace = base.0.join("workspace");
     let outside = base.0.join("outside");
-    for dir in [&workspace, &outside] {
-        fs::create_dir(dir).map_err(|e| SandboxError::os("creating self-test dirs", e))?;
+    let hooks = workspace.join(".git/hooks");
+    // A subdirectory: without mounts, the root of a workspace holding a
+    // protected path is read-only by design.
+    let src = workspace.join("src");
+    for dir in [&hooks, &src, &outside] {
+        fs::create_dir_all(dir).map_err(|e| SandboxError::os("creating self-test dirs", e))?;
     }
     let secret = outside.join("secret");
     fs::write(&secret, "s").map_err(|e| SandboxError::os("creating the self-test secret", e))?;
@@ -211,7 +220,7 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
         workspace: workspace.clone(),
         home: workspace.clone(),
         writable_caches: Vec::new(),
-        protected: Vec::new(),
+        protected: vec![hooks.clone()],
         secrets: vec![secret.clone()],
         deny_sockets: Vec::new(),
         env: Vec::new(),
@@ -227,9 +236,10 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
     let prepared = process::prepare(&spec)?;
     let restrictions = prepared.restrictions();
     let args = ProbeArgs {
-        inside: c_path(&workspace.join("probe"))?,
+        inside: c_path(&src.join("probe"))?,
         outside: c_path(&outside.join("probe"))?,
         secret: c_path(&secret)?,
+        hook: c_path(&hooks.join("pre-commit"))?,
         tcp: libc::sockaddr_in {
             sin_family: libc::AF_INET as libc::sa_family_t,
             sin_port: port.to_be(),

@@ -87,6 +87,7 @@ impl Drop for ScratchDir {
 /// compiled seccomp filters, the environment block, mounts to make, the
 /// scratch dir. Consumed by [`spawn`].
 #[derive(Debug)]
+#[must_use]
 pub struct Prepared {
     profile: Profile,
     network: bool,
@@ -413,7 +414,7 @@ fn fork_on_spawner(plan: &Plan<'_>) -> Result<libc::pid_t, SandboxError> {
     }
 }
 
-fn c_string(bytes: &[u8], what: &str) -> Result<CString, SandboxError> {
+pub(crate) fn c_string(bytes: &[u8], what: &str) -> Result<CString, SandboxError> {
     CString::new(bytes).map_err(|_| SandboxError::Invalid(format!("{what} holds a NUL byte")))
 }
 
@@ -476,8 +477,8 @@ pub(crate) fn launch(
     Ok((pid, report_read))
 }
 
-/// Reads the child's report: `Ok(None)` on end of file (exec happened),
-/// `Ok(Some(bytes))` otherwise.
+/// Reads the child's report into `buf`, returning how many bytes came
+/// before end of file: 0 means the child reached exec (the pipe closed on it).
 pub(crate) fn read_report(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, SandboxError> {
     let mut filled = 0;
     while filled < buf.len() {
