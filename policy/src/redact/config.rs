@@ -23,6 +23,13 @@ pub struct RedactConfig {
     pub rules: Vec<RuleConfig>,
 }
 
+impl RedactConfig {
+    /// Parses the section from TOML text (unknown keys are errors).
+    pub fn from_toml(text: &str) -> Result<Self, super::RedactError> {
+        Ok(toml::from_str(text)?)
+    }
+}
+
 fn default_stream_window() -> usize {
     DEFAULT_STREAM_WINDOW
 }
@@ -38,8 +45,9 @@ pub struct RuleConfig {
     /// Case-insensitive substrings of every match; the regex only runs on
     /// text that contains one of them.
     pub keywords: Vec<String>,
-    /// The pattern. The first capture group that takes part in a match is the
-    /// secret (and the only part masked); without groups the whole match is.
+    /// The pattern, over bytes with ASCII classes. The first capture group
+    /// that takes part in a match is the secret (and the only part masked);
+    /// without groups the whole match is.
     pub regex: String,
     /// Minimum Shannon entropy of the secret, in bits per byte.
     #[serde(default)]

@@ -32,12 +32,17 @@ pub use stream::StreamRedactor;
 use known::KnownValues;
 use rule::{Allowlist, Hit, Rule};
 
+/// The shipped redaction rules (the policy's `[redact]` section).
+pub const BUILTIN_RULES: &str = include_str!("../../secrets.toml");
+
 /// Smallest stream window accepted from a policy.
 const MIN_STREAM_WINDOW: usize = 256;
 
 /// Why a redactor could not be built. Any of these means the policy is bad.
 #[derive(Debug, thiserror::Error)]
 pub enum RedactError {
+    #[error("redact rules: {0}")]
+    Parse(#[from] toml::de::Error),
     #[error("redact rule id {id:?} must be non-empty ASCII letters, digits, '-' or '_'")]
     BadRuleId { id: String },
     #[error("redact rule {rule:?} is declared twice")]

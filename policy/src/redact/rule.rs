@@ -134,8 +134,13 @@ impl Rule {
     }
 }
 
+/// Patterns are byte-oriented: `\w`, `\s`, `\b`, `(?i)` are ASCII and a
+/// negated class matches any byte. Secrets are ASCII, output may be any
+/// bytes, and ASCII classes keep the lazy DFA small (Unicode classes with
+/// bounded repetitions made it thrash, 100× slower).
 fn compile_regex(pattern: &str, scope: &str) -> Result<Regex, RedactError> {
     RegexBuilder::new(pattern)
+        .unicode(false)
         .size_limit(REGEX_SIZE_LIMIT)
         .build()
         .map_err(|source| RedactError::Regex {

@@ -5,10 +5,10 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 
 use super::*;
 
-const RULES: &str = include_str!("../../secrets.toml");
+const RULES: &str = BUILTIN_RULES;
 
 fn config() -> RedactConfig {
-    toml::from_str(RULES).expect("secrets.toml parses")
+    RedactConfig::from_toml(RULES).expect("secrets.toml parses")
 }
 
 fn redactor() -> Redactor {
@@ -170,8 +170,11 @@ fn unknown_keys_are_rejected() {
         1,
     );
     assert_ne!(text, RULES);
-    assert!(toml::from_str::<RedactConfig>(&text).is_err());
-    assert!(toml::from_str::<RedactConfig>("window = 5").is_err());
+    assert!(matches!(
+        RedactConfig::from_toml(&text),
+        Err(RedactError::Parse(_))
+    ));
+    assert!(RedactConfig::from_toml("window = 5").is_err());
 }
 
 #[test]
@@ -550,4 +553,56 @@ fn stream_memory_is_bounded() {
     total += emitted + s.finish().len();
     assert!(emitted > 0);
     assert!(total > 0);
+}
+
+#[test]
+fn flush_emits_complete_lines_but_holds_a_match_that_may_grow() {
+    let r = small_window_redactor();
+    let mut s = r.stream();
+    assert!(
+        s.push(b"building...\nDB_PASSWORD=hunter2\npartial li")
+            .is_empty()
+    );
+    // The password line is the last complete line: held, it might go on
+    // (with the newline before it, which its match uses as left context).
+    assert_eq!(s.flush(), b"building...");
+    assert!(s.flush().is_empty());
+    assert!(s.push(b"ne\n").is_empty());
+    assert_eq!(
+        s.flush(),
+        b"\nDB_PASSWORD=[REDACTED:secret-assignment]\npartial line\n"
+    );
+    assert_eq!(s.held(), 0);
+    let key_head = b"-----BEGIN RSA PRIVATE KEY-----\n5+7nYV7zXzDkm0guFcrnUAcgHhJhew/tp+Fkd5b/AivqjtAqgqF1kw8jN803lMUi\n";
+    assert!(s.push(key_head).is_empty());
+    assert!(
+        s.flush().is_empty(),
+        "a key block being printed must stay held"
+    );
+    assert!(
+        s.push(b"B8PCBiQpLjs=\n-----END RSA PRIVATE KEY-----\n")
+            .is_empty()
+    );
+    assert!(s.flush().is_empty());
+    assert_eq!(s.push(b"done\n"), b"");
+    assert_eq!(s.flush(), b"[REDACTED:private-key]\ndone\n");
+    assert!(s.finish().is_empty());
+}
+
+#[test]
+fn stream_output_leaves_in_batches_and_is_complete() {
+    let r = small_window_redactor();
+    let line = b"   Compiling serde v1.0.210\n";
+    let mut s = r.stream();
+    let mut out = Vec::new();
+    let mut pushes_with_output = 0;
+    for _ in 0..200 {
+        let got = s.push(line);
+        pushes_with_output += usize::from(!got.is_empty());
+        out.extend(got);
+        assert!(s.held() < 2 * r.stream_window() + line.len());
+    }
+    assert!(pushes_with_output > 5, "output must not wait for finish");
+    out.extend(s.finish());
+    assert_eq!(out, line.repeat(200));
 }
