@@ -194,6 +194,87 @@ pub enum OperatorRequest {
     AuditExport {
         since: Option<String>,
     },
+    /// Held requests waiting for an operator.
+    Pending,
+    /// One-shot approval of a held request, valid for `ttl_secs` (daemon default when None).
+    Approve {
+        request_id: String,
+        ttl_secs: Option<u64>,
+        note: Option<String>,
+    },
+    /// Closes a held request (or withdraws its unused approval).
+    Deny {
+        request_id: String,
+        note: Option<String>,
+    },
+    /// Adds (or replaces) a brokered credential: a reference, never a value.
+    CredAdd(CredentialSpec),
+    CredList,
+    CredRevoke {
+        name: String,
+    },
+}
+
+/// Where the daemon reads a brokered credential's value when a command needs it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "from")]
+pub enum CredentialSource {
+    /// A file, read by the daemon.
+    File(String),
+    /// A variable of the daemon's own environment.
+    Env(String),
+    /// A command line run by the daemon; its standard output is the value.
+    Command(String),
+}
+
+impl CredentialSource {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CredentialSource::File(_) => "file",
+            CredentialSource::Env(_) => "env",
+            CredentialSource::Command(_) => "command",
+        }
+    }
+}
+
+/// A brokered credential: injected as `env` into commands of `roles`
+/// (every role when empty) whose programs are all in `programs` (any when empty).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CredentialSpec {
+    pub name: String,
+    pub env: String,
+    pub source: CredentialSource,
+    pub roles: Vec<String>,
+    pub programs: Vec<String>,
+}
+
+/// A credential as `praxis cred list` shows it: never its value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CredentialInfo {
+    pub name: String,
+    pub env: String,
+    /// `file`, `env` or `command`.
+    pub source_kind: String,
+    pub roles: Vec<String>,
+    pub programs: Vec<String>,
+    /// `config` (praxis.toml) or `operator` (`praxis cred add`).
+    pub origin: String,
+}
+
+/// A held request as `praxis pending` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingItem {
+    pub request_id: String,
+    /// The request's simple commands, redacted.
+    pub command: Vec<String>,
+    pub role: String,
+    pub tier: String,
+    pub reason: String,
+    pub cwd: String,
+    pub session: String,
+    pub age_secs: u64,
+    /// Hex SHA-256 of the canonical request an approval is bound to.
+    pub digest: String,
 }
 
 /// The daemon's state, for `praxis status`.
@@ -242,6 +323,12 @@ pub enum OperatorReply {
     End,
     Refused {
         reason: String,
+    },
+    Pending {
+        items: Vec<PendingItem>,
+    },
+    Credentials {
+        items: Vec<CredentialInfo>,
     },
 }
 
