@@ -53,6 +53,12 @@
 //! and secrets are carved out of writable trees too, so their ancestors (the
 //! workspace root included) keep read rights only.
 //!
+//! Restricted profiles read everything under `/` but secrets, and write only
+//! their grants plus `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random` and
+//! `/dev/urandom`. Terminals (`/dev/tty`, `/dev/pts/*`, `/dev/ptmx`) and
+//! `/dev/shm` are not granted: a command talks through the descriptors it
+//! was given, and shared memory would be a channel out of the sandbox.
+//!
 //! A protected path that does not exist yet cannot be pinned: its deepest
 //! existing ancestor is made read-only, unless that ancestor is the writable
 //! root itself (which must stay writable); [`Prepared::unguarded`] lists
