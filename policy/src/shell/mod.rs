@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 /// One word after quote removal, as the shell would pass it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Word {
     /// Canonical text. Literal parts are unquoted (`r''m` → `rm`); expansions that
     /// cannot be known statically keep their source form (`$DIR`, `$(pwd)`).
@@ -103,4 +103,62 @@ pub struct Script {
     /// error, a dynamic command word, `eval` of non-literal text, input over the
     /// size cap, nesting too deep. Each names the construct.
     pub holds: Vec<String>,
+}
+
+mod scan;
+mod walk;
+mod words;
+mod wrappers;
+
+#[cfg(test)]
+mod tests;
+
+use walk::{Ctx, Frontend, literal};
+
+/// Requests longer than this are held unread.
+pub const MAX_INPUT_BYTES: usize = 1 << 20;
+
+/// Deepest nesting of (), {}, $(), quotes, if/case/loops, nested `sh -c` and
+/// `eval` scripts and wrappers that is analysed; deeper text is held.
+pub const MAX_NESTING: usize = 64;
+
+/// Most shell tokens analysed per request, nested scripts included; keeps the
+/// front end's time bounded on any input.
+pub const MAX_TOKENS: usize = 16_384;
+
+/// Finds every simple command the shell would run for `src`. Total: every
+/// input gets a [`Script`]; what cannot be analysed is in [`Script::holds`].
+#[must_use]
+pub fn parse_script(src: &str) -> Script {
+    let mut fe = Frontend::new();
+    if src.len() > MAX_INPUT_BYTES {
+        fe.hold(format!(
+            "input of {} bytes is over the {MAX_INPUT_BYTES}-byte limit",
+            src.len()
+        ));
+        return fe.script;
+    }
+    fe.script(src, &Ctx::default());
+    fe.script
+}
+
+/// Analyses an argv executed directly (no shell): words are literal, but
+/// wrappers are still unwrapped and `sh -c` scripts parsed.
+#[must_use]
+pub fn parse_argv(argv: &[String]) -> Script {
+    let mut fe = Frontend::new();
+    let total: usize = argv.iter().map(String::len).sum();
+    if total > MAX_INPUT_BYTES {
+        fe.hold(format!(
+            "argv of {total} bytes is over the {MAX_INPUT_BYTES}-byte limit"
+        ));
+        return fe.script;
+    }
+    if argv.is_empty() {
+        fe.hold("empty argv".to_owned());
+        return fe.script;
+    }
+    let words: Vec<Word> = argv.iter().map(|a| literal(a.clone())).collect();
+    fe.dispatch(SimpleCommand::default(), &words, &Ctx::default());
+    fe.script
 }

@@ -1,0 +1,539 @@
+//! Walks brush-parser's syntax tree and collects every simple command, with
+//! redirections, stdin feeds and substitutions parsed recursively.
+
+use std::io::Cursor;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use brush_parser::ast::{
+    self, AndOrList, Assignment, AssignmentName, AssignmentValue, Command,
+    CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, ExtendedTestExpr, IoFileRedirectKind,
+    IoFileRedirectTarget, IoRedirect, Pipeline, ProcessSubstitutionKind, RedirectList,
+    SubshellCommand,
+};
+use brush_parser::{Parser, ParserOptions};
+
+use super::scan::scan;
+use super::words::{canonicalize, excerpt, substitutions_in};
+use super::{
+    Feed, MAX_NESTING, MAX_TOKENS, Origin, Redirect, RedirectKind, Script, SimpleCommand, Word,
+};
+
+/// Where the walker is: how deep, and what every command found here inherits.
+#[derive(Clone, Debug, Default)]
+pub struct Ctx {
+    /// Nesting so far: compound commands, substitutions and nested scripts.
+    pub depth: usize,
+    pub origin: Origin,
+    pub wrappers: Vec<String>,
+    pub escalated: bool,
+}
+
+impl Ctx {
+    /// One level deeper, same origin and wrappers.
+    pub fn deeper(&self) -> Self {
+        Self {
+            depth: self.depth + 1,
+            ..self.clone()
+        }
+    }
+
+    /// One level deeper with another origin.
+    pub fn with_origin(&self, origin: Origin) -> Self {
+        Self {
+            depth: self.depth + 1,
+            origin,
+            ..self.clone()
+        }
+    }
+}
+
+/// Accumulates the result for one request.
+pub struct Frontend {
+    pub script: Script,
+    tokens_left: usize,
+    options: ParserOptions,
+}
+
+impl Frontend {
+    pub fn new() -> Self {
+        Self {
+            script: Script::default(),
+            tokens_left: MAX_TOKENS,
+            options: ParserOptions::default(),
+        }
+    }
+
+    pub fn hold(&mut self, reason: String) {
+        if !self.script.holds.contains(&reason) {
+            self.script.holds.push(reason);
+        }
+    }
+
+    /// Parses `src` as a shell script and collects its commands.
+    pub fn script(&mut self, src: &str, ctx: &Ctx) {
+        if ctx.depth >= MAX_NESTING {
+            self.hold(format!(
+                "shell text nested deeper than {MAX_NESTING} levels"
+            ));
+            return;
+        }
+        match scan(src, MAX_NESTING - ctx.depth, self.tokens_left) {
+            Ok(stats) => self.tokens_left -= stats.tokens,
+            Err(e) => {
+                self.hold(e.to_string());
+                return;
+            }
+        }
+        let parsed = catch_unwind(AssertUnwindSafe(|| {
+            Parser::new(Cursor::new(src.as_bytes()), &self.options).parse_program()
+        }));
+        match parsed {
+            Ok(Ok(program)) => {
+                for list in &program.complete_commands {
+                    self.list(list, ctx);
+                }
+            }
+            Ok(Err(e)) => {
+                let msg = e.to_string().replace('\n', " ");
+                self.hold(format!("shell parse error: {msg} in `{}`", excerpt(src)));
+            }
+            Err(_) => self.hold(format!("shell parser failed on `{}`", excerpt(src))),
+        }
+    }
+
+    fn list(&mut self, list: &CompoundList, ctx: &Ctx) {
+        for item in &list.0 {
+            self.and_or(&item.0, ctx);
+        }
+    }
+
+    fn and_or(&mut self, list: &AndOrList, ctx: &Ctx) {
+        self.pipeline(&list.first, ctx);
+        for next in &list.additional {
+            let (ast::AndOr::And(p) | ast::AndOr::Or(p)) = next;
+            self.pipeline(p, ctx);
+        }
+    }
+
+    fn pipeline(&mut self, p: &Pipeline, ctx: &Ctx) {
+        let mut previous: Option<Vec<usize>> = None;
+        for cmd in &p.seq {
+            let start = self.script.commands.len();
+            self.command(cmd, ctx);
+            let end = self.script.commands.len();
+            let stage: Vec<usize> = (start..end)
+                .filter(|&i| !is_substitution(&self.script.commands[i]))
+                .collect();
+            if let Some(from) = previous {
+                for &i in &stage {
+                    if self.script.commands[i].stdin == Feed::Inherited {
+                        self.script.commands[i].stdin = Feed::Pipe { from: from.clone() };
+                    }
+                }
+            }
+            previous = Some(stage);
+        }
+    }
+
+    fn command(&mut self, cmd: &Command, ctx: &Ctx) {
+        match cmd {
+            Command::Simple(sc) => self.simple(sc, ctx),
+            Command::Compound(cc, redirects) => {
+                let inner = ctx.deeper();
+                self.with_redirects(redirects.as_ref(), &inner, |fe| fe.compound(cc, &inner));
+            }
+            Command::Function(def) => {
+                let inner = ctx.with_origin(Origin::FunctionBody);
+                let ast::FunctionBody(body, redirects) = &def.body;
+                self.with_redirects(redirects.as_ref(), &inner, |fe| fe.compound(body, &inner));
+            }
+            Command::ExtendedTest(test, redirects) => {
+                self.with_redirects(redirects.as_ref(), ctx, |fe| {
+                    fe.extended_test(&test.expr, ctx)
+                });
+            }
+        }
+    }
+
+    /// Runs `body`, then applies `redirects` to every command it produced
+    /// (or to a synthetic redirection-only command when it produced none).
+    fn with_redirects(
+        &mut self,
+        redirects: Option<&RedirectList>,
+        ctx: &Ctx,
+        body: impl FnOnce(&mut Self),
+    ) {
+        let mut converted = Vec::new();
+        let mut feed = None;
+        for r in redirects.map(|l| l.0.as_slice()).unwrap_or_default() {
+            self.redirect(r, ctx, &mut converted, &mut feed);
+        }
+        let start = self.script.commands.len();
+        body(self);
+        let end = self.script.commands.len();
+        if converted.is_empty() && feed.is_none() {
+            return;
+        }
+        let targets: Vec<usize> = (start..end)
+            .filter(|&i| !is_substitution(&self.script.commands[i]))
+            .collect();
+        if targets.is_empty() {
+            let cmd = SimpleCommand {
+                redirects: converted,
+                stdin: feed.unwrap_or_default(),
+                wrappers: ctx.wrappers.clone(),
+                escalated: ctx.escalated,
+                origin: ctx.origin,
+                ..SimpleCommand::default()
+            };
+            self.script.commands.push(cmd);
+            return;
+        }
+        for i in targets {
+            self.script.commands[i]
+                .redirects
+                .extend(converted.iter().cloned());
+            if let Some(f) = &feed
+                && self.script.commands[i].stdin == Feed::Inherited
+            {
+                self.script.commands[i].stdin = f.clone();
+                self.fed_script(i, ctx);
+            }
+        }
+    }
+
+    fn compound(&mut self, cc: &CompoundCommand, ctx: &Ctx) {
+        match cc {
+            CompoundCommand::Arithmetic(a) => self.substitutions(&a.expr.value, ctx),
+            CompoundCommand::ArithmeticForClause(f) => {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.substitutions(&e.value, ctx);
+                }
+                self.list(&f.body.list, ctx);
+            }
+            CompoundCommand::BraceGroup(b) => self.list(&b.list, ctx),
+            CompoundCommand::Subshell(s) => self.list(&s.list, ctx),
+            CompoundCommand::ForClause(f) => {
+                for w in f.values.iter().flatten() {
+                    self.word(w, ctx);
+                }
+                self.list(&f.body.list, ctx);
+            }
+            CompoundCommand::CaseClause(c) => {
+                self.word(&c.value, ctx);
+                for item in &c.cases {
+                    for w in &item.patterns {
+                        self.word(w, ctx);
+                    }
+                    if let Some(list) = &item.cmd {
+                        self.list(list, ctx);
+                    }
+                }
+            }
+            CompoundCommand::IfClause(c) => {
+                self.list(&c.condition, ctx);
+                self.list(&c.then, ctx);
+                for e in c.elses.iter().flatten() {
+                    if let Some(cond) = &e.condition {
+                        self.list(cond, ctx);
+                    }
+                    self.list(&e.body, ctx);
+                }
+            }
+            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                self.list(&w.0, ctx);
+                self.list(&w.1.list, ctx);
+            }
+            CompoundCommand::Coprocess(c) => self.command(&c.body, ctx),
+        }
+    }
+
+    fn extended_test(&mut self, expr: &ExtendedTestExpr, ctx: &Ctx) {
+        match expr {
+            ExtendedTestExpr::And(a, b) | ExtendedTestExpr::Or(a, b) => {
+                self.extended_test(a, ctx);
+                self.extended_test(b, ctx);
+            }
+            ExtendedTestExpr::Not(a) | ExtendedTestExpr::Parenthesized(a) => {
+                self.extended_test(a, ctx)
+            }
+            ExtendedTestExpr::UnaryTest(_, w) => {
+                self.word(w, ctx);
+            }
+            ExtendedTestExpr::BinaryTest(_, a, b) => {
+                self.word(a, ctx);
+                self.word(b, ctx);
+            }
+        }
+    }
+
+    fn simple(&mut self, sc: &ast::SimpleCommand, ctx: &Ctx) {
+        let mut cmd = SimpleCommand {
+            wrappers: ctx.wrappers.clone(),
+            escalated: ctx.escalated,
+            origin: ctx.origin,
+            ..SimpleCommand::default()
+        };
+        let mut feed = None;
+        let mut words = Vec::new();
+        let prefix = sc
+            .prefix
+            .as_ref()
+            .map(|p| p.0.as_slice())
+            .unwrap_or_default();
+        let suffix = sc
+            .suffix
+            .as_ref()
+            .map(|s| s.0.as_slice())
+            .unwrap_or_default();
+        for item in prefix {
+            match item {
+                CommandPrefixOrSuffixItem::AssignmentWord(a, _) => {
+                    let assignment = self.assignment(a, ctx);
+                    cmd.assignments.push(assignment);
+                }
+                other => self.item(other, ctx, &mut words, &mut cmd.redirects, &mut feed),
+            }
+        }
+        if let Some(w) = &sc.word_or_name {
+            words.push(self.word(w, ctx));
+        }
+        for item in suffix {
+            self.item(item, ctx, &mut words, &mut cmd.redirects, &mut feed);
+        }
+        cmd.stdin = feed.unwrap_or_default();
+        self.dispatch(cmd, &words, ctx);
+    }
+
+    fn item(
+        &mut self,
+        item: &CommandPrefixOrSuffixItem,
+        ctx: &Ctx,
+        words: &mut Vec<Word>,
+        redirects: &mut Vec<Redirect>,
+        feed: &mut Option<Feed>,
+    ) {
+        match item {
+            CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, ctx, redirects, feed),
+            // After the command word an assignment is just an argument (`export A=b`).
+            CommandPrefixOrSuffixItem::Word(w)
+            | CommandPrefixOrSuffixItem::AssignmentWord(_, w) => {
+                words.push(self.word(w, ctx));
+            }
+            CommandPrefixOrSuffixItem::ProcessSubstitution(kind, sub) => {
+                words.push(self.process_substitution(kind, sub, ctx));
+            }
+        }
+    }
+
+    fn assignment(&mut self, a: &Assignment, ctx: &Ctx) -> (String, Word) {
+        let name = match &a.name {
+            AssignmentName::VariableName(n) => n.clone(),
+            AssignmentName::ArrayElementName(n, i) => format!("{n}[{i}]"),
+        };
+        let value = match &a.value {
+            AssignmentValue::Scalar(w) => self.word(w, ctx),
+            AssignmentValue::Array(items) => {
+                let mut parts = Vec::new();
+                let mut dynamic = false;
+                for (key, value) in items {
+                    if let Some(k) = key {
+                        dynamic |= self.word(k, ctx).dynamic;
+                    }
+                    let v = self.word(value, ctx);
+                    dynamic |= v.dynamic;
+                    parts.push(v.text);
+                }
+                Word {
+                    text: format!("({})", parts.join(" ")),
+                    dynamic,
+                    glob: false,
+                }
+            }
+        };
+        (name, value)
+    }
+
+    fn redirect(
+        &mut self,
+        r: &IoRedirect,
+        ctx: &Ctx,
+        out: &mut Vec<Redirect>,
+        feed: &mut Option<Feed>,
+    ) {
+        let on_stdin = |fd: &Option<i32>| matches!(fd, None | Some(0));
+        match r {
+            IoRedirect::File(fd, kind, target) => {
+                let (target, is_fd) = match target {
+                    IoFileRedirectTarget::Filename(w) => (self.word(w, ctx), false),
+                    IoFileRedirectTarget::Fd(n) => (literal(n.to_string()), true),
+                    IoFileRedirectTarget::ProcessSubstitution(k, sub) => {
+                        (self.process_substitution(k, sub, ctx), false)
+                    }
+                    IoFileRedirectTarget::Duplicate(w) => {
+                        let w = self.word(w, ctx);
+                        let fd_like = !w.dynamic && is_fd_text(&w.text);
+                        (w, fd_like)
+                    }
+                };
+                let kind = match kind {
+                    IoFileRedirectKind::Read => RedirectKind::Read,
+                    IoFileRedirectKind::Write | IoFileRedirectKind::Clobber => RedirectKind::Write,
+                    IoFileRedirectKind::Append => RedirectKind::Append,
+                    IoFileRedirectKind::ReadAndWrite => RedirectKind::ReadWrite,
+                    // `>&file` (no digits) writes stdout and stderr to a file.
+                    IoFileRedirectKind::DuplicateOutput if !is_fd => RedirectKind::Write,
+                    IoFileRedirectKind::DuplicateInput if !is_fd => RedirectKind::Read,
+                    IoFileRedirectKind::DuplicateInput | IoFileRedirectKind::DuplicateOutput => {
+                        RedirectKind::Duplicate
+                    }
+                };
+                let fd = fd.and_then(|n| u32::try_from(n).ok());
+                out.push(Redirect { fd, kind, target });
+            }
+            IoRedirect::HereDocument(fd, doc) => {
+                if doc.requires_expansion {
+                    self.substitutions(&doc.doc.value, ctx);
+                }
+                if on_stdin(fd) {
+                    *feed = Some(Feed::HereDoc {
+                        body: doc.doc.value.clone(),
+                    });
+                }
+            }
+            IoRedirect::HereString(fd, w) => {
+                let body = self.word(w, ctx);
+                if on_stdin(fd) {
+                    *feed = Some(Feed::HereString { body });
+                }
+            }
+            IoRedirect::OutputAndError(w, append) => {
+                let kind = if *append {
+                    RedirectKind::Append
+                } else {
+                    RedirectKind::Write
+                };
+                let target = self.word(w, ctx);
+                out.push(Redirect {
+                    fd: None,
+                    kind,
+                    target,
+                });
+            }
+        }
+    }
+
+    /// Canonicalizes a word and collects the commands of its substitutions.
+    pub fn word(&mut self, w: &ast::Word, ctx: &Ctx) -> Word {
+        match canonicalize(&w.value, &self.options) {
+            Ok(canon) => {
+                let sub_ctx = ctx.with_origin(Origin::CommandSubstitution);
+                for text in &canon.substitutions {
+                    self.script(text, &sub_ctx);
+                }
+                canon.word
+            }
+            Err(e) => {
+                self.hold(e.to_string());
+                Word {
+                    text: w.value.clone(),
+                    dynamic: true,
+                    glob: false,
+                }
+            }
+        }
+    }
+
+    /// Collects the commands of the substitutions in here-doc or arithmetic text.
+    fn substitutions(&mut self, text: &str, ctx: &Ctx) {
+        match substitutions_in(text, &self.options) {
+            Ok(found) => {
+                let sub_ctx = ctx.with_origin(Origin::CommandSubstitution);
+                for t in &found {
+                    self.script(t, &sub_ctx);
+                }
+            }
+            Err(e) => self.hold(e.to_string()),
+        }
+    }
+
+    /// Collects the commands of `<(…)` / `>(…)`; the word standing for it is
+    /// dynamic and its text starts with `<(` or `>(`.
+    fn process_substitution(
+        &mut self,
+        kind: &ProcessSubstitutionKind,
+        sub: &SubshellCommand,
+        ctx: &Ctx,
+    ) -> Word {
+        self.list(&sub.list, &ctx.with_origin(Origin::ProcessSubstitution));
+        Word {
+            text: format!("{kind}{sub}"),
+            dynamic: true,
+            glob: false,
+        }
+    }
+
+    /// Adds a finished command; a here-doc or here-string fed to a shell that
+    /// reads its script from stdin is parsed as a script too.
+    pub fn push(&mut self, cmd: SimpleCommand, ctx: &Ctx) {
+        self.script.commands.push(cmd);
+        self.fed_script(self.script.commands.len() - 1, ctx);
+    }
+
+    fn fed_script(&mut self, index: usize, ctx: &Ctx) {
+        let cmd = &self.script.commands[index];
+        if !super::wrappers::shell_reads_stdin(cmd) {
+            return;
+        }
+        let body = match &cmd.stdin {
+            Feed::HereDoc { body } => Ok(body.clone()),
+            Feed::HereString { body } if body.dynamic => Err(format!(
+                "here-string with dynamic text fed to {}",
+                cmd.program
+            )),
+            Feed::HereString { body } => Ok(body.text.clone()),
+            Feed::Inherited | Feed::Pipe { .. } => return,
+        };
+        let mut wrappers = cmd.wrappers.clone();
+        wrappers.push(cmd.program.clone());
+        let fed = Ctx {
+            depth: ctx.depth + 1,
+            origin: Origin::FedScript,
+            wrappers,
+            escalated: cmd.escalated,
+        };
+        let body = match body {
+            Ok(b) => b,
+            Err(reason) => {
+                self.hold(reason);
+                return;
+            }
+        };
+        self.script(&body, &fed);
+    }
+}
+
+fn is_substitution(cmd: &SimpleCommand) -> bool {
+    matches!(
+        cmd.origin,
+        Origin::CommandSubstitution | Origin::ProcessSubstitution
+    )
+}
+
+/// A duplication target: digits, `-` (close), or digits then `-` (move).
+fn is_fd_text(t: &str) -> bool {
+    let digits = t.strip_suffix('-').unwrap_or(t);
+    t == "-" || (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A word with no expansion in it.
+pub fn literal(text: String) -> Word {
+    Word {
+        text,
+        dynamic: false,
+        glob: false,
+    }
+}
