@@ -119,8 +119,10 @@ impl Prepared {
 
     /// A one-line account of the restrictions in force, for outcomes and logs.
     pub fn restrictions(&self) -> String {
+        let read_only = self.pins.pins.iter().filter(|p| p.read_only).count();
         format!(
-            "profile {}, network {}, landlock {} rules{}, protected paths {}, seccomp on, caps dropped, no_new_privs",
+            "profile {}, network {}, landlock {} rules{}, {} protected paths mounted read-only, \
+             {} paths covered, seccomp on, capabilities dropped, no_new_privs",
             self.profile.as_str(),
             if self.network { "on" } else { "off" },
             self.rule_count,
@@ -129,11 +131,8 @@ impl Prepared {
             } else {
                 ""
             },
-            if self.pins.pins.is_empty() {
-                "by landlock".to_owned()
-            } else {
-                format!("{} pinned read-only mounts", self.pins.pins.len())
-            },
+            read_only,
+            self.pins.masks.len(),
         )
     }
 }
@@ -556,6 +555,7 @@ pub fn spawn(
     let mut buf = [0u8; 8];
     let filled = read_report(&report, &mut buf)?;
     let mut child = Child::adopt(pid);
+    child.restrictions = prepared.restrictions();
     child.scratch = Some(prepared.scratch);
     if filled != 0 {
         // The child exits on its own after reporting; reap it.
@@ -622,6 +622,7 @@ pub struct Child {
     pidfd: Option<OwnedFd>,
     status: Option<ExitStatus>,
     scratch: Option<ScratchDir>,
+    restrictions: String,
 }
 
 impl Child {
@@ -632,6 +633,7 @@ impl Child {
             pidfd: None,
             status: None,
             scratch: None,
+            restrictions: String::new(),
         }
     }
 
@@ -644,6 +646,11 @@ impl Child {
     /// (then call [`Child::try_wait`]).
     pub fn pidfd(&self) -> Option<BorrowedFd<'_>> {
         self.pidfd.as_ref().map(AsFd::as_fd)
+    }
+
+    /// The restrictions the command runs under (see [`Prepared::restrictions`]).
+    pub fn restrictions(&self) -> &str {
+        &self.restrictions
     }
 
     /// The command's private `TMPDIR`.

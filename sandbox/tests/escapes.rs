@@ -158,6 +158,16 @@ fn git_hooks_and_config_stay_unwritable_but_git_dir_works() {
         "[core]\n"
     );
     // Other files in .git and at the workspace root can still be created.
+    let prepared = praxis_sandbox::prepare(&spec).unwrap();
+    let restrictions = prepared.restrictions();
+    for part in [
+        "profile workspace-write",
+        "network off",
+        "2 protected paths mounted read-only",
+    ] {
+        assert!(restrictions.contains(part), "{restrictions}");
+    }
+    drop(prepared);
     let ok = sh(
         &spec,
         "echo x > .git/index.lock && mv .git/index.lock .git/index && echo y > top.txt",
