@@ -231,30 +231,6 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
             }
         }
 
-        // prlimit64 on ourselves: the one rlimit call every architecture has.
-        let zero = libc::rlimit64 {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        let limits = std::iter::once((libc::RLIMIT_CORE as libc::c_int, zero)).chain(
-            plan.rlimits.iter().map(|&(r, v)| {
-                (
-                    r,
-                    libc::rlimit64 {
-                        rlim_cur: v,
-                        rlim_max: v,
-                    },
-                )
-            }),
-        );
-        for (resource, limit) in limits {
-            let null: *mut libc::rlimit64 = std::ptr::null_mut();
-            check(
-                Stage::Rlimit,
-                libc::syscall(libc::SYS_prlimit64, 0, resource, &limit, null) == 0,
-            );
-        }
-
         if plan.mount_ns {
             match plan.userns {
                 None => check(Stage::Unshare, libc::unshare(libc::CLONE_NEWNS) == 0),
@@ -408,6 +384,32 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
             .any(|d| d.effective | d.permitted | d.inheritable != 0)
         {
             fail(fd, Stage::CapCheck, libc::EPERM);
+        }
+
+        // Limits come last, after every descriptor the set-up opens: the
+        // daemon's own descriptors are still open here and could exceed a
+        // low RLIMIT_NOFILE. prlimit64 is the call every architecture has.
+        let zero = libc::rlimit64 {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let limits = std::iter::once((libc::RLIMIT_CORE as libc::c_int, zero)).chain(
+            plan.rlimits.iter().map(|&(r, v)| {
+                (
+                    r,
+                    libc::rlimit64 {
+                        rlim_cur: v,
+                        rlim_max: v,
+                    },
+                )
+            }),
+        );
+        for (resource, limit) in limits {
+            let null: *mut libc::rlimit64 = std::ptr::null_mut();
+            check(
+                Stage::Rlimit,
+                libc::syscall(libc::SYS_prlimit64, 0, resource, &limit, null) == 0,
+            );
         }
 
         check(

@@ -20,17 +20,17 @@
 //! 1. `setsid` (new session and process group, no controlling terminal);
 //! 2. stdio onto 0, 1, 2; close-on-exec for every other descriptor;
 //! 3. signal mask cleared, dispositions reset;
-//! 4. rlimits (core 0, fsize, nofile, cpu);
-//! 5. in a private mount namespace (inside a user namespace of its own when
+//! 4. in a private mount namespace (inside a user namespace of its own when
 //!    the daemon lacks CAP_SYS_ADMIN), when there is something to mount:
 //!    protected paths bind-mounted read-only with their ancestors pinned,
 //!    secrets inside writable trees and denied sockets covered;
-//! 6. `chdir`;
-//! 7. the capability bounding set dropped (when the parent may), then
+//! 5. `chdir`;
+//! 6. the capability bounding set dropped (when the parent may), then
 //!    `setgroups`, `setresgid`, `setresuid` for [`RunAs`];
-//! 8. parent-death signal, then a check that the parent is still there;
-//! 9. ambient, inheritable, permitted and effective capabilities cleared and
+//! 7. parent-death signal, then a check that the parent is still there;
+//! 8. ambient, inheritable, permitted and effective capabilities cleared and
 //!    verified zero with `capget`;
+//! 9. rlimits (core 0, fsize, nofile, cpu), once no more descriptors are opened;
 //! 10. `no_new_privs`; `landlock_restrict_self`; seccomp filters; `execve`.
 //!
 //! A failing step is reported to the parent over a close-on-exec pipe (stage
