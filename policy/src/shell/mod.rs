@@ -122,9 +122,14 @@ pub const MAX_INPUT_BYTES: usize = 1 << 20;
 /// `eval` scripts and wrappers that is analysed; deeper text is held.
 pub const MAX_NESTING: usize = 64;
 
+/// Most shell text handed to the parser per request, nested scripts included.
+/// The parser costs tens of nanoseconds per byte; longer text is held so one
+/// request stays within a few tens of milliseconds.
+pub const MAX_PARSED_BYTES: usize = 256 << 10;
+
 /// Most shell tokens analysed per request, nested scripts included; keeps the
 /// front end's time bounded on any input.
-pub const MAX_TOKENS: usize = 16_384;
+pub const MAX_TOKENS: usize = 8_192;
 
 /// Finds every simple command the shell would run for `src`. Total: every
 /// input gets a [`Script`]; what cannot be analysed is in [`Script::holds`].

@@ -24,7 +24,8 @@ pub enum ScanError {
 /// What the scan measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stats {
-    /// Approximate number of shell tokens (words and operators).
+    /// Approximate number of shell tokens (words and operators) plus
+    /// expansions and escapes, which each cost the parser a word piece.
     pub tokens: usize,
 }
 
@@ -81,6 +82,9 @@ pub fn scan(src: &str, max_depth: usize, max_tokens: usize) -> Result<Stats, Sca
         let c = b[i];
         let in_double = stack.last() == Some(&Frame::Double);
         if in_double {
+            if matches!(c, b'\\' | b'$' | b'`') {
+                count(&mut tokens)?;
+            }
             match c {
                 b'\\' => i += 2,
                 b'"' => {
@@ -106,11 +110,11 @@ pub fn scan(src: &str, max_depth: usize, max_tokens: usize) -> Result<Stats, Sca
             }
             continue;
         }
+        if matches!(c, b'\\' | b'$') {
+            count(&mut tokens)?;
+        }
         match c {
             b'\\' => {
-                if at_word_start {
-                    count(&mut tokens)?;
-                }
                 at_word_start = false;
                 i += 2;
             }
@@ -460,6 +464,10 @@ mod tests {
     fn counts_tokens() {
         let stats = scan("a b | c && d; e", 8, 100).unwrap();
         assert_eq!(stats.tokens, 9);
+        // Expansions and escapes cost word pieces; quoted text does not.
+        assert_eq!(scan("a$x${y}\\z", 8, 100).unwrap().tokens, 4);
+        assert_eq!(scan("\"$x\\\"\"", 8, 100).unwrap().tokens, 3);
+        assert_eq!(scan("'$x\\'", 8, 100).unwrap().tokens, 1);
         assert_eq!(
             scan(&"a ".repeat(101), 8, 100),
             Err(ScanError::TooManyTokens { limit: 100 })

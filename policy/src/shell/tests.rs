@@ -378,6 +378,8 @@ fn other_holds() {
     held("if then fi", "shell parse error");
     let big = "a".repeat(MAX_INPUT_BYTES + 1);
     held(&big, "over the");
+    held(&format!("echo '{}'", "a".repeat(MAX_PARSED_BYTES)), "bytes");
+    held(&"$a".repeat(MAX_TOKENS), "tokens and expansions");
     held(&"(".repeat(100), "nested deeper");
     held("( ( rm -rf / ) )", "misread as arithmetic");
     held("echo $( (rm -rf /) )", "misread as arithmetic");

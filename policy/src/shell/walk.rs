@@ -12,10 +12,11 @@ use brush_parser::ast::{
 };
 use brush_parser::{Parser, ParserOptions};
 
-use super::scan::scan;
+use super::scan::{ScanError, scan};
 use super::words::{canonicalize, excerpt, substitutions_in};
 use super::{
-    Feed, MAX_NESTING, MAX_TOKENS, Origin, Redirect, RedirectKind, Script, SimpleCommand, Word,
+    Feed, MAX_NESTING, MAX_PARSED_BYTES, MAX_TOKENS, Origin, Redirect, RedirectKind, Script,
+    SimpleCommand, Word,
 };
 
 /// Where the walker is: how deep, and what every command found here inherits.
@@ -51,6 +52,7 @@ impl Ctx {
 pub struct Frontend {
     pub script: Script,
     tokens_left: usize,
+    bytes_left: usize,
     options: ParserOptions,
 }
 
@@ -59,6 +61,7 @@ impl Frontend {
         Self {
             script: Script::default(),
             tokens_left: MAX_TOKENS,
+            bytes_left: MAX_PARSED_BYTES,
             options: ParserOptions::default(),
         }
     }
@@ -77,8 +80,19 @@ impl Frontend {
             ));
             return;
         }
+        if src.len() > self.bytes_left {
+            self.hold(format!("shell text too large to analyse: more than {MAX_PARSED_BYTES} bytes, nested scripts included"));
+            return;
+        }
+        self.bytes_left -= src.len();
         match scan(src, MAX_NESTING - ctx.depth, self.tokens_left) {
             Ok(stats) => self.tokens_left -= stats.tokens,
+            Err(ScanError::TooManyTokens { .. }) => {
+                self.hold(format!(
+                    "shell text too large to analyse: more than {MAX_TOKENS} tokens and expansions, nested scripts included"
+                ));
+                return;
+            }
             Err(e) => {
                 self.hold(e.to_string());
                 return;
