@@ -96,6 +96,25 @@ fn database_file_is_private_and_in_wal_mode() {
 }
 
 #[test]
+fn wal_is_checkpointed_in_the_background() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 200);
+    let main_size = || std::fs::metadata(&path).unwrap().len();
+    let before = main_size();
+    // Far below the writer's own checkpoint threshold, so only the
+    // background thread moves these pages into the main file.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while main_size() <= before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no checkpoint within 10 s"
+        );
+        thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
 fn tampered_reason_or_decision_names_that_seq() {
     for column in ["reason", "decision"] {
         let (_dir, path) = scratch();

@@ -214,8 +214,9 @@ pub struct StoredEvent {
 /// How hard a batch containing this event must be pushed to disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Durability {
-    /// `synchronous=NORMAL`: durable at the next WAL checkpoint; survives a
-    /// daemon crash, may lose the last commits on power loss. For T0/T1.
+    /// `synchronous=NORMAL`: in the OS at COMMIT, so it survives a daemon
+    /// crash; fsynced by the background checkpoint within about a second, so
+    /// power loss may lose the last second. For T0/T1.
     Normal,
     /// `synchronous=FULL`: the WAL is fsynced before the commit returns. For
     /// T2 and above, and for operator actions.

@@ -48,10 +48,12 @@
 //! # Writing
 //!
 //! One writer thread owns the write connection and commits in groups: it
-//! drains every queued append into one transaction. Every append call returns only after its COMMIT, so an
+//! drains every queued append into one transaction. A second thread moves
+//! the WAL into the main file in the background. Every append call returns only after its COMMIT, so an
 //! [`Appended`] is proof the event is in the file; an error means it is not,
 //! and the caller must treat the request as HOLD.
 
+mod checkpoint;
 mod event;
 mod read;
 mod record;
@@ -71,6 +73,7 @@ pub use event::{Appended, Durability, Event, EventKind, StoredEvent};
 pub use verify::VerifyReport;
 pub use writer::TxOp;
 
+use checkpoint::Checkpointer;
 use read::{Readers, sql_limit};
 use writer::{Head, Job, Reply};
 
@@ -123,14 +126,16 @@ struct Inner {
     jobs: Option<Sender<Job>>,
     writer: Option<JoinHandle<()>>,
     readers: Readers,
+    checkpointer: Option<Checkpointer>,
     /// The last head the writer committed, for verifying a live store.
     head: Arc<Mutex<Head>>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Readers go first so the writer's connection is the last one and
+        // Other connections close first so the writer's is the last one and
         // checkpoints the WAL back into the main file as it closes.
+        drop(self.checkpointer.take());
         self.readers.close_idle();
         // Closing the queue ends the writer loop once it is drained.
         drop(self.jobs.take());
@@ -161,6 +166,7 @@ impl AuditStore {
         let conn = schema::open_writer(path, extra)?;
         let head = verify::load_head(&conn)?;
         let shared = Arc::new(Mutex::new(head.clone()));
+        let checkpointer = Checkpointer::spawn(path)?;
         let (jobs, writer) = writer::spawn(conn, head, Arc::clone(&shared))?;
         Ok(AuditStore {
             inner: Arc::new(Inner {
@@ -168,6 +174,7 @@ impl AuditStore {
                 jobs: Some(jobs),
                 writer: Some(writer),
                 readers: Readers::new(path),
+                checkpointer: Some(checkpointer),
                 head: shared,
             }),
         })

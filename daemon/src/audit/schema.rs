@@ -13,6 +13,9 @@ use super::AuditError;
 /// Layout version written to `PRAGMA user_version`.
 const SCHEMA_VERSION: i64 = 1;
 
+/// WAL size at which the writer checkpoints by itself (64 MiB of 4 KiB pages).
+const WAL_SAFETY_PAGES: i64 = 16_384;
+
 /// How long a connection waits for a lock held by another connection.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -81,6 +84,9 @@ pub(crate) fn open_writer(path: &Path, extra: &[&str]) -> Result<Connection, Aud
         return Err(AuditError::NotWal(mode));
     }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Checkpoints normally run in the background; this threshold (in pages)
+    // only bounds the WAL if that thread falls behind.
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_SAFETY_PAGES)?;
 
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if version > SCHEMA_VERSION {
