@@ -3,9 +3,10 @@
 //! and its outcome. Raw arguments and output are never written: the trail
 //! carries redacted commands and digests only.
 
-use praxis_policy::Tier;
+use praxis_policy::{Decision, Tier};
 
-use crate::audit::{Durability, Event, EventKind};
+use crate::approval::{self, Ticket};
+use crate::audit::{AuditError, Durability, Event, EventKind, TxOp};
 use crate::execute::Executed;
 use crate::pipeline::{Gate, Refusal, Trail};
 use crate::state::Daemon;
@@ -36,50 +37,145 @@ pub fn base(kind: EventKind, trail: &Trail) -> Event {
     }
 }
 
-fn decided(trail: &Trail, verdict: &str, r: &Refusal) -> Event {
+fn decided(trail: &Trail, ticket: &Ticket, verdict: &str, r: &Refusal) -> Event {
     Event {
         tier: Some(r.tier.as_str().to_owned()),
         decision: Some(verdict.to_owned()),
         reason: Some(r.reason.clone()),
         rule_ids: Some(r.rule_ids.clone()),
         profile: Some(r.profile.as_str().to_owned()),
+        detail: Some(detail(ticket)),
         ..base(EventKind::Decided, trail)
     }
 }
 
-/// Records the decision. Every decision is recorded; an ALLOW whose record
-/// cannot be committed becomes a HOLD.
-pub async fn intent(daemon: &Daemon, gate: Gate, trail: &Trail) -> Gate {
-    let event = match &gate {
-        Gate::Allow(permit) => {
-            let d = &permit.decision;
-            Event {
-                tier: Some(d.tier.as_str().to_owned()),
-                decision: Some(String::from("ALLOW")),
-                reason: Some(d.reason.clone()),
-                rule_ids: Some(d.rule_ids.clone()),
-                profile: Some(d.profile.as_str().to_owned()),
-                ..base(EventKind::Decided, trail)
+/// What every decision record says besides the decision: why the role
+/// applies, the budget's session, the request digest approvals bind to.
+fn detail(ticket: &Ticket) -> serde_json::Map<String, serde_json::Value> {
+    let mut detail = serde_json::Map::new();
+    detail.insert("role_reason".into(), ticket.role_why.clone().into());
+    detail.insert("budget_session".into(), ticket.session.clone().into());
+    if let Some(digest) = &ticket.digest {
+        detail.insert("request_digest".into(), digest.clone().into());
+    }
+    if let Some(advisory) = &ticket.advisory {
+        detail.insert("advisory".into(), advisory.clone().into());
+    }
+    detail
+}
+
+fn allowed(trail: &Trail, ticket: &Ticket, d: &Decision) -> Event {
+    let reason = match (&ticket.approval, &ticket.advisory) {
+        (Some(id), _) => format!("approved ({id}): {}", d.reason),
+        (None, Some(_)) => format!("steer-only role `{}`: {}", trail.role, d.reason),
+        (None, None) => d.reason.clone(),
+    };
+    Event {
+        tier: Some(d.tier.as_str().to_owned()),
+        decision: Some(String::from("ALLOW")),
+        reason: Some(reason),
+        rule_ids: Some(d.rule_ids.clone()),
+        profile: Some(d.profile.as_str().to_owned()),
+        approval_id: ticket.approval.clone(),
+        credentials: (!ticket.grants.is_empty()).then(|| ticket.names()),
+        detail: Some(detail(ticket)),
+        ..base(EventKind::Decided, trail)
+    }
+}
+
+async fn append(
+    daemon: &Daemon,
+    event: Event,
+    durability: Durability,
+    op: Option<TxOp>,
+) -> Result<(), AuditError> {
+    match op {
+        Some(op) => daemon.audit.append_with_async(event, durability, op).await,
+        None => daemon.audit.append_async(event, durability).await,
+    }
+    .map(drop)
+}
+
+/// Records a refusal (a policy HOLD with `op` storing it as pending in the
+/// same transaction). A refusal whose record fails is still a refusal.
+async fn refusal(
+    daemon: &Daemon,
+    trail: &Trail,
+    ticket: &Ticket,
+    verdict: &str,
+    r: &Refusal,
+    op: Option<TxOp>,
+) {
+    let event = decided(trail, ticket, verdict, r);
+    if let Err(e) = append(daemon, event, durability(r.tier), op).await {
+        tracing::error!("audit of a refusal failed: {e}");
+    }
+}
+
+/// Records the decision. Every decision is recorded. An ALLOW's record
+/// commits in one transaction with the approval it consumes and the
+/// execution it counts; when that cannot be committed, it does not run.
+pub async fn intent(daemon: &Daemon, gate: Gate, trail: &Trail, ticket: &Ticket) -> Gate {
+    let permit = match gate {
+        Gate::Allow(permit) => permit,
+        Gate::Held(held) => {
+            let op = approval::hold_op(trail, ticket, &held.refusal, &held.permit().cwd);
+            refusal(daemon, trail, ticket, "HOLD", &held.refusal, op).await;
+            return Gate::Held(held);
+        }
+        Gate::Hold(r) => {
+            refusal(daemon, trail, ticket, "HOLD", &r, None).await;
+            return Gate::Hold(r);
+        }
+        Gate::Stop(r) => {
+            refusal(daemon, trail, ticket, "STOP", &r, None).await;
+            return Gate::Stop(r);
+        }
+    };
+    let d = &permit.decision;
+    let event = allowed(trail, ticket, d);
+    let op = approval::allow_op(ticket, &trail.request_id);
+    let (tier, profile) = (d.tier, d.profile);
+    match append(daemon, event, durability(tier), op).await {
+        Ok(()) => {
+            if let Some(id) = &ticket.approval {
+                let event = Event {
+                    approval_id: Some(id.clone()),
+                    reason: Some(String::from(
+                        "consumed by this request's intent record, in its transaction",
+                    )),
+                    ..base(EventKind::ApprovalConsumed, trail)
+                };
+                if let Err(e) = daemon.record(event, Durability::Normal).await {
+                    tracing::error!("audit of an approval consumption failed: {e}");
+                }
             }
+            Gate::Allow(permit)
         }
-        Gate::Hold(r) => decided(trail, "HOLD", r),
-        Gate::Stop(r) => decided(trail, "STOP", r),
-    };
-    let tier = match &gate {
-        Gate::Allow(permit) => permit.decision.tier,
-        Gate::Hold(r) | Gate::Stop(r) => r.tier,
-    };
-    match (daemon.record(event, durability(tier)).await, gate) {
-        (Ok(_), gate) => gate,
-        (Err(e), Gate::Allow(permit)) => Gate::hold(
-            format!("audit write failed: {e}"),
-            permit.decision.tier,
-            permit.decision.profile,
-        ),
-        (Err(e), refused) => {
-            tracing::error!("audit of a refusal failed: {e}");
-            refused
+        Err(AuditError::Rejected(why)) if why == approval::BUDGET_SPENT => {
+            // A concurrent run of the same request took the last execution.
+            let limit = ticket.budget.unwrap_or(0);
+            let reason = approval::budget_reason(limit, limit, tier, &ticket.session);
+            approval::exhausted(daemon, trail, &reason).await;
+            let stop = Refusal {
+                reason,
+                ..Refusal::of(d)
+            };
+            refusal(daemon, trail, ticket, "STOP", &stop, None).await;
+            Gate::Stop(stop)
         }
+        Err(AuditError::Rejected(why)) => {
+            // Another run used the approval first: this one is held anew.
+            let hold = Refusal {
+                reason: format!("{} ({why}; a new approval is needed)", d.reason),
+                approvable: true,
+                ..Refusal::of(d)
+            };
+            let op = approval::hold_op(trail, ticket, &hold, &permit.cwd);
+            refusal(daemon, trail, ticket, "HOLD", &hold, op).await;
+            Gate::Hold(hold)
+        }
+        Err(e) => Gate::hold(format!("audit write failed: {e}"), tier, profile),
     }
 }
 

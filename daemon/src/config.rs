@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use praxis_proto::{Layout, Mode};
+use praxis_policy::Tier;
+use praxis_proto::{CredentialSource, CredentialSpec, Layout, Mode};
 use serde::Deserialize;
 
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +32,224 @@ struct File {
     operator_group: Option<String>,
     /// Grace between SIGTERM and SIGKILL when the daemon ends a command.
     kill_grace_ms: Option<u64>,
+    /// How long an approval stays usable when `praxis approve` names no ttl.
+    approval_ttl_secs: Option<u64>,
+    #[serde(default)]
+    roles: RolesFile,
+    #[serde(default)]
+    retry_budget: BudgetFile,
+    #[serde(default)]
+    credentials: Vec<CredentialFile>,
+}
+
+/// `[roles]`: who runs as which role.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RolesFile {
+    /// Role of a request that claims none (default `agent`).
+    default: Option<String>,
+    /// Roles whose HOLDs become ALLOW with an advisory line (never a STOP).
+    #[serde(default)]
+    steer_only: Vec<String>,
+    /// System mode: per uid or gid, the default role and the roles it may claim.
+    #[serde(default)]
+    map: Vec<RoleMap>,
+}
+
+/// One `[[roles.map]]` entry: exactly one of `uid` and `gid`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RoleMap {
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub default: String,
+    #[serde(default)]
+    pub may_claim: Vec<String>,
+}
+
+/// `[retry_budget]`: executions per session and request digest, per tier;
+/// 0 means unlimited.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BudgetFile {
+    read_only: Option<u32>,
+    reversible_write: Option<u32>,
+    external_side_effect: Option<u32>,
+    high_risk: Option<u32>,
+}
+
+/// One `[[credentials]]` entry: a reference to a secret, never the secret.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CredentialFile {
+    name: String,
+    env: String,
+    from_file: Option<String>,
+    from_env: Option<String>,
+    from_command: Option<String>,
+    #[serde(default)]
+    roles: Vec<String>,
+    #[serde(default)]
+    programs: Vec<String>,
+}
+
+/// Roles as the daemon assigns them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Roles {
+    pub default: String,
+    pub steer_only: Vec<String>,
+    pub map: Vec<RoleMap>,
+}
+
+/// Executions allowed per session and request digest, by tier; `None` is unlimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryBudget([Option<u32>; 4]);
+
+impl RetryBudget {
+    /// T0/T1 unlimited; T2/T3 once plus one retry.
+    pub const DEFAULT: RetryBudget = RetryBudget([None, None, Some(2), Some(2)]);
+
+    pub fn limit(&self, tier: Tier) -> Option<u32> {
+        self.0[tier_index(tier)]
+    }
+}
+
+fn tier_index(tier: Tier) -> usize {
+    match tier {
+        Tier::ReadOnly => 0,
+        Tier::ReversibleWrite => 1,
+        Tier::ExternalSideEffect => 2,
+        Tier::HighRisk => 3,
+    }
+}
+
+/// Whether `name` may name a role or a credential: lowercase ASCII letters,
+/// digits, `-`, `_`, `.`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.')
+        })
+}
+
+/// Whether `name` may name an injected environment variable.
+pub fn valid_env_name(name: &str) -> bool {
+    name.bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && !praxis_sandbox::ALWAYS_DENIED_ENV.contains(&name)
+        && !["PATH", "HOME", "TMPDIR", "PWD", "SHELL", "USER", "LOGNAME"].contains(&name)
+}
+
+/// Checks a credential reference; `default_role` fills an empty role list.
+pub fn check_credential(spec: &mut CredentialSpec, default_role: &str) -> Result<(), String> {
+    if !valid_name(&spec.name) {
+        return Err(format!(
+            "credential name `{}` must be lowercase letters, digits, `-`, `_` or `.`",
+            spec.name
+        ));
+    }
+    if !valid_env_name(&spec.env) {
+        return Err(format!(
+            "credential `{}`: `{}` is not an environment variable a command may get",
+            spec.name, spec.env
+        ));
+    }
+    let empty = match &spec.source {
+        CredentialSource::File(s) | CredentialSource::Env(s) | CredentialSource::Command(s) => {
+            s.trim().is_empty()
+        }
+    };
+    if empty {
+        return Err(format!("credential `{}`: empty source", spec.name));
+    }
+    if let CredentialSource::File(path) = &spec.source
+        && !Path::new(path).is_absolute()
+    {
+        return Err(format!(
+            "credential `{}`: file `{path}` must be an absolute path",
+            spec.name
+        ));
+    }
+    if let Some(bad) = spec.roles.iter().find(|r| !valid_name(r)) {
+        return Err(format!("credential `{}`: bad role name `{bad}`", spec.name));
+    }
+    if spec
+        .programs
+        .iter()
+        .any(|p| p.is_empty() || p.contains('/'))
+    {
+        return Err(format!(
+            "credential `{}`: programs are bare names, e.g. `gh`",
+            spec.name
+        ));
+    }
+    if spec.roles.is_empty() {
+        spec.roles.push(default_role.to_owned());
+    }
+    spec.roles.sort();
+    spec.roles.dedup();
+    spec.programs.sort();
+    spec.programs.dedup();
+    Ok(())
+}
+
+impl CredentialFile {
+    fn into_spec(self, default_role: &str) -> Result<CredentialSpec, String> {
+        let source = match (self.from_file, self.from_env, self.from_command) {
+            (Some(f), None, None) => CredentialSource::File(f),
+            (None, Some(e), None) => CredentialSource::Env(e),
+            (None, None, Some(c)) => CredentialSource::Command(c),
+            _ => {
+                return Err(format!(
+                    "credential `{}` needs exactly one of from_file, from_env, from_command",
+                    self.name
+                ));
+            }
+        };
+        let mut spec = CredentialSpec {
+            name: self.name,
+            env: self.env,
+            source,
+            roles: self.roles,
+            programs: self.programs,
+        };
+        check_credential(&mut spec, default_role)?;
+        Ok(spec)
+    }
+}
+
+impl RolesFile {
+    fn into_roles(self) -> Result<Roles, String> {
+        let default = self.default.unwrap_or_else(|| String::from("agent"));
+        for name in std::iter::once(&default).chain(&self.steer_only) {
+            if !valid_name(name) {
+                return Err(format!("bad role name `{name}`"));
+            }
+        }
+        for m in &self.map {
+            if m.uid.is_some() == m.gid.is_some() {
+                return Err(String::from(
+                    "each [[roles.map]] entry needs exactly one of uid and gid",
+                ));
+            }
+            if let Some(bad) = std::iter::once(&m.default)
+                .chain(&m.may_claim)
+                .find(|r| !valid_name(r))
+            {
+                return Err(format!("bad role name `{bad}`"));
+            }
+        }
+        Ok(Roles {
+            default,
+            steer_only: self.steer_only,
+            map: self.map,
+        })
+    }
 }
 
 /// Everything the daemon needs to know about where it lives and how it runs.
@@ -41,7 +260,15 @@ pub struct Config {
     pub shell: PathBuf,
     pub operator_group: String,
     pub kill_grace: Duration,
+    pub approval_ttl: Duration,
+    pub roles: Roles,
+    pub retry_budget: RetryBudget,
+    /// Credentials declared in `praxis.toml` (references only).
+    pub credentials: Vec<CredentialSpec>,
 }
+
+/// Default lifetime of an approval.
+pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// The config file name inside the config directory.
 pub const CONFIG_FILE: &str = "praxis.toml";
@@ -73,7 +300,47 @@ impl Config {
                 });
             }
         };
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.display().to_string(),
+            message,
+        };
+        let roles = file.roles.into_roles().map_err(invalid)?;
+        let mut names = std::collections::BTreeSet::new();
+        let credentials = file
+            .credentials
+            .into_iter()
+            .map(|c| {
+                let spec = c.into_spec(&roles.default)?;
+                if names.insert(spec.name.clone()) {
+                    Ok(spec)
+                } else {
+                    Err(format!("credential `{}` is declared twice", spec.name))
+                }
+            })
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(invalid)?;
+        let b = &file.retry_budget;
+        let mut budget = RetryBudget::DEFAULT;
+        for (i, set) in [
+            b.read_only,
+            b.reversible_write,
+            b.external_side_effect,
+            b.high_risk,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if let Some(n) = set {
+                budget.0[i] = (n > 0).then_some(n);
+            }
+        }
         Ok(Config {
+            approval_ttl: file
+                .approval_ttl_secs
+                .map_or(DEFAULT_APPROVAL_TTL, Duration::from_secs),
+            roles,
+            retry_budget: budget,
+            credentials,
             kill_file: file.kill_file.unwrap_or_else(|| layout.default_kill_file()),
             shell: file.shell.unwrap_or_else(default_shell),
             operator_group: file
@@ -134,5 +401,65 @@ mod tests {
             Config::load(layout(tmp.path())),
             Err(ConfigError::Invalid { .. })
         ));
+    }
+
+    #[test]
+    fn roles_budget_and_credentials() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.roles.default, "agent");
+        assert_eq!(c.retry_budget.limit(Tier::ReadOnly), None);
+        assert_eq!(c.retry_budget.limit(Tier::ExternalSideEffect), Some(2));
+        assert_eq!(c.approval_ttl, DEFAULT_APPROVAL_TTL);
+        std::fs::write(
+            tmp.path().join(CONFIG_FILE),
+            r#"
+approval_ttl_secs = 60
+[roles]
+steer_only = ["director"]
+[[roles.map]]
+uid = 1000
+default = "agent"
+may_claim = ["agent", "ci"]
+[retry_budget]
+high_risk = 1
+external_side_effect = 0
+[[credentials]]
+name = "gh"
+env = "GH_TOKEN"
+from_file = "/etc/gh-token"
+programs = ["gh"]
+"#,
+        )
+        .unwrap();
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.approval_ttl, Duration::from_secs(60));
+        assert_eq!(c.roles.steer_only, vec!["director"]);
+        assert_eq!(c.roles.map[0].may_claim, vec!["agent", "ci"]);
+        assert_eq!(c.retry_budget.limit(Tier::HighRisk), Some(1));
+        assert_eq!(c.retry_budget.limit(Tier::ExternalSideEffect), None);
+        assert_eq!(
+            c.credentials[0].roles,
+            vec!["agent"],
+            "no role: the default role"
+        );
+        assert_eq!(
+            c.credentials[0].source,
+            CredentialSource::File("/etc/gh-token".into())
+        );
+    }
+
+    #[test]
+    fn bad_credentials_are_rejected() {
+        let tmp = tempfile::tempdir().unwrap();
+        for bad in [
+            "[[credentials]]\nname = \"x\"\nenv = \"X\"\nfrom_file = \"/a\"\nfrom_env = \"B\"\n",
+            "[[credentials]]\nname = \"x\"\nenv = \"LD_PRELOAD\"\nfrom_env = \"B\"\n",
+            "[[credentials]]\nname = \"x\"\nenv = \"X\"\nfrom_file = \"rel\"\n",
+            "[[roles.map]]\nuid = 1\ngid = 1\ndefault = \"agent\"\n",
+        ] {
+            std::fs::write(tmp.path().join(CONFIG_FILE), bad).unwrap();
+            assert!(Config::load(layout(tmp.path())).is_err(), "{bad}");
+        }
     }
 }

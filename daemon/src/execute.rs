@@ -10,20 +10,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use praxis_policy::{Profile, Tier};
+use praxis_policy::redact::Redactor;
+use praxis_policy::{Decision, Profile, Tier};
 use praxis_proto::frame::{Frame, MAX_OUTPUT_CHUNK};
 use praxis_proto::{ClientMsg, ExitFrame, ExitStatus, ServerMsg, Verdict};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::OwnedReadHalf;
 use tokio::net::unix::pipe;
 use tokio::sync::oneshot;
+use zeroize::Zeroizing;
 
 use crate::children::signal_group;
 use crate::conn::{self, Writer};
 use crate::output::Output;
 use crate::pipeline::{Permit, Refusal, Trail, decision_frame};
 use crate::state::Daemon;
-use crate::{audit_stage, errors, preconditions};
+use crate::{audit_stage, credentials, errors, preconditions};
 
 /// How long output may keep arriving after the command's group was killed
 /// (a process that left the group can hold a pipe open).
@@ -122,8 +124,13 @@ fn spec(daemon: &Daemon, permit: &Permit) -> praxis_sandbox::Spec {
         protected,
         secrets,
         deny_sockets: vec![daemon.config.layout.socket.clone()],
-        env: permit.env.clone(),
-        extra_env_allow: Vec::new(),
+        env: permit
+            .env
+            .iter()
+            .cloned()
+            .chain(credentials::env_entries(&permit.brokered))
+            .collect(),
+        extra_env_allow: permit.brokered.iter().map(|b| b.env.clone()).collect(),
         rlimits: praxis_sandbox::Rlimits {
             fsize_bytes: limits.rlimit_fsize_bytes,
             nofile: limits.rlimit_nofile,
@@ -180,6 +187,19 @@ fn spawn_sandboxed(
     Ok(Running { pgid, exited })
 }
 
+/// Sends output to the client while it is connected; returns whether it still is.
+async fn send(writer: &mut Writer, connected: bool, is_stderr: bool, bytes: Vec<u8>) -> bool {
+    if !connected || bytes.is_empty() {
+        return connected;
+    }
+    let frame = if is_stderr {
+        Frame::Stderr(bytes)
+    } else {
+        Frame::Stdout(bytes)
+    };
+    writer.frame(&frame).await.is_ok()
+}
+
 /// Watches the client for a cancel or a disconnect; either ends the command.
 fn watch_client(mut reader: OwnedReadHalf) -> oneshot::Receiver<&'static str> {
     let (tx, rx) = oneshot::channel();
@@ -219,38 +239,70 @@ fn terminate(pgid: i32, grace: Duration) {
     });
 }
 
+/// Answers HOLD for an allowed command that cannot start (`reason`).
+pub async fn not_started(
+    writer: &mut Writer,
+    trail: &Trail,
+    decision: &Decision,
+    reason: String,
+) -> Executed {
+    let r = Refusal {
+        reason: reason.clone(),
+        ..Refusal::of(decision)
+    };
+    let _ = writer
+        .send(&ServerMsg::Decision(decision_frame(
+            trail,
+            Verdict::Hold,
+            &r,
+        )))
+        .await;
+    Executed::NotStarted {
+        reason,
+        tier: decision.tier,
+        profile: decision.profile,
+    }
+}
+
+/// The output redactor of one command: the policy's secret rules plus its
+/// brokered values, whose encoded forms it masks too.
+fn redactor(daemon: &Daemon, permit: &Permit) -> Result<Redactor, String> {
+    let base = daemon.redactor.as_ref().map_err(Clone::clone)?;
+    if permit.brokered.is_empty() {
+        return Ok(base.clone());
+    }
+    let values: Vec<(&str, &[u8])> = permit
+        .brokered
+        .iter()
+        .map(|b| (b.name.as_str(), &b.value[..]))
+        .collect();
+    base.with_known_values(&values)
+        .map_err(|e| format!("redactor: {}", errors::one_line(&e)))
+}
+
 /// Runs the permitted command to its end, answering the client.
 pub async fn run(
     daemon: &Arc<Daemon>,
-    permit: Permit,
+    mut permit: Permit,
     trail: &Trail,
     reader: OwnedReadHalf,
     writer: &mut Writer,
 ) -> Executed {
     let began = Instant::now();
-    let spec = spec(daemon, &permit);
-    let (running, out_r, err_r) = match start(&spec, &permit.argv, &permit.cwd, permit.stdin) {
+    let redactor = match redactor(daemon, &permit) {
+        Ok(r) => r,
+        Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
+    };
+    let mut spec = spec(daemon, &permit);
+    let started = start(&spec, &permit.argv, &permit.cwd, permit.stdin);
+    // The child has its copy; ours go now, not when the command ends.
+    let names: Vec<String> = permit.brokered.iter().map(|b| b.env.clone()).collect();
+    credentials::wipe(&mut spec.env, &names);
+    permit.brokered.clear();
+    let (running, out_r, err_r) = match started {
         Ok(started) => started,
         Err(e) => {
-            let reason = errors::one_line(&e);
-            let r = Refusal {
-                reason: reason.clone(),
-                tier: permit.decision.tier,
-                rule_ids: permit.decision.rule_ids.clone(),
-                profile: permit.decision.profile,
-            };
-            let _ = writer
-                .send(&ServerMsg::Decision(decision_frame(
-                    trail,
-                    Verdict::Hold,
-                    &r,
-                )))
-                .await;
-            return Executed::NotStarted {
-                reason,
-                tier: permit.decision.tier,
-                profile: permit.decision.profile,
-            };
+            return not_started(writer, trail, &permit.decision, errors::one_line(&e)).await;
         }
     };
     let registration = daemon.children.register(running.pgid);
@@ -259,6 +311,7 @@ pub async fn run(
         tier: permit.decision.tier,
         rule_ids: permit.decision.rule_ids.clone(),
         profile: permit.decision.profile,
+        approvable: false,
     };
     let mut connected = writer
         .send(&ServerMsg::Decision(decision_frame(
@@ -275,7 +328,14 @@ pub async fn run(
         tokio::spawn(async move { audit_stage::started(&daemon, &trail, pid).await });
     }
 
-    let mut output = Output::new(permit.output_cap);
+    if let Some(advisory) = &permit.advisory
+        && connected
+    {
+        let line = format!("{advisory}\n").into_bytes();
+        connected = writer.frame(&Frame::Stderr(line)).await.is_ok();
+    }
+
+    let mut output = Output::new(permit.output_cap, &redactor);
     let mut stdout = pipe::Receiver::from_owned_fd(out_r).ok();
     let mut stderr = pipe::Receiver::from_owned_fd(err_r).ok();
     let mut client = watch_client(reader);
@@ -301,20 +361,22 @@ pub async fn run(
             n = read_chunk(&mut stdout, &mut out_buf) => match n {
                 Some(n) => {
                     let deliver = output.chunk(false, &out_buf[..n]);
-                    if connected && !deliver.is_empty() {
-                        connected = writer.frame(&Frame::Stdout(deliver.to_vec())).await.is_ok();
-                    }
+                    connected = send(writer, connected, false, deliver).await;
                 }
-                None => stdout = None,
+                None => {
+                    stdout = None;
+                    connected = send(writer, connected, false, output.finish(false)).await;
+                }
             },
             n = read_chunk(&mut stderr, &mut err_buf) => match n {
                 Some(n) => {
                     let deliver = output.chunk(true, &err_buf[..n]);
-                    if connected && !deliver.is_empty() {
-                        connected = writer.frame(&Frame::Stderr(deliver.to_vec())).await.is_ok();
-                    }
+                    connected = send(writer, connected, true, deliver).await;
                 }
-                None => stderr = None,
+                None => {
+                    stderr = None;
+                    connected = send(writer, connected, true, output.finish(true)).await;
+                }
             },
             why = &mut client, if ended_because.is_none() && waited.is_none() => {
                 let why = why.unwrap_or("client disconnected");
@@ -348,16 +410,17 @@ pub async fn run(
     }
     drop(registration);
 
-    for (is_stderr, stream) in [(false, &output.stdout), (true, &output.stderr)] {
-        let name = if is_stderr { "stderr" } else { "stdout" };
-        if let (true, Some(marker)) = (connected, stream.marker(name)) {
-            let bytes = marker.into_bytes();
-            let frame = if is_stderr {
-                Frame::Stderr(bytes)
-            } else {
-                Frame::Stdout(bytes)
-            };
-            connected = writer.frame(&frame).await.is_ok();
+    for is_stderr in [false, true] {
+        // A stream still open after the drain: flush what the redactor held.
+        let held = output.finish(is_stderr);
+        connected = send(writer, connected, is_stderr, held).await;
+        let (name, stream) = if is_stderr {
+            ("stderr", &output.stderr)
+        } else {
+            ("stdout", &output.stdout)
+        };
+        if let Some(marker) = stream.marker(name) {
+            connected = send(writer, connected, is_stderr, marker.into_bytes()).await;
         }
     }
 
@@ -403,6 +466,99 @@ pub async fn run(
         let _ = writer.send(&ServerMsg::Exit(exit)).await;
     }
     Executed::Ran(ran)
+}
+
+/// How long a credential's `from_command` may take.
+const CAPTURE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs a credential's `from_command`: the broker's resolution exec, through
+/// the same sandbox spawn as every command (`full` profile, network on, the
+/// daemon's own identity and `PATH`, stdin and stderr on /dev/null). Returns
+/// its standard output, at most `max` bytes; a non-zero exit is an error.
+pub async fn capture(
+    daemon: &Daemon,
+    command: &str,
+    max: u64,
+) -> Result<Zeroizing<Vec<u8>>, String> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_dir())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let path =
+        std::env::var_os("PATH").unwrap_or_else(|| OsString::from(preconditions::DEFAULT_PATH));
+    let spec = praxis_sandbox::Spec {
+        profile: praxis_sandbox::Profile::Full,
+        network: true,
+        workspace: home.clone(),
+        home: home.clone(),
+        writable_caches: Vec::new(),
+        protected: Vec::new(),
+        secrets: Vec::new(),
+        deny_sockets: vec![daemon.config.layout.socket.clone()],
+        env: vec![(OsString::from("PATH"), path)],
+        extra_env_allow: Vec::new(),
+        rlimits: praxis_sandbox::Rlimits {
+            fsize_bytes: 1 << 26,
+            nofile: 1024,
+            cpu_secs: CAPTURE_TIMEOUT.as_secs(),
+        },
+        run_as: None,
+        scratch_root: std::env::temp_dir(),
+    };
+    let argv = [
+        daemon.config.shell.clone().into_os_string(),
+        OsString::from("-c"),
+        OsString::from(command),
+    ];
+    let null = |write: bool| {
+        std::fs::OpenOptions::new()
+            .read(!write)
+            .write(write)
+            .open("/dev/null")
+            .map(OwnedFd::from)
+            .map_err(|e| format!("/dev/null: {e}"))
+    };
+    let (out_r, out_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| errors::one_line(&ExecError::Pipe(e)))?;
+    let stdio = praxis_sandbox::Stdio {
+        stdin: null(false)?,
+        stdout: out_w,
+        stderr: null(true)?,
+    };
+    let running = spawn_sandboxed(&spec, &argv, &home, stdio).map_err(|e| errors::one_line(&e))?;
+    let mut out = pipe::Receiver::from_owned_fd(out_r).map_err(|e| e.to_string())?;
+    let mut value = Zeroizing::new(Vec::new());
+    let read = async {
+        let mut buf = Zeroizing::new([0u8; 4096]);
+        loop {
+            match out.read(&mut buf[..]).await {
+                Ok(0) => return Ok(()),
+                Ok(n) if value.len() + n > max as usize => {
+                    return Err(format!("printed more than {max} bytes"));
+                }
+                Ok(n) => value.extend_from_slice(&buf[..n]),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    };
+    let outcome = match tokio::time::timeout(CAPTURE_TIMEOUT, read).await {
+        Ok(result) => result,
+        Err(_) => Err(format!("timed out after {}s", CAPTURE_TIMEOUT.as_secs())),
+    };
+    if outcome.is_err() {
+        signal_group(running.pgid, Signal::SIGKILL);
+    }
+    let waited = running
+        .exited
+        .await
+        .unwrap_or_else(|_| Err(String::from("waiter lost")));
+    outcome?;
+    match waited? {
+        (Some(0), _) => Ok(value),
+        (Some(code), _) => Err(format!("exit code {code}")),
+        (None, Some(sig)) => Err(format!("killed by signal {sig}")),
+        (None, None) => Err(String::from("exit status unknown")),
+    }
 }
 
 /// Runs the sandbox's start-up self-test: `Ok(restrictions)` when every

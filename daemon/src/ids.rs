@@ -10,6 +10,15 @@ use sha2::{Digest, Sha256};
 /// A new request id: milliseconds since the epoch (so ids sort by time) and
 /// 48 random bits, e.g. `r-0195f3a2b7c4-9f2c1a7b3e5d`.
 pub fn request_id() -> String {
+    id("r")
+}
+
+/// A new approval id, shaped like a request id: `a-0195f3a2b7c4-9f2c1a7b3e5d`.
+pub fn approval_id() -> String {
+    id("a")
+}
+
+fn id(prefix: &str) -> String {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis())
@@ -18,7 +27,7 @@ pub fn request_id() -> String {
     // The kernel's CSPRNG; if it is unreadable the time part alone still
     // orders ids, and the audit store's sequence keeps them apart.
     let _ = File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut random));
-    format!("r-{ms:012x}-{}", hex::encode(random))
+    format!("{prefix}-{ms:012x}-{}", hex::encode(random))
 }
 
 /// Hex SHA-256 of the canonical raw request: the command (argv elements or
@@ -87,5 +96,6 @@ mod tests {
     #[test]
     fn ids_are_unique() {
         assert_ne!(request_id(), request_id());
+        assert!(approval_id().starts_with("a-") && request_id().starts_with("r-"));
     }
 }

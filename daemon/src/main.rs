@@ -20,6 +20,19 @@ use tokio::signal::unix::{SignalKind, signal};
 const EXIT_FAILED: i32 = 125;
 /// How long running commands get to finish on SIGTERM before they are killed.
 const DRAIN_GRACE: Duration = Duration::from_secs(5);
+/// How often approvals that expired unused are recorded.
+const EXPIRY_SWEEP: Duration = Duration::from_secs(30);
+
+/// Records approvals that expired unused, for as long as the daemon runs.
+async fn sweep_expired(daemon: Arc<Daemon>) {
+    let mut every = tokio::time::interval(EXPIRY_SWEEP);
+    loop {
+        every.tick().await;
+        let d = Arc::clone(&daemon);
+        let _ =
+            tokio::task::spawn_blocking(move || praxis_daemon::approval::record_expired(&d)).await;
+    }
+}
 
 #[derive(Debug, Parser)]
 #[command(name = "praxisd", version, about = "Praxis execution authority daemon")]
@@ -152,7 +165,16 @@ fn start(layout: Layout) -> Result<i32, String> {
     };
 
     let config = Config::load(layout.clone()).map_err(|e| errors::one_line(&e))?;
-    let store = AuditStore::open(layout.audit_db()).map_err(|e| errors::one_line(&e))?;
+    // Pending requests, approvals, the retry budget and credential references
+    // live beside the events, so they change in the events' transactions.
+    let store = AuditStore::open_with_schema(
+        layout.audit_db(),
+        &[
+            praxis_daemon::approval::SCHEMA,
+            praxis_daemon::credentials::SCHEMA,
+        ],
+    )
+    .map_err(|e| errors::one_line(&e))?;
     let policy = reload::load(&config).map(Arc::new);
     if let Err(why) = &policy {
         tracing::error!("policy failed to load, serving only HOLD: {why}");
@@ -213,6 +235,7 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let serving = tokio::spawn(server::serve(Arc::clone(&daemon), listener, stop_rx));
+    tokio::spawn(sweep_expired(Arc::clone(&daemon)));
     let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;

@@ -10,7 +10,7 @@ use praxis_proto::{OperatorReply, OperatorRequest, ServerMsg, StatusReport, Veri
 use crate::audit::StoredEvent;
 use crate::conn::{Peer, Writer};
 use crate::state::{Counters, Daemon};
-use crate::{errors, kill_switch, reload};
+use crate::{approval, credentials, errors, kill_switch, reload};
 
 /// Events per reply frame.
 const BATCH: usize = 500;
@@ -46,11 +46,21 @@ pub fn refusal(daemon: &Daemon, peer: &Peer, request: &OperatorRequest) -> Optio
             peer.uid
         ));
     }
-    let changes_state = matches!(
+    // Approvals and credentials are refused from inside too, listings
+    // included: an agent has no business reading either.
+    let inside_refused = matches!(
         request,
-        OperatorRequest::Kill { .. } | OperatorRequest::Release | OperatorRequest::Reload
+        OperatorRequest::Kill { .. }
+            | OperatorRequest::Release
+            | OperatorRequest::Reload
+            | OperatorRequest::Pending
+            | OperatorRequest::Approve { .. }
+            | OperatorRequest::Deny { .. }
+            | OperatorRequest::CredAdd(_)
+            | OperatorRequest::CredList
+            | OperatorRequest::CredRevoke { .. }
     );
-    if changes_state {
+    if inside_refused {
         let Some(pid) = peer.pid else {
             return Some(String::from(
                 "peer process unknown; operator requests need it",
@@ -222,6 +232,32 @@ pub async fn handle(
                     audit_reply(d.audit.by_request(&request_id))
                 })
                 .await
+            }
+            OperatorRequest::Pending => blocking(daemon, approval::pending).await.pipe_one(),
+            OperatorRequest::Approve {
+                request_id,
+                ttl_secs,
+                note,
+            } => blocking(daemon, move |d| {
+                approval::approve(d, &peer, &request_id, ttl_secs, note.as_deref())
+            })
+            .await
+            .pipe_one(),
+            OperatorRequest::Deny { request_id, note } => blocking(daemon, move |d| {
+                approval::deny(d, &peer, &request_id, note.as_deref())
+            })
+            .await
+            .pipe_one(),
+            OperatorRequest::CredAdd(spec) => {
+                blocking(daemon, move |d| credentials::add(d, &peer, spec))
+                    .await
+                    .pipe_one()
+            }
+            OperatorRequest::CredList => blocking(daemon, credentials::list).await.pipe_one(),
+            OperatorRequest::CredRevoke { name } => {
+                blocking(daemon, move |d| credentials::revoke(d, &peer, &name))
+                    .await
+                    .pipe_one()
             }
             OperatorRequest::AuditExport { since } => {
                 blocking(daemon, move |d| match since {

@@ -2,14 +2,16 @@
 //! as its stages, in order; each is a call into the module named after it and
 //! returns a typed outcome. Any failure is HOLD with a one-line reason.
 //!
-//! kill switch → parse → preconditions (host snapshot) → policy (tier
+//! kill switch → role → parse → preconditions (host snapshot) → policy (tier
 //! classification and deny-first rules, one pure call over that snapshot) →
-//! redact → approval → audit intent (committed) → credentials → execute →
-//! errors → output → audit outcome.
+//! redact → approval / retry budget → audit intent (committed) → credentials
+//! → execute → errors → output → audit outcome.
 //!
-//! Only [`Gate::Allow`] carries a [`Permit`], only this module can make one,
-//! and [`execute::run`] takes it by value: the exec stage is reachable only by
-//! destructuring an ALLOW.
+//! Only this module can make a [`Permit`], and [`execute::run`] takes it by
+//! value. [`Gate::Allow`] carries one; a policy HOLD carries one sealed in a
+//! [`Held`], which only [`Held::lift`] opens, and only the approval stage
+//! lifts (a one-shot approval, or a steer-only role). The exec stage is
+//! reachable only by destructuring an ALLOW.
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -27,7 +29,7 @@ use crate::preconditions::Gathered;
 use crate::state::Daemon;
 use crate::{
     approval, audit_stage, credentials, errors, execute, ids, kill_switch, parse, policy,
-    preconditions, redact,
+    preconditions, redact, roles,
 };
 
 /// Role of a request that claims none.
@@ -48,6 +50,8 @@ pub struct Refusal {
     pub tier: Tier,
     pub rule_ids: Vec<String>,
     pub profile: Profile,
+    /// A policy HOLD an operator may approve (`praxis approve`).
+    pub approvable: bool,
 }
 
 impl Refusal {
@@ -59,6 +63,7 @@ impl Refusal {
             tier: Tier::HighRisk,
             rule_ids: Vec::new(),
             profile: Profile::ReadOnly,
+            approvable: false,
         }
     }
 
@@ -69,6 +74,7 @@ impl Refusal {
             tier: decision.tier,
             rule_ids: decision.rule_ids.clone(),
             profile: decision.profile,
+            approvable: false,
         }
     }
 }
@@ -95,6 +101,36 @@ pub struct Permit {
     pub output_cap: u64,
     pub peer: Peer,
     pub stdin: OwnedFd,
+    /// Brokered credentials, resolved after the intent is committed.
+    pub brokered: Vec<credentials::Brokered>,
+    /// Shown to the agent before the output (a steer-only role's lifted HOLD).
+    pub advisory: Option<String>,
+}
+
+/// A policy HOLD, with the command as it would run if the HOLD is lifted.
+#[derive(Debug)]
+pub struct Held {
+    permit: Box<Permit>,
+    pub refusal: Refusal,
+}
+
+impl Held {
+    pub fn permit(&self) -> &Permit {
+        &self.permit
+    }
+
+    /// Opens the HOLD: for the approval stage alone, after it found a usable
+    /// approval or a steer-only role (whose `advisory` the agent sees).
+    pub fn lift(self, advisory: Option<String>) -> Box<Permit> {
+        let mut permit = self.permit;
+        permit.advisory = advisory;
+        permit
+    }
+
+    /// The refusal, the command dropped.
+    pub fn into_refusal(self) -> Refusal {
+        self.refusal
+    }
 }
 
 /// The outcome of the deciding stages.
@@ -102,6 +138,9 @@ pub struct Permit {
 #[derive(Debug)]
 pub enum Gate {
     Allow(Box<Permit>),
+    /// A policy HOLD: approvable.
+    Held(Held),
+    /// A HOLD no approval lifts (kill switch, drain, bad policy, stage failure).
     Hold(Refusal),
     Stop(Refusal),
 }
@@ -110,7 +149,7 @@ impl Gate {
     pub fn verdict(&self) -> Verdict {
         match self {
             Gate::Allow(_) => Verdict::Allow,
-            Gate::Hold(_) => Verdict::Hold,
+            Gate::Held(_) | Gate::Hold(_) => Verdict::Hold,
             Gate::Stop(_) => Verdict::Stop,
         }
     }
@@ -122,6 +161,7 @@ impl Gate {
             tier,
             rule_ids: Vec::new(),
             profile,
+            approvable: false,
         })
     }
 }
@@ -148,11 +188,21 @@ pub async fn run(
     writer: &mut Writer,
 ) {
     daemon.counters.requests.fetch_add(1, Ordering::Relaxed);
-    let role = inbound
-        .request
-        .role
-        .clone()
-        .unwrap_or_else(|| String::from(DEFAULT_ROLE));
+    let assigned = roles::assign(
+        &daemon.config.roles,
+        daemon.config.mode(),
+        &inbound.peer,
+        inbound.request.role.as_deref(),
+    );
+    let (role, role_why) = match &assigned {
+        Ok(a) => (a.role.clone(), a.why.clone()),
+        Err(e) => (String::from(DEFAULT_ROLE), errors::one_line(e)),
+    };
+    let mut ticket = approval::Ticket {
+        role_why,
+        session: approval::session_key(inbound.request.session.as_deref(), &inbound.peer),
+        ..approval::Ticket::default()
+    };
     let mut trail = Trail {
         request_id: ids::request_id(),
         peer: inbound.peer,
@@ -165,16 +215,28 @@ pub async fn run(
         policy_revision: None,
     };
 
-    let gate = decide(daemon, inbound, &mut trail);
-    let gate = approval::apply(gate);
-    let gate = audit_stage::intent(daemon, gate, &trail).await;
+    let gate = match assigned {
+        Ok(_) => decide(daemon, inbound, &mut trail),
+        Err(e) => Gate::Hold(Refusal::unclassified(format!(
+            "role refused: {}",
+            errors::one_line(&e)
+        ))),
+    };
+    let gate = approval::apply(daemon, gate, &trail, &mut ticket).await;
+    let gate = audit_stage::intent(daemon, gate, &trail, &ticket).await;
 
     match gate {
-        Gate::Allow(permit) => {
+        Gate::Allow(mut permit) => {
             daemon.counters.allowed.fetch_add(1, Ordering::Relaxed);
-            let permit = credentials::inject(*permit);
-            let executed = execute::run(daemon, permit, &trail, reader, writer).await;
+            let executed = match credentials::inject(daemon, &mut permit, &ticket.grants).await {
+                Ok(()) => execute::run(daemon, *permit, &trail, reader, writer).await,
+                Err(reason) => execute::not_started(writer, &trail, &permit.decision, reason).await,
+            };
             audit_stage::outcome(daemon, &trail, &executed).await;
+        }
+        Gate::Held(held) => {
+            let refusal = held.into_refusal();
+            refuse(daemon, writer, &trail, praxis_proto::Verdict::Hold, refusal).await
         }
         Gate::Hold(refusal) => {
             refuse(daemon, writer, &trail, praxis_proto::Verdict::Hold, refusal).await
@@ -279,49 +341,61 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
         Err(refused) => return refused.into(),
     };
 
-    match decision.decision {
-        Verdict::Stop => Gate::Stop(Refusal::of(&decision)),
-        Verdict::Hold => Gate::Hold(Refusal::of(&decision)),
-        Verdict::Allow => {
-            let limits = policy.limits();
-            let requested = request
-                .timeout_secs
-                .unwrap_or(limits.timeout_secs)
-                .min(limits.timeout_secs);
-            let argv = match request.command {
-                Command::Argv(argv) => argv.into_iter().map(OsString::from).collect(),
-                Command::Shell(script) => {
-                    vec![
-                        daemon.config.shell.clone().into_os_string(),
-                        OsString::from("-c"),
-                        OsString::from(script),
-                    ]
-                }
-            };
-            let mut env: Vec<(OsString, OsString)> = request
-                .env
-                .into_iter()
-                .filter(|(k, _)| praxis_proto::is_forwarded_env(k))
-                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-                .collect();
-            if !env.iter().any(|(k, _)| k == "PATH") {
-                env.push((OsString::from("PATH"), gathered.path_var));
+    if decision.decision == Verdict::Stop {
+        return Gate::Stop(Refusal::of(&decision));
+    }
+    // ALLOW, or a HOLD an approval may lift: either way, what would run.
+    let permit = {
+        let limits = policy.limits();
+        let requested = request
+            .timeout_secs
+            .unwrap_or(limits.timeout_secs)
+            .min(limits.timeout_secs);
+        let argv = match request.command {
+            Command::Argv(argv) => argv.into_iter().map(OsString::from).collect(),
+            Command::Shell(script) => {
+                vec![
+                    daemon.config.shell.clone().into_os_string(),
+                    OsString::from("-c"),
+                    OsString::from(script),
+                ]
             }
-            Gate::Allow(Box::new(Permit {
-                _seal: Seal,
-                request_id: trail.request_id.clone(),
-                argv,
-                cwd: gathered.context.cwd,
-                workspace: gathered.context.workspace,
-                home: gathered.context.home,
-                env,
-                timeout: Duration::from_secs(requested.max(1)),
-                output_cap: limits.output_cap_bytes,
-                peer,
-                stdin,
-                decision,
-                policy,
-            }))
+        };
+        let mut env: Vec<(OsString, OsString)> = request
+            .env
+            .into_iter()
+            .filter(|(k, _)| praxis_proto::is_forwarded_env(k))
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect();
+        if !env.iter().any(|(k, _)| k == "PATH") {
+            env.push((OsString::from("PATH"), gathered.path_var));
+        }
+        Box::new(Permit {
+            _seal: Seal,
+            request_id: trail.request_id.clone(),
+            argv,
+            cwd: gathered.context.cwd,
+            workspace: gathered.context.workspace,
+            home: gathered.context.home,
+            env,
+            timeout: Duration::from_secs(requested.max(1)),
+            output_cap: limits.output_cap_bytes,
+            peer,
+            stdin,
+            decision,
+            policy,
+            brokered: Vec::new(),
+            advisory: None,
+        })
+    };
+    match permit.decision.decision {
+        Verdict::Allow => Gate::Allow(permit),
+        _ => {
+            let refusal = Refusal {
+                approvable: true,
+                ..Refusal::of(&permit.decision)
+            };
+            Gate::Held(Held { permit, refusal })
         }
     }
 }
@@ -353,7 +427,7 @@ pub fn decision_frame(trail: &Trail, verdict: praxis_proto::Verdict, r: &Refusal
         reason: r.reason.clone(),
         rule_ids: r.rule_ids.clone(),
         profile: r.profile.as_str().to_owned(),
-        approve_with: (verdict == praxis_proto::Verdict::Hold)
+        approve_with: (verdict == praxis_proto::Verdict::Hold && r.approvable)
             .then(|| format!("praxis approve {}", trail.request_id)),
     }
 }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use praxis_policy::Policy;
+use praxis_policy::redact::{BUILTIN_RULES, RedactConfig, Redactor};
 
 use crate::audit::{Appended, AuditStore, Durability, Event};
 use crate::children::Children;
@@ -42,6 +43,16 @@ pub struct Daemon {
     pub self_test: Result<String, String>,
     /// Set by SIGTERM: no new work.
     pub draining: AtomicBool,
+    /// The redactor of output, notes and logs: the shipped secret rules.
+    /// `Err` means output cannot be masked, so nothing runs.
+    pub redactor: Result<Redactor, String>,
+}
+
+/// The shipped secret rules, compiled and checked against their examples.
+pub fn base_redactor() -> Result<Redactor, String> {
+    RedactConfig::from_toml(BUILTIN_RULES)
+        .and_then(|config| Redactor::new(&config))
+        .map_err(|e| format!("redactor: {}", crate::errors::one_line(&e)))
 }
 
 impl Daemon {
@@ -61,6 +72,7 @@ impl Daemon {
             counters: Counters::default(),
             self_test,
             draining: AtomicBool::new(false),
+            redactor: base_redactor(),
         }
     }
 
@@ -77,6 +89,14 @@ impl Daemon {
             .policy
             .write()
             .unwrap_or_else(|poison| poison.into_inner()) = Ok(policy);
+    }
+
+    /// `text` with every secret the redactor knows masked (for notes and logs).
+    pub fn redact(&self, text: &str) -> String {
+        match &self.redactor {
+            Ok(r) => r.redact_str(text).into_owned(),
+            Err(_) => String::from("[REDACTED: redactor unavailable]"),
+        }
     }
 
     pub fn is_draining(&self) -> bool {

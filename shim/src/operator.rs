@@ -1,12 +1,14 @@
 //! Operator commands that talk to praxisd (kill switch, status, audit,
-//! reload). They need a running daemon: `audit verify` falls back to
+//! reload, approvals, credentials). They need a running daemon: `audit verify` falls back to
 //! `praxisd verify` (an offline read-only check of the database) when none
 //! answers, so a stopped daemon can still be audited.
 
 use std::time::Duration;
 
-use clap::Subcommand;
-use praxis_proto::{OperatorReply, OperatorRequest};
+use clap::{Args, Subcommand};
+use praxis_proto::{
+    CredentialInfo, CredentialSource, CredentialSpec, OperatorReply, OperatorRequest, PendingItem,
+};
 
 use crate::client::{self, ClientError};
 
@@ -29,6 +31,88 @@ pub enum OperatorCmd {
     /// Read and check the audit log.
     #[command(subcommand)]
     Audit(AuditCmd),
+    /// Held requests waiting for an operator.
+    Pending {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a held request once: the agent may then run the same command again.
+    Approve {
+        request_id: String,
+        /// How long the approval stays usable: 90s, 10m, 2h, 1d (default 15m).
+        #[arg(long, value_parser = parse_ttl)]
+        ttl: Option<u64>,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Deny a held request (or withdraw its unused approval).
+    Deny {
+        request_id: String,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Brokered credentials: references the daemon resolves at exec time.
+    #[command(subcommand)]
+    Cred(CredCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CredCmd {
+    /// Add (or replace) a credential; only the reference is stored.
+    Add(CredAdd),
+    /// Names, variables, roles, programs and source kinds; never values.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a credential: no later request gets it.
+    Revoke { name: String },
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["from_file", "from_env", "from_command"])))]
+pub struct CredAdd {
+    name: String,
+    /// Environment variable the command gets the value in.
+    #[arg(long)]
+    env: String,
+    /// Absolute path of a file holding the value.
+    #[arg(long)]
+    from_file: Option<String>,
+    /// Variable of the daemon's environment holding the value.
+    #[arg(long)]
+    from_env: Option<String>,
+    /// Command line whose output is the value (run by the daemon, sandboxed).
+    #[arg(long)]
+    from_command: Option<String>,
+    /// Role granted the credential (repeatable; default: the default role).
+    #[arg(long = "role")]
+    roles: Vec<String>,
+    /// Program that must run for it to be injected (repeatable; default: any).
+    #[arg(long = "program")]
+    programs: Vec<String>,
+}
+
+/// Seconds in a duration such as `90`, `90s`, `10m`, `2h`, `1d`.
+fn parse_ttl(text: &str) -> Result<u64, String> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like 90s, 10m, 2h or 1d"))?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => return Err(format!("`{text}`: unit must be s, m, h or d")),
+    };
+    match n.checked_mul(scale) {
+        Some(0) | None => Err(format!("`{text}` is not a usable duration")),
+        Some(secs) => Ok(secs),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -261,8 +345,144 @@ fn not_allowed(e: &serde_json::Value) -> bool {
         && e.get("decision").and_then(|v| v.as_str()) != Some("ALLOW")
 }
 
+/// Sends one request expecting a listing; prints it with `show`.
+fn listing(
+    request: OperatorRequest,
+    show: impl FnOnce(OperatorReply) -> Option<OperatorReply>,
+) -> i32 {
+    match client::operator(request, |_| {}) {
+        Ok(OperatorReply::Refused { reason }) => {
+            eprintln!("praxis: refused: {reason}");
+            1
+        }
+        Ok(reply) => match show(reply) {
+            None => 0,
+            Some(other) => {
+                eprintln!("praxis: unexpected reply: {other:?}");
+                1
+            }
+        },
+        Err(e) => report(&e),
+    }
+}
+
+fn age(secs: u64) -> String {
+    match secs {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s => format!("{}h", s / 3600),
+    }
+}
+
+fn print_pending(items: &[PendingItem], json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(items).unwrap_or_default());
+        return;
+    }
+    if items.is_empty() {
+        println!("no held requests");
+    }
+    for p in items {
+        println!(
+            "{}  {:>5} ago  role={} tier={}  {}",
+            p.request_id,
+            age(p.age_secs),
+            p.role,
+            p.tier,
+            p.command.join(" ; ")
+        );
+        println!("    cwd {}  reason: {}", p.cwd, p.reason);
+    }
+}
+
+fn print_credentials(items: &[CredentialInfo], json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(items).unwrap_or_default());
+        return;
+    }
+    if items.is_empty() {
+        println!("no credentials");
+    }
+    for c in items {
+        let programs = if c.programs.is_empty() {
+            String::from("any")
+        } else {
+            c.programs.join(",")
+        };
+        println!(
+            "{}  env={} source={} roles={} programs={} ({})",
+            c.name,
+            c.env,
+            c.source_kind,
+            c.roles.join(","),
+            programs,
+            c.origin
+        );
+    }
+}
+
+fn cred(cmd: CredCmd) -> i32 {
+    match cmd {
+        CredCmd::Add(a) => {
+            let source = match (a.from_file, a.from_env, a.from_command) {
+                (Some(path), _, _) => {
+                    // The daemon reads it; a relative path would name its cwd, not ours.
+                    match std::path::absolute(&path) {
+                        Ok(p) => CredentialSource::File(p.display().to_string()),
+                        Err(e) => {
+                            eprintln!("praxis: {path}: {e}");
+                            return 2;
+                        }
+                    }
+                }
+                (None, Some(var), _) => CredentialSource::Env(var),
+                (None, None, Some(command)) => CredentialSource::Command(command),
+                (None, None, None) => {
+                    eprintln!("praxis: one of --from-file, --from-env, --from-command is needed");
+                    return 2;
+                }
+            };
+            simple(OperatorRequest::CredAdd(CredentialSpec {
+                name: a.name,
+                env: a.env,
+                source,
+                roles: a.roles,
+                programs: a.programs,
+            }))
+        }
+        CredCmd::List { json } => listing(OperatorRequest::CredList, |reply| match reply {
+            OperatorReply::Credentials { items } => {
+                print_credentials(&items, json);
+                None
+            }
+            other => Some(other),
+        }),
+        CredCmd::Revoke { name } => simple(OperatorRequest::CredRevoke { name }),
+    }
+}
+
 pub fn run(cmd: OperatorCmd) -> i32 {
     match cmd {
+        OperatorCmd::Pending { json } => listing(OperatorRequest::Pending, |reply| match reply {
+            OperatorReply::Pending { items } => {
+                print_pending(&items, json);
+                None
+            }
+            other => Some(other),
+        }),
+        OperatorCmd::Approve {
+            request_id,
+            ttl,
+            note,
+        } => simple(OperatorRequest::Approve {
+            request_id,
+            ttl_secs: ttl,
+            note,
+        }),
+        OperatorCmd::Deny { request_id, note } => {
+            simple(OperatorRequest::Deny { request_id, note })
+        }
+        OperatorCmd::Cred(cmd) => cred(cmd),
         OperatorCmd::Kill { release: true, .. } => simple(OperatorRequest::Release),
         OperatorCmd::Kill { reason, .. } => simple(OperatorRequest::Kill { reason }),
         OperatorCmd::Status { json } => status(json),
@@ -303,5 +523,22 @@ pub fn run(cmd: OperatorCmd) -> i32 {
                 not_allowed,
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_ttl;
+
+    #[test]
+    fn ttls_parse_with_units() {
+        assert_eq!(parse_ttl("90"), Ok(90));
+        assert_eq!(parse_ttl("1s"), Ok(1));
+        assert_eq!(parse_ttl("10m"), Ok(600));
+        assert_eq!(parse_ttl("2h"), Ok(7200));
+        assert_eq!(parse_ttl("1d"), Ok(86400));
+        assert!(parse_ttl("0s").is_err());
+        assert!(parse_ttl("5y").is_err());
+        assert!(parse_ttl("m").is_err());
     }
 }
