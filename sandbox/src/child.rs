@@ -162,6 +162,28 @@ fn errno() -> i32 {
     unsafe { *libc::__errno_location() }
 }
 
+/// `/proc/self/fd/<fd>` as a C string in `buf`, without allocating.
+fn fd_path(buf: &mut [u8; 32], fd: RawFd) -> *const c_char {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let mut n = fd.unsigned_abs();
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for (i, d) in digits[..len].iter().rev().enumerate() {
+        buf[PREFIX.len() + i] = *d;
+    }
+    buf[PREFIX.len() + len] = 0;
+    buf.as_ptr().cast()
+}
+
 /// Writes `(stage, value)` to the report pipe.
 pub(crate) fn report(report_fd: RawFd, stage: Stage, value: i32) {
     let mut buf = [0u8; 8];
@@ -270,10 +292,23 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
             );
             for pin in plan.pins {
                 let path = pin.path.as_ptr();
+                // Bind the very inode that was planned, through its descriptor:
+                // a pin swapped for a symlink since then fails instead of
+                // being followed. Ancestors are pinned first, so they hold.
+                let inode = libc::open(path, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC);
+                check(Stage::Mount, inode >= 0);
+                let mut st: libc::stat = std::mem::zeroed();
+                check(Stage::Mount, libc::fstat(inode, &mut st) == 0);
+                if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+                    fail(fd, Stage::Mount, libc::ELOOP);
+                }
+                let mut buf = [0u8; 32];
+                let by_fd = fd_path(&mut buf, inode);
                 check(
                     Stage::Mount,
-                    libc::mount(path, path, no_type, libc::MS_BIND, no_data) == 0,
+                    libc::mount(by_fd, by_fd, no_type, libc::MS_BIND, no_data) == 0,
                 );
+                libc::close(inode);
                 if pin.read_only {
                     let flags = libc::MS_REMOUNT
                         | libc::MS_BIND
@@ -445,6 +480,25 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                 fail(fd, Stage::Exec, errno())
             }
             Then::Probe(args) => crate::probe::run_probes(args, fd),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fd_paths_are_spelled_without_allocation() {
+        let mut buf = [0u8; 32];
+        for (fd, expected) in [
+            (0, c"/proc/self/fd/0"),
+            (7, c"/proc/self/fd/7"),
+            (1048575, c"/proc/self/fd/1048575"),
+        ] {
+            // SAFETY: fd_path wrote a NUL-terminated string into buf.
+            let got = unsafe { CStr::from_ptr(fd_path(&mut buf, fd)) };
+            assert_eq!(got, expected);
         }
     }
 }

@@ -267,6 +267,9 @@ fn errno_name(errno: i32) -> String {
         libc::ENOTDIR => "ENOTDIR",
         libc::EOPNOTSUPP => "EOPNOTSUPP",
         libc::ESRCH => "ESRCH",
+        libc::ELOOP => "ELOOP",
+        libc::EMFILE => "EMFILE",
+        libc::EROFS => "EROFS",
         _ => return format!("errno {errno}"),
     };
     name.to_owned()

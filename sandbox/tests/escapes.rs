@@ -197,6 +197,27 @@ fn git_hooks_that_do_not_exist_yet_cannot_be_created() {
 }
 
 #[test]
+fn protected_path_swapped_for_a_symlink_after_prepare_is_refused() {
+    let fx = Fixture::new();
+    fs::create_dir_all(fx.ws.join(".git/hooks")).unwrap();
+    fs::write(fx.ws.join(".git/config"), "").unwrap();
+    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    let prepared = praxis_sandbox::prepare(&spec).unwrap();
+    fs::remove_dir(fx.ws.join(".git/hooks")).unwrap();
+    std::os::unix::fs::symlink(&fx.outside, fx.ws.join(".git/hooks")).unwrap();
+    let null = || -> std::os::fd::OwnedFd { fs::File::open("/dev/null").unwrap().into() };
+    let stdio = praxis_sandbox::Stdio {
+        stdin: null(),
+        stdout: null(),
+        stderr: null(),
+    };
+    let argv = ["/bin/sh", "-c", "touch .git/hooks/pre-commit"].map(std::ffi::OsString::from);
+    let err = praxis_sandbox::spawn(prepared, &argv, &fx.ws, stdio).unwrap_err();
+    assert_eq!(err.to_string(), "mount of protected paths failed: ELOOP");
+    assert!(!fx.outside.join("pre-commit").exists());
+}
+
+#[test]
 fn symlink_in_workspace_does_not_lead_outside() {
     let fx = Fixture::new();
     std::os::unix::fs::symlink(&fx.outside, fx.ws.join("link")).unwrap();
