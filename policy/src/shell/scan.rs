@@ -240,16 +240,12 @@ pub fn scan(src: &str, max_depth: usize, max_tokens: usize) -> Result<Stats, Sca
                         b"if" | b"case" | b"while" | b"until" | b"for" | b"select" => {
                             push(&mut stack, Frame::Keyword)?;
                         }
-                        b"fi" | b"esac" | b"done" => {
-                            if stack.last() == Some(&Frame::Keyword) {
-                                stack.pop();
-                            }
+                        b"fi" | b"esac" | b"done" if stack.last() == Some(&Frame::Keyword) => {
+                            stack.pop();
                         }
                         b"{" | b"[[" => push(&mut stack, Frame::Brace)?,
-                        b"]]" => {
-                            if stack.last() == Some(&Frame::Brace) {
-                                stack.pop();
-                            }
+                        b"]]" if stack.last() == Some(&Frame::Brace) => {
+                            stack.pop();
                         }
                         _ => {}
                     }

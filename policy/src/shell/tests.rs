@@ -429,7 +429,9 @@ fn deep_nesting_at_the_cap_parses_on_a_small_stack() {
     let depth = MAX_NESTING - 2;
     for (open, close, frames) in [
         ("(: ; ", ")", 1),
-        ("echo $(: ; ", ")", 1),
+        // Each substitution level is parsed again on its own, so these spend
+        // the token budget quadratically; 2 frames per level keeps them within it.
+        ("echo $(: ; ", ")", 2),
         ("{ ", "; }", 1),
         ("if a; then ", "; fi", 1),
         ("echo \"$(", ")\"", 2),
@@ -439,6 +441,23 @@ fn deep_nesting_at_the_cap_parses_on_a_small_stack() {
         let s = parse(&src);
         assert!(s.holds.is_empty(), "{open}: {:?}", s.holds);
         assert!(s.commands.iter().any(|c| c.program == "x"), "{open}");
+    }
+}
+
+#[test]
+fn tight_substitution_nesting_stays_on_the_stack() {
+    for n in [MAX_NESTING - 4, MAX_NESTING + 4] {
+        let src = format!("echo {}x{}", "$(".repeat(n), ")".repeat(n));
+        let s = parse(&src);
+        let found = s
+            .commands
+            .iter()
+            .filter(|c| c.origin == Origin::CommandSubstitution)
+            .count();
+        assert!(found > 0 || !s.holds.is_empty(), "{n}");
+        if n > MAX_NESTING {
+            assert!(!s.holds.is_empty());
+        }
     }
 }
 
