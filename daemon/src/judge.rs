@@ -18,7 +18,7 @@ use crate::audit_stage;
 use crate::conn::{Peer, Writer};
 use crate::ids;
 use crate::kill_switch;
-use crate::pipeline::{self, DEFAULT_ROLE, Refusal, Refused, Trail};
+use crate::pipeline::{self, DEFAULT_ROLE, Gate, Inbound, Refusal, Trail};
 use crate::state::Daemon;
 
 /// Note kinds an adapter may record.
@@ -75,62 +75,10 @@ pub async fn run(
     writer: &mut Writer,
 ) {
     daemon.counters.requests.fetch_add(1, Ordering::Relaxed);
-    let role = request
-        .role
-        .clone()
-        .unwrap_or_else(|| String::from(DEFAULT_ROLE));
-    let command = equivalent(&request.subject);
-    let exec = ExecRequest {
-        command: command.clone().unwrap_or_else(|| {
-            Command::Argv(vec![match &request.subject {
-                Subject::Tool { name } => name.clone(),
-                _ => String::new(),
-            }])
-        }),
-        cwd: request.cwd.clone(),
-        role: request.role.clone(),
-        session: request.session.clone(),
-        runtime: request.runtime.clone(),
-        tool_call_id: request.tool_call_id.clone(),
-        env: request.env.clone(),
-        timeout_secs: None,
+    let (trail, verdict, details) = match equivalent(&request.subject) {
+        Some(command) => judged(daemon, peer, &request, command, cwd_dir).await,
+        None => unjudgeable(daemon, peer, &request).await,
     };
-    let mut trail = Trail {
-        request_id: ids::request_id(),
-        peer,
-        arguments_digest: ids::arguments_digest(&exec, &exec.cwd, &role),
-        role,
-        session: request.session.clone(),
-        runtime: request.runtime.clone(),
-        cwd: request.cwd.clone(),
-        argv_redacted: None,
-        policy_revision: None,
-    };
-
-    let judged = match (&command, &request.subject) {
-        (Some(_), _) => {
-            pipeline::judge(daemon, peer.uid, &exec, &cwd_dir, &mut trail).map(|decided| {
-                (
-                    wire(decided.decision.decision),
-                    Refusal::of(&decided.decision),
-                )
-            })
-        }
-        (None, subject) => Err(unjudgeable(daemon, subject)),
-    };
-    let (verdict, details) = match judged {
-        Ok(decided) => decided,
-        Err(Refused::Stop(r)) => (Verdict::Stop, r),
-        Err(Refused::Hold(r)) => (Verdict::Hold, r),
-    };
-    if trail.argv_redacted.is_none() {
-        trail.argv_redacted = Some(match &exec.command {
-            Command::Argv(argv) => argv.iter().take(1).cloned().collect(),
-            Command::Shell(_) => Vec::new(),
-        });
-    }
-
-    let verdict = record(daemon, &trail, &request, verdict, &details).await;
     let counter = match verdict {
         Verdict::Allow => &daemon.counters.allowed,
         Verdict::Hold => &daemon.counters.held,
@@ -141,29 +89,152 @@ pub async fn run(
     let _ = writer.send(&ServerMsg::Decision(frame)).await;
 }
 
-/// A tool with no command equivalent: the kill switch still stops it, and
-/// otherwise no rule covers it, so it is HOLD.
-fn unjudgeable(daemon: &Arc<Daemon>, subject: &Subject) -> Refused {
-    if let Err(engaged) = kill_switch::check(daemon) {
-        return Refused::Stop(Refusal::unclassified(engaged.message()));
-    }
-    let name = match subject {
-        Subject::Tool { name } => name.as_str(),
-        _ => "?",
+/// The exec pipeline up to its audit intent: role, judging, approval and
+/// retry budget. A refusal is recorded as an exec's is (a policy HOLD becomes
+/// pending, so `praxis approve` works on it). An ALLOW is recorded as judged
+/// only: an approval that lifted it is consumed when the command runs
+/// through praxis-run, not here.
+async fn judged(
+    daemon: &Arc<Daemon>,
+    peer: Peer,
+    request: &JudgeRequest,
+    command: Command,
+    cwd_dir: OwnedFd,
+) -> (Trail, Verdict, Refusal) {
+    let exec = ExecRequest {
+        command,
+        cwd: request.cwd.clone(),
+        role: request.role.clone(),
+        session: request.session.clone(),
+        runtime: request.runtime.clone(),
+        tool_call_id: request.tool_call_id.clone(),
+        env: request.env.clone(),
+        timeout_secs: None,
     };
-    Refused::Hold(Refusal::unclassified(format!(
-        "no rule covers the runtime's tool `{name}`; unknown is HOLD"
-    )))
+    // The permit of a judged request never runs; it gets no stdin of the client's.
+    let stdin: OwnedFd = match std::fs::File::open("/dev/null") {
+        Ok(null) => null.into(),
+        Err(e) => {
+            let trail = trail_of(peer, request, &exec);
+            let r = Refusal::unclassified(format!("cannot open /dev/null: {e}"));
+            return (trail, Verdict::Hold, r);
+        }
+    };
+    let inbound = Inbound {
+        peer,
+        request: exec,
+        stdin,
+        cwd_dir,
+    };
+    let (trail, ticket, gate) = pipeline::admit(daemon, inbound).await;
+    let refused = match gate {
+        Gate::Allow(permit) => {
+            let mut details = Refusal::of(&permit.decision);
+            if let Some(id) = &ticket.approval {
+                details.reason = format!(
+                    "{} (approved by an operator: approval {id}, used when it runs)",
+                    details.reason
+                );
+            }
+            let verdict = record_allow(daemon, &trail, request, &details).await;
+            return (trail, verdict, details);
+        }
+        refused => audit_stage::intent(daemon, refused, &trail, &ticket).await,
+    };
+    let (verdict, details) = match refused {
+        Gate::Held(held) => (Verdict::Hold, held.into_refusal()),
+        Gate::Hold(r) => (Verdict::Hold, r),
+        Gate::Stop(r) => (Verdict::Stop, r),
+        // The intent stage answers a refusal with a refusal; anything else is HOLD.
+        Gate::Allow(_) => (
+            Verdict::Hold,
+            Refusal::unclassified(String::from(
+                "the audit stage turned a refusal into an ALLOW",
+            )),
+        ),
+    };
+    (trail, verdict, details)
 }
 
-/// Writes the decision record; an ALLOW that cannot be recorded becomes HOLD.
+fn trail_of(peer: Peer, request: &JudgeRequest, exec: &ExecRequest) -> Trail {
+    let role = request
+        .role
+        .clone()
+        .unwrap_or_else(|| String::from(DEFAULT_ROLE));
+    Trail {
+        request_id: ids::request_id(),
+        peer,
+        arguments_digest: ids::arguments_digest(exec, &exec.cwd, &role),
+        role,
+        session: request.session.clone(),
+        runtime: request.runtime.clone(),
+        cwd: request.cwd.clone(),
+        argv_redacted: None,
+        policy_revision: None,
+    }
+}
+
+/// A tool with no command equivalent: the kill switch still stops it, and
+/// otherwise no rule covers it, so it is HOLD. Recorded like any refusal.
+async fn unjudgeable(
+    daemon: &Arc<Daemon>,
+    peer: Peer,
+    request: &JudgeRequest,
+) -> (Trail, Verdict, Refusal) {
+    let name = match &request.subject {
+        Subject::Tool { name } => name.clone(),
+        _ => String::from("?"),
+    };
+    let exec = ExecRequest {
+        command: Command::Argv(vec![name.clone()]),
+        cwd: request.cwd.clone(),
+        role: request.role.clone(),
+        session: request.session.clone(),
+        runtime: request.runtime.clone(),
+        tool_call_id: request.tool_call_id.clone(),
+        env: Vec::new(),
+        timeout_secs: None,
+    };
+    let mut trail = trail_of(peer, request, &exec);
+    trail.argv_redacted = Some(vec![name.clone()]);
+    let (verdict, details) = match kill_switch::check(daemon) {
+        Err(engaged) => (Verdict::Stop, Refusal::unclassified(engaged.message())),
+        Ok(()) => (
+            Verdict::Hold,
+            Refusal::unclassified(format!(
+                "no rule covers the runtime's tool `{name}`; unknown is HOLD"
+            )),
+        ),
+    };
+    // A refusal stands whether or not its record committed (the failure is logged).
+    let _ = record(daemon, &trail, request, verdict, &details).await;
+    (trail, verdict, details)
+}
+
+/// Records a judged ALLOW; one that cannot be recorded becomes HOLD.
+async fn record_allow(
+    daemon: &Daemon,
+    trail: &Trail,
+    request: &JudgeRequest,
+    details: &Refusal,
+) -> Verdict {
+    match record(daemon, trail, request, Verdict::Allow, details).await {
+        Ok(()) => Verdict::Allow,
+        Err(e) => {
+            tracing::error!("audit of a judged ALLOW failed, answering HOLD: {e}");
+            Verdict::Hold
+        }
+    }
+}
+
+/// Writes a judge-only decision record.
 async fn record(
     daemon: &Daemon,
     trail: &Trail,
     request: &JudgeRequest,
     verdict: Verdict,
     details: &Refusal,
-) -> Verdict {
+) -> Result<(), String> {
     let mut detail = serde_json::Map::new();
     detail.insert("judge_only".into(), true.into());
     detail.insert("subject".into(), subject_kind(&request.subject).into());
@@ -179,17 +250,11 @@ async fn record(
         detail: Some(detail),
         ..audit_stage::base(EventKind::Decided, trail)
     };
-    match daemon.record(event, Durability::Normal).await {
-        Ok(_) => verdict,
-        Err(e) if verdict == Verdict::Allow => {
-            tracing::error!("audit of a judged ALLOW failed, answering HOLD: {e}");
-            Verdict::Hold
-        }
-        Err(e) => {
-            tracing::error!("audit of a judged refusal failed: {e}");
-            verdict
-        }
+    let recorded = daemon.record(event, Durability::Normal).await.map(drop);
+    if let Err(e) = &recorded {
+        tracing::error!("audit of a judged request failed: {e}");
     }
+    recorded
 }
 
 /// Records an adapter's note and acknowledges it.
@@ -228,15 +293,6 @@ pub async fn note(daemon: &Daemon, peer: Peer, request: NoteRequest, writer: &mu
         Err(reason) => OperatorReply::Refused { reason },
     };
     let _ = writer.send(&ServerMsg::Operator { reply }).await;
-}
-
-/// The policy's verdict as it travels on the wire.
-fn wire(verdict: praxis_policy::Verdict) -> Verdict {
-    match verdict {
-        praxis_policy::Verdict::Allow => Verdict::Allow,
-        praxis_policy::Verdict::Hold => Verdict::Hold,
-        praxis_policy::Verdict::Stop => Verdict::Stop,
-    }
 }
 
 #[cfg(test)]

@@ -188,6 +188,34 @@ pub async fn run(
     writer: &mut Writer,
 ) {
     daemon.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let (trail, ticket, gate) = admit(daemon, inbound).await;
+    let gate = audit_stage::intent(daemon, gate, &trail, &ticket).await;
+
+    match gate {
+        Gate::Allow(mut permit) => {
+            daemon.counters.allowed.fetch_add(1, Ordering::Relaxed);
+            let executed = match credentials::inject(daemon, &mut permit, &ticket.grants).await {
+                Ok(()) => execute::run(daemon, *permit, &trail, reader, writer).await,
+                Err(reason) => execute::not_started(writer, &trail, &permit.decision, reason).await,
+            };
+            audit_stage::outcome(daemon, &trail, &executed).await;
+        }
+        Gate::Held(held) => {
+            let refusal = held.into_refusal();
+            refuse(daemon, writer, &trail, praxis_proto::Verdict::Hold, refusal).await
+        }
+        Gate::Hold(refusal) => {
+            refuse(daemon, writer, &trail, praxis_proto::Verdict::Hold, refusal).await
+        }
+        Gate::Stop(refusal) => {
+            refuse(daemon, writer, &trail, praxis_proto::Verdict::Stop, refusal).await
+        }
+    }
+}
+
+/// The stages before the audit intent, shared by exec and judge-only
+/// requests: role, the judging stages, then approval / retry budget.
+pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, approval::Ticket, Gate) {
     let assigned = roles::assign(
         &daemon.config.roles,
         daemon.config.mode(),
@@ -223,42 +251,21 @@ pub async fn run(
         ))),
     };
     let gate = approval::apply(daemon, gate, &trail, &mut ticket).await;
-    let gate = audit_stage::intent(daemon, gate, &trail, &ticket).await;
-
-    match gate {
-        Gate::Allow(mut permit) => {
-            daemon.counters.allowed.fetch_add(1, Ordering::Relaxed);
-            let executed = match credentials::inject(daemon, &mut permit, &ticket.grants).await {
-                Ok(()) => execute::run(daemon, *permit, &trail, reader, writer).await,
-                Err(reason) => execute::not_started(writer, &trail, &permit.decision, reason).await,
-            };
-            audit_stage::outcome(daemon, &trail, &executed).await;
-        }
-        Gate::Held(held) => {
-            let refusal = held.into_refusal();
-            refuse(daemon, writer, &trail, praxis_proto::Verdict::Hold, refusal).await
-        }
-        Gate::Hold(refusal) => {
-            refuse(daemon, writer, &trail, praxis_proto::Verdict::Hold, refusal).await
-        }
-        Gate::Stop(refusal) => {
-            refuse(daemon, writer, &trail, praxis_proto::Verdict::Stop, refusal).await
-        }
-    }
+    (trail, ticket, gate)
 }
 
 /// What the judging stages concluded for a request the policy decided.
 #[derive(Debug)]
-pub struct Decided {
-    pub decision: Decision,
+struct Decided {
+    decision: Decision,
     /// The policy the decision was made under.
-    pub policy: Arc<Policy>,
-    pub gathered: Gathered,
+    policy: Arc<Policy>,
+    gathered: Gathered,
 }
 
 /// A refusal by a judging stage, before the policy decided.
 #[derive(Debug)]
-pub enum Refused {
+enum Refused {
     Hold(Refusal),
     Stop(Refusal),
 }
@@ -272,10 +279,9 @@ impl From<Refused> for Gate {
     }
 }
 
-/// The judging stages, kill switch to redact, shared by exec requests and
-/// judge-only requests. `Err` is the refusal of a stage that stopped the
-/// request before the policy could decide.
-pub fn judge(
+/// The judging stages, kill switch to redact. `Err` is the refusal of a
+/// stage that stopped the request before the policy could decide.
+fn judge(
     daemon: &Arc<Daemon>,
     uid: u32,
     request: &ExecRequest,

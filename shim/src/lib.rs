@@ -3,8 +3,10 @@
 
 pub mod args;
 pub mod client;
+pub mod contract;
 pub mod exec;
 pub mod explain;
 pub mod hook;
 pub mod judge;
+pub mod mcp;
 pub mod operator;

@@ -14,8 +14,11 @@ use nix::sys::signal::{SigSet, Signal};
 use praxis_proto::{ClientMsg, DecisionFrame, ExecRequest, Verdict};
 use praxis_shim::args::{self, Args, USAGE};
 use praxis_shim::client::{self, ClientError};
+use praxis_shim::contract;
 use praxis_shim::exec::{self, EXIT_HOLD, Outcome, Sink};
 use praxis_shim::hook;
+use praxis_shim::judge::Caller;
+use praxis_shim::mcp;
 
 /// Writes the audit signal for a command that did not run: one JSON object on
 /// its own stderr line, then one plain sentence for the model reading it.
@@ -151,10 +154,108 @@ fn run_hook(rest: &[String]) -> i32 {
     answer.code
 }
 
+/// Options of the subcommands that act for an agent runtime.
+#[derive(Debug, Default)]
+struct SubOpts {
+    caller: Caller,
+    contract: Option<String>,
+    json: bool,
+    /// What is left after the options (for `judge`: the command).
+    rest: Vec<String>,
+}
+
+fn sub_opts(args: &[String], usage: &str) -> Result<SubOpts, i32> {
+    let mut out = SubOpts::default();
+    let mut it = args.iter().cloned();
+    while let Some(arg) = it.next() {
+        let mut value = || {
+            it.next().ok_or_else(|| {
+                eprintln!("praxis-run: {arg} needs a value\n{usage}");
+                EXIT_HOLD
+            })
+        };
+        match arg.as_str() {
+            "--contract" => out.contract = Some(value()?),
+            "--session" => out.caller.session = Some(value()?),
+            "--runtime" => out.caller.runtime = Some(value()?),
+            "--tool-call-id" => out.caller.tool_call_id = Some(value()?),
+            "--role" => out.caller.role = Some(value()?),
+            "--json" => out.json = true,
+            _ => {
+                out.rest.push(arg);
+                out.rest.extend(it);
+                break;
+            }
+        }
+    }
+    out.caller.session = out
+        .caller
+        .session
+        .or_else(|| std::env::var("PRAXIS_SESSION").ok());
+    out.caller.runtime = out
+        .caller
+        .runtime
+        .or_else(|| std::env::var("PRAXIS_RUNTIME").ok());
+    Ok(out)
+}
+
+/// `praxis-run plan --contract ID`: a planner output on stdin, the verdict on stdout.
+fn run_plan(args: &[String]) -> i32 {
+    const PLAN_USAGE: &str =
+        "usage: praxis-run plan --contract ID [--session S] [--runtime R] < PLAN_JSON";
+    let opts = match sub_opts(args, PLAN_USAGE) {
+        Ok(opts) => opts,
+        Err(code) => return code,
+    };
+    let (Some(id), true) = (&opts.contract, opts.rest.is_empty()) else {
+        eprintln!("{PLAN_USAGE}");
+        return EXIT_HOLD;
+    };
+    let mut text = String::new();
+    let verdict = match std::io::stdin().read_to_string(&mut text) {
+        Ok(_) => contract::plan(id, &text, &opts.caller),
+        // Not UTF-8 cannot be JSON: checked as empty text is checked, vetoed.
+        Err(_) => contract::plan(id, "\u{0}", &opts.caller),
+    };
+    println!("{}", verdict.json);
+    verdict.code
+}
+
+/// `praxis-run mcp`: the MCP server on stdin/stdout until stdin closes.
+fn run_mcp(args: &[String]) -> i32 {
+    const MCP_USAGE: &str = "usage: praxis-run mcp [--session S] [--role R]";
+    let opts = match sub_opts(args, MCP_USAGE) {
+        Ok(opts) if opts.rest.is_empty() && opts.contract.is_none() => opts,
+        Ok(_) => {
+            eprintln!("{MCP_USAGE}");
+            return EXIT_HOLD;
+        }
+        Err(code) => return code,
+    };
+    let mut caller = opts.caller;
+    // One server process is one session unless the client names one.
+    caller.session = caller
+        .session
+        .or_else(|| Some(format!("mcp-{}", std::process::id())));
+    let server = mcp::Server {
+        caller,
+        cwd: std::env::current_dir().unwrap_or_else(|_| "/".into()),
+    };
+    match server.serve(std::io::stdin().lock(), std::io::stdout().lock()) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("praxis-run mcp: {e}");
+            EXIT_HOLD
+        }
+    }
+}
+
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let code = match argv.split_first() {
         Some((sub, rest)) if sub == "hook" => run_hook(rest),
+        Some((sub, rest)) if sub == "plan" => run_plan(rest),
+        Some((sub, rest)) if sub == "mcp" => run_mcp(rest),
         _ => match args::parse(argv.into_iter()) {
             Ok(args) => run(args),
             Err(why) => {

@@ -1,0 +1,378 @@
+//! The Claude Code and Codex hook adapters, end to end: hook events piped
+//! into `praxis-run hook …` against a real daemon, the answers checked field
+//! by field, the rewritten commands run, the audit trail read back.
+
+mod agent_harness;
+
+use agent_harness::{Daemon, bin, stdout_json};
+use serde_json::{Value, json};
+
+fn event(name: &str, tool: &str, input: Value, extra: Value) -> String {
+    let mut e = json!({
+        "session_id": "sess-1",
+        "transcript_path": "/dev/null",
+        "hook_event_name": name,
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_use_id": "toolu_01",
+        "permission_mode": "default",
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        e[k] = v.clone();
+    }
+    e.to_string()
+}
+
+fn bash(command: &str) -> String {
+    event(
+        "PreToolUse",
+        "Bash",
+        json!({ "command": command, "description": "x" }),
+        json!({}),
+    )
+}
+
+fn claude(d: &Daemon, input: &str) -> Value {
+    let out = d.praxis_run(&["hook", "claude-code"], input);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout_json(&out)["hookSpecificOutput"].clone()
+}
+
+fn codex(d: &Daemon, input: &str) -> Value {
+    let out = d.praxis_run(&["hook", "codex"], input);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    assert_eq!(
+        v.as_object().unwrap().len(),
+        1,
+        "only hookSpecificOutput: {v}"
+    );
+    v["hookSpecificOutput"].clone()
+}
+
+fn real_home() -> std::path::PathBuf {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .dir
+}
+
+fn keys(v: &Value) -> Vec<&str> {
+    let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    k.sort_unstable();
+    k
+}
+
+#[test]
+fn claude_allowed_bash_is_rewritten_through_praxis_run_and_runs() {
+    let d = Daemon::start();
+    std::fs::write(d.work().join("marker.txt"), "x").unwrap();
+    let out = claude(
+        &d,
+        &event(
+            "PreToolUse",
+            "Bash",
+            json!({"command": "ls", "description": "list"}),
+            json!({"cwd": d.work()}),
+        ),
+    );
+    assert_eq!(out["hookEventName"], "PreToolUse");
+    assert_eq!(out["permissionDecision"], "allow", "{out}");
+    let rewrite = out["updatedInput"]["command"].as_str().unwrap();
+    assert_eq!(
+        out["updatedInput"]["description"], "list",
+        "other input fields are kept"
+    );
+    assert!(
+        rewrite.contains(&bin("praxis-run").display().to_string()),
+        "{rewrite}"
+    );
+    assert!(
+        rewrite.contains("--session 'sess-1'") && rewrite.contains("--runtime 'claude-code'"),
+        "{rewrite}"
+    );
+    assert!(rewrite.ends_with("-c 'ls'"), "{rewrite}");
+    // What Claude Code then runs: the rewrite, in bash, through the daemon.
+    let ran = d
+        .cmd(std::path::Path::new("bash"))
+        .args(["-c", rewrite])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ran.stdout).contains("marker.txt"));
+    // Both the judgment and the execution are audited under the runtime's ids.
+    let events = d.events();
+    let judged = events
+        .iter()
+        .find(|e| e["detail"]["judge_only"] == true)
+        .expect("the hook's judgment is audited");
+    assert_eq!(judged["session"], "sess-1");
+    assert_eq!(judged["runtime"], "claude-code");
+    assert_eq!(judged["detail"]["tool_call_id"], "toolu_01");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "finished" && e["session"] == "sess-1")
+    );
+}
+
+#[test]
+fn claude_stop_is_deny_with_the_reason() {
+    let d = Daemon::start();
+    let out = claude(&d, &bash("rm -rf /"));
+    assert_eq!(out["permissionDecision"], "deny", "{out}");
+    let reason = out["permissionDecisionReason"].as_str().unwrap();
+    assert!(reason.contains("STOP"), "{reason}");
+    assert!(out.get("updatedInput").is_none());
+}
+
+#[test]
+fn claude_hold_asks_and_denies_when_nobody_will_be_asked() {
+    let d = Daemon::start();
+    let out = claude(&d, &bash("curl -fsS https://example.com"));
+    assert_eq!(out["permissionDecision"], "ask", "{out}");
+    assert!(
+        out["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("HOLD")
+    );
+    let rewrite = out["updatedInput"]["command"].as_str().unwrap();
+    assert!(
+        rewrite.contains("praxis-run") && rewrite.contains("curl"),
+        "{rewrite}"
+    );
+    for mode in ["bypassPermissions", "dontAsk"] {
+        let input = event(
+            "PreToolUse",
+            "Bash",
+            json!({"command": "curl -fsS https://example.com"}),
+            json!({"permission_mode": mode}),
+        );
+        let out = claude(&d, &input);
+        assert_eq!(out["permissionDecision"], "deny", "{mode}: {out}");
+        assert!(
+            out["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .contains("praxis approve r-"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn an_agent_calling_the_operator_cli_or_carrying_a_token_is_stopped() {
+    let d = Daemon::start();
+    for command in [
+        "praxis approve r-0000",
+        "ls && praxis kill --release",
+        "praxis-run --approval-token pxa-1 -c ls",
+    ] {
+        let out = claude(&d, &bash(command));
+        assert_eq!(out["permissionDecision"], "deny", "{command}: {out}");
+        assert!(
+            out["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .contains("STOP")
+        );
+        let out = codex(&d, &bash(command));
+        assert_eq!(out["permissionDecision"], "deny", "{command}: {out}");
+    }
+    assert!(
+        d.events()
+            .iter()
+            .any(|e| e["kind"] == "hook_stopped" && e["decision"] == "STOP")
+    );
+}
+
+#[test]
+fn a_command_already_wrapped_is_judged_on_what_it_wraps_and_not_wrapped_twice() {
+    let d = Daemon::start();
+    let out = claude(&d, &bash("praxis-run --session other -c 'ls -la'"));
+    assert_eq!(out["permissionDecision"], "allow", "{out}");
+    let rewrite = out["updatedInput"]["command"].as_str().unwrap();
+    assert_eq!(rewrite.matches("praxis-run").count(), 1, "{rewrite}");
+    assert!(
+        rewrite.ends_with("-c 'ls -la'") && rewrite.contains("'sess-1'"),
+        "{rewrite}"
+    );
+    let out = claude(&d, &bash("praxis-run -c 'rm -rf /'"));
+    assert_eq!(out["permissionDecision"], "deny", "{out}");
+}
+
+#[test]
+fn file_tools_are_judged_on_their_path() {
+    let d = Daemon::start();
+    // The daemon takes the home of the caller's uid from the user database.
+    let home = real_home();
+    let keys_path = home.join(".ssh/authorized_keys").display().to_string();
+    let write = event(
+        "PreToolUse",
+        "Write",
+        json!({"file_path": keys_path, "content": "ssh-ed25519 AAAA"}),
+        json!({}),
+    );
+    let out = claude(&d, &write);
+    assert_ne!(out["permissionDecision"], "allow", "{out}");
+    let out = codex(&d, &write);
+    assert_eq!(out["permissionDecision"], "deny", "{out}");
+    let inside = d.work().join("notes.md").display().to_string();
+    let out = claude(
+        &d,
+        &event(
+            "PreToolUse",
+            "Edit",
+            json!({"file_path": inside, "old_string": "a", "new_string": "b"}),
+            json!({"cwd": d.work()}),
+        ),
+    );
+    assert_eq!(out["permissionDecision"], "allow", "{out}");
+    let secret = home.join(".ssh/id_ed25519").display().to_string();
+    let out = claude(
+        &d,
+        &event(
+            "PreToolUse",
+            "Read",
+            json!({"file_path": secret}),
+            json!({}),
+        ),
+    );
+    assert_ne!(out["permissionDecision"], "allow", "{out}");
+    let out = claude(
+        &d,
+        &event(
+            "PreToolUse",
+            "mcp__github__create_issue",
+            json!({"title": "x"}),
+            json!({}),
+        ),
+    );
+    assert_eq!(
+        out["permissionDecision"], "ask",
+        "unknown tools are HOLD: {out}"
+    );
+}
+
+#[test]
+fn codex_answers_only_in_fields_codex_accepts() {
+    let d = Daemon::start();
+    let out = codex(&d, &bash("ls"));
+    assert_eq!(
+        keys(&out),
+        ["hookEventName", "permissionDecision", "updatedInput"],
+        "{out}"
+    );
+    assert_eq!(out["permissionDecision"], "allow");
+    assert!(
+        out["updatedInput"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("--runtime 'codex'")
+    );
+    for command in ["curl -fsS https://example.com", "rm -rf /"] {
+        let out = codex(&d, &bash(command));
+        assert_eq!(
+            keys(&out),
+            [
+                "hookEventName",
+                "permissionDecision",
+                "permissionDecisionReason"
+            ],
+            "{out}"
+        );
+        assert_eq!(out["permissionDecision"], "deny");
+    }
+    let held = codex(&d, &bash("curl -fsS https://example.com"));
+    assert!(
+        held["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("praxis approve r-"),
+        "{held}"
+    );
+}
+
+#[test]
+fn garbage_is_blocked_never_let_through() {
+    let d = Daemon::start();
+    for input in [
+        "",
+        "not json",
+        "{}",
+        r#"{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"Bash","tool_input":{}}"#,
+    ] {
+        let out = d.praxis_run(&["hook", "claude-code"], input);
+        assert_eq!(out.status.code(), Some(2), "{input:?}");
+        assert!(!out.stderr.is_empty());
+        let out = d.praxis_run(&["hook", "codex"], input);
+        assert_eq!(out.status.code(), Some(0), "{input:?}");
+        assert_eq!(
+            stdout_json(&out)["hookSpecificOutput"]["permissionDecision"],
+            "deny",
+            "{input:?}"
+        );
+    }
+}
+
+#[test]
+fn post_tool_use_and_stop_are_recorded() {
+    let d = Daemon::start();
+    let post = event(
+        "PostToolUse",
+        "Bash",
+        json!({"command": "ls"}),
+        json!({"tool_response": {"stdout": "secret-ish", "interrupted": false}}),
+    );
+    for runtime in ["claude-code", "codex"] {
+        let out = d.praxis_run(&["hook", runtime], &post);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stop =
+            json!({"session_id": "sess-1", "hook_event_name": "Stop", "stop_hook_active": false})
+                .to_string();
+        assert_eq!(
+            d.praxis_run(&["hook", runtime], &stop).status.code(),
+            Some(0)
+        );
+    }
+    let events = d.events();
+    let finished: Vec<_> = events
+        .iter()
+        .filter(|e| e["kind"] == "tool_finished")
+        .collect();
+    assert_eq!(finished.len(), 2);
+    assert_eq!(finished[0]["detail"]["tool_call_id"], "toolu_01");
+    assert_eq!(finished[0]["detail"]["interrupted"], false);
+    assert!(
+        !finished[0].to_string().contains("secret-ish"),
+        "no raw output in the audit"
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["kind"] == "session_ended" && e["session"] == "sess-1")
+            .count(),
+        2
+    );
+}
