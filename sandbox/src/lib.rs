@@ -168,10 +168,14 @@ pub struct Spec {
     /// Absolute tool cache dirs, writable under [`Profile::WorkspaceWrite`]; only
     /// those that exist are granted.
     pub writable_caches: Vec<PathBuf>,
-    /// Absolute paths kept unwritable inside writable trees.
+    /// Paths kept unwritable inside writable trees: absolute, or relative
+    /// names (`.git/hooks`) applied under every writable tree. A final
+    /// component ending in `*` matches by prefix.
     pub protected: Vec<PathBuf>,
-    /// Absolute paths unreadable in restricted profiles (names inside a secret
-    /// directory stay listable; contents do not).
+    /// Paths unreadable in restricted profiles: absolute, or relative to
+    /// `home`; a final `*` matches by prefix. Names inside a secret directory
+    /// stay listable, contents do not. Entries under `/proc` are left to
+    /// Landlock's ptrace scoping (another process's `environ` is closed).
     pub secrets: Vec<PathBuf>,
     /// Unix sockets the child must never reach.
     pub deny_sockets: Vec<PathBuf>,

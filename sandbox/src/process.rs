@@ -192,6 +192,43 @@ fn to_sock_filters(program: &[seccompiler::sock_filter]) -> Vec<libc::sock_filte
         .collect()
 }
 
+/// Expands path entries as policy files write them: a relative entry applies
+/// under each of `bases`; a final component ending in `*` matches the
+/// existing entries of its directory by prefix.
+fn expand_entries(entries: &[PathBuf], bases: &[PathBuf]) -> Result<Vec<PathBuf>, SandboxError> {
+    let mut out = Vec::new();
+    for entry in entries {
+        let rooted: Vec<PathBuf> = if entry.is_absolute() {
+            vec![entry.clone()]
+        } else {
+            bases.iter().map(|b| b.join(entry)).collect()
+        };
+        for path in rooted {
+            let name = path
+                .file_name()
+                .map(|n| n.as_bytes().to_vec())
+                .unwrap_or_default();
+            let (Some(prefix), Some(dir)) = (name.strip_suffix(b"*"), path.parent()) else {
+                out.push(path);
+                continue;
+            };
+            let listing = match fs::read_dir(dir) {
+                Ok(listing) => listing,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(SandboxError::os("listing a path pattern's directory", e)),
+            };
+            for item in listing {
+                let item =
+                    item.map_err(|e| SandboxError::os("listing a path pattern's directory", e))?;
+                if item.file_name().as_bytes().starts_with(prefix) {
+                    out.push(item.path());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Prepares the sandbox for one command. Everything that allocates or can
 /// fail slowly happens here, in the parent; any inability to enforce `spec`
 /// in full is an error naming the reason.
@@ -239,10 +276,16 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
 
     let mut secrets = Vec::new();
     if restricted {
-        for secret in &spec.secrets {
-            secrets.push(fs_rules::resolve_lenient(secret)?);
+        for secret in expand_entries(&spec.secrets, std::slice::from_ref(&spec.home))? {
+            // A process's own /proc entries hold only what it was given, and
+            // other processes' are closed by Landlock's ptrace scoping; carving
+            // /proc would also hide the entries of processes started later.
+            if !secret.starts_with("/proc") {
+                secrets.push(fs_rules::resolve_lenient(&secret)?);
+            }
         }
     }
+    let protected = expand_entries(&spec.protected, &writable_roots)?;
     let secret_exclusions: Vec<Exclusion> = secrets
         .iter()
         .map(|path| Exclusion {
@@ -260,13 +303,13 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
             &[]
         };
         (
-            pins::plan(&writable_roots, &spec.protected, sockets, &secrets)?,
+            pins::plan(&writable_roots, &protected, sockets, &secrets)?,
             Vec::new(),
         )
     } else {
         let mut carved = secret_exclusions.clone();
         if restricted {
-            for path in &spec.protected {
+            for path in &protected {
                 carved.push(Exclusion {
                     path: fs_rules::resolve_lenient(path)?,
                     withheld: fs_rules::protected_withheld(),
@@ -849,6 +892,33 @@ mod tests {
                 .as_bytes(),
             b"./x"
         );
+    }
+
+    #[test]
+    fn entries_expand_relative_names_and_prefix_patterns() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        for dir in [&a, &b] {
+            fs::create_dir(dir).unwrap();
+        }
+        for key in ["ssh_host_rsa_key", "ssh_host_ed25519_key", "sshd_config"] {
+            fs::write(a.join(key), "").unwrap();
+        }
+        let entries = [
+            PathBuf::from(".git/hooks"),
+            a.join("ssh_host_*"),
+            tmp.path().join("none/x*"),
+        ];
+        let mut got = expand_entries(&entries, &[a.clone(), b.clone()]).unwrap();
+        got.sort();
+        let mut want = vec![
+            a.join(".git/hooks"),
+            b.join(".git/hooks"),
+            a.join("ssh_host_ed25519_key"),
+            a.join("ssh_host_rsa_key"),
+        ];
+        want.sort();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -41,24 +41,51 @@ try hooks-dir sh -c 'rm -rf .git/hooks && mkdir .git/hooks'
 try secret sh -c 'cat "$HOME/.ssh/id_rsa"'
 try tcp-bash bash -c 'echo x > /dev/tcp/127.0.0.1/{port}'
 try tcp-python python3 -c 'import socket; socket.create_connection(("127.0.0.1", {port}), 2)'
+try cache sh -c 'echo x > "$HOME/.cache/c"'
+try proc-self sh -c 'test -r /proc/self/status && grep -q NoNewPrivs /proc/self/status'
 try signal-1 kill -0 1
 try signal-term-1 kill -TERM 1
 "#,
         outside = outside.display()
     );
     fs::write(fx.ws.join("probe.sh"), script).unwrap();
-    let ran = run_in(
-        &fx.spec(Profile::WorkspaceWrite, false),
-        &fx.ws,
-        &["sh", "probe.sh"],
-    );
+    // Path lists as the daemon hands them over from the policy file.
+    let mut spec = fx.spec(Profile::WorkspaceWrite, false);
+    spec.protected = [
+        ".git/hooks",
+        ".git/config",
+        ".bashrc",
+        ".claude",
+        ".mcp.json",
+        ".praxis",
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    spec.secrets = vec![
+        fx.home.join(".ssh"),
+        fx.home.join(".aws"),
+        "/etc/shadow".into(),
+        "/etc/ssh/ssh_host_*".into(),
+        "/proc/self/environ".into(),
+    ];
+    fs::create_dir_all(fx.home.join(".cache")).unwrap();
+    spec.writable_caches = vec![fx.home.join(".cache"), fx.home.join(".npm")];
+    let ran = run_in(&spec, &fx.ws, &["sh", "probe.sh"]);
     assert!(ran.ok(), "{}", ran.output);
     let allowed: Vec<&str> = ran
         .output
         .lines()
         .filter_map(|l| l.strip_prefix("ALLOWED "))
         .collect();
-    assert_eq!(allowed, ["workspace", "tmpdir"], "{}", ran.output);
+    // The cache write is allowed by design (a writable tool cache), and the
+    // process still sees its own /proc entries.
+    assert_eq!(
+        allowed,
+        ["workspace", "tmpdir", "cache", "proc-self"],
+        "{}",
+        ran.output
+    );
     assert!(ran.output.lines().count() >= 10, "{}", ran.output);
     assert!(!outside.exists());
     assert!(!fx.ws.join(".git/hooks/pre-commit").exists());
