@@ -32,8 +32,13 @@ pub struct Context {
     /// Praxis' own state and config directories: always protected.
     pub praxis_dirs: Vec<PathBuf>,
     /// Program name to its `PATH` resolution, for [`crate::Analysis::programs`].
-    /// A program absent from this map has not been looked up (treated as unknown).
+    /// A program absent from this map has not been looked up: it is held as
+    /// unknown, unless [`Context::resolution_skipped`] is set.
     pub resolved: BTreeMap<String, Resolution>,
+    /// The caller deliberately did no `PATH` lookups (pure evaluation: tests,
+    /// the regression corpus, benchmarks): programs absent from `resolved` are
+    /// taken as found outside any writable tree. Never set this when serving.
+    pub resolution_skipped: bool,
     /// Paths (absolute) the caller checked and found to exist.
     pub existing: Vec<PathBuf>,
 }

@@ -1,13 +1,19 @@
 //! The public entry point: a loaded, validated [`Policy`] and its two-phase
 //! decision ([`Policy::analyze`] then [`Policy::decide`]).
-//!
-//! SCAFFOLD: signatures are fixed; bodies are filled in by the rule engine work.
 
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
-use crate::decision::Decision;
-use crate::shell::Script;
-use crate::{Context, Profile, Tier, Verdict};
+use sha2::{Digest, Sha256};
+
+use crate::classify::paths::{Frame, PathLists, PathPattern};
+use crate::classify::table::ProgramTable;
+use crate::classify::{Facts, Tables, classify_script};
+use crate::decision::{CommandJudgment, Decision};
+use crate::rules::config::{self, OperatorFile, PatternsFile, Posture, RolePosture};
+use crate::rules::{Rule, RuleSet};
+use crate::shell::{self, Script, SimpleCommand};
+use crate::{Context, Profile, Resolution, Tier, Verdict};
 
 /// The built-in review surface, embedded in every binary.
 pub const BUILTIN_PATTERNS: &str = include_str!("../patterns.toml");
@@ -75,10 +81,57 @@ pub struct Limits {
     pub rlimit_cpu_secs: u64,
 }
 
+impl From<&config::LimitsSpec> for Limits {
+    fn from(l: &config::LimitsSpec) -> Limits {
+        Limits {
+            timeout_secs: l.timeout_secs,
+            output_cap_bytes: l.output_cap_bytes,
+            rlimit_fsize_bytes: l.rlimit_fsize_bytes,
+            rlimit_nofile: l.rlimit_nofile,
+            rlimit_cpu_secs: l.rlimit_cpu_secs,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("{file}: {message}")]
     Invalid { file: String, message: String },
+    #[error("{file}:{line}: {message}")]
+    At { file: String, line: usize, message: String },
+    /// Several rule examples failed; each is located.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Examples(Vec<LoadError>),
+}
+
+impl From<config::ParseError> for LoadError {
+    fn from(e: config::ParseError) -> LoadError {
+        LoadError::At { file: e.file, line: e.line, message: e.message }
+    }
+}
+
+/// Where rule examples are judged: a fixed, synthetic workspace.
+pub mod example_context {
+    use super::*;
+
+    pub const HOME: &str = "/home/dev";
+    pub const WORKSPACE: &str = "/home/dev/project";
+
+    /// A git work tree at [`WORKSPACE`] on branch `feature/x` (default `main`),
+    /// with `PATH` lookups skipped.
+    pub fn context() -> Context {
+        Context {
+            cwd: PathBuf::from(WORKSPACE),
+            home: PathBuf::from(HOME),
+            workspace: PathBuf::from(WORKSPACE),
+            in_git_work_tree: true,
+            git_branch: Some("feature/x".to_owned()),
+            git_default_branch: Some("main".to_owned()),
+            praxis_dirs: vec![PathBuf::from("/home/dev/.config/praxis"), PathBuf::from("/home/dev/.local/state/praxis")],
+            resolution_skipped: true,
+            ..Context::default()
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -86,22 +139,202 @@ pub struct Policy {
     revision: String,
     sandbox: SandboxLists,
     limits: Limits,
+    tables: Tables,
+    rules: RuleSet,
+    roles: BTreeMap<String, RolePosture>,
+}
+
+fn invalid(file: &str, message: impl Into<String>) -> LoadError {
+    LoadError::Invalid { file: file.to_owned(), message: message.into() }
+}
+
+fn at(source: &Source<'_>, needle: &str, message: impl Into<String>) -> LoadError {
+    LoadError::At { file: source.name.to_owned(), line: config::line_of_value(source.text, needle), message: message.into() }
+}
+
+fn patterns(source: &Source<'_>, entries: &[String]) -> Result<Vec<PathPattern>, LoadError> {
+    entries.iter().map(|e| PathPattern::parse(e).map_err(|m| at(source, e, m))).collect()
+}
+
+fn absolute_dirs(source: &Source<'_>, entries: &[String]) -> Result<Vec<String>, LoadError> {
+    entries
+        .iter()
+        .map(|e| {
+            if e.starts_with('/') && !e.contains('*') {
+                Ok(crate::classify::paths::normalize(e))
+            } else {
+                Err(at(source, e, format!("`{e}` must be an absolute directory")))
+            }
+        })
+        .collect()
+}
+
+/// Lowercase, digits and `_`/`-`: names of roles.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+fn build_tables(source: &Source<'_>, file: &PatternsFile) -> Result<Tables, LoadError> {
+    let p = &file.paths;
+    let paths = PathLists {
+        system: absolute_dirs(source, &p.system)?,
+        critical: patterns(source, &p.critical)?,
+        scratch: absolute_dirs(source, &p.scratch)?,
+        secrets: patterns(source, &p.secrets)?,
+        protected: p
+            .protected
+            .iter()
+            .map(|e| {
+                if e.starts_with('/') || e.starts_with('~') || e.is_empty() {
+                    Err(at(source, e, format!("protected name `{e}` must be relative")))
+                } else {
+                    Ok(e.split('/').filter(|c| !c.is_empty()).map(str::to_owned).collect())
+                }
+            })
+            .collect::<Result<_, _>>()?,
+        caches: patterns(source, &p.writable_caches)?,
+        block_devices: patterns(source, &p.block_devices)?,
+        harmless_devices: patterns(source, &p.harmless_devices)?,
+    };
+    let programs = ProgramTable::build(&file.programs).map_err(|m| invalid(source.name, m))?;
+    let i = &file.interpreters;
+    let (languages, language_of) = Tables::build_interpreters(i).map_err(|m| invalid(source.name, m))?;
+    for name in i.shells.iter().chain(&i.fetchers).chain(language_of.keys()).chain(&file.builtins.names) {
+        if programs.get(name).is_none() {
+            return Err(at(source, name, format!("`{name}` has no [[program]] entry")));
+        }
+    }
+    Ok(Tables {
+        programs,
+        paths,
+        builtins: file.builtins.names.iter().cloned().collect(),
+        shells: i.shells.iter().cloned().collect(),
+        fetchers: i.fetchers.iter().cloned().collect(),
+        decoders: i.decoders.iter().map(|d| (d.program.clone(), d.flags.clone())).collect::<HashMap<_, _>>(),
+        local_hosts: i.local_hosts.clone(),
+        languages,
+        language_of,
+    })
+}
+
+fn compile_rules(source: &Source<'_>, specs: &[config::RuleSpec], out: &mut Vec<(Rule, usize)>, file_index: usize) -> Result<(), LoadError> {
+    for spec in specs {
+        let rule = Rule::compile(spec).map_err(|m| at(source, &spec.id, format!("rule `{}`: {m}", spec.id)))?;
+        out.push((rule, file_index));
+    }
+    Ok(())
+}
+
+fn validate_operator(source: &Source<'_>, file: &OperatorFile, roles: &BTreeMap<String, RolePosture>) -> Result<(), LoadError> {
+    for uid in &file.uid {
+        for role in uid.roles.iter().chain(std::iter::once(&uid.default_role)) {
+            if !roles.contains_key(role) {
+                return Err(at(source, role, format!("uid {}: unknown role `{role}`", uid.uid)));
+            }
+        }
+        if !uid.roles.contains(&uid.default_role) {
+            return Err(at(source, &uid.default_role, format!("uid {}: default_role must be one of its roles", uid.uid)));
+        }
+    }
+    let mut names = HashSet::new();
+    for cred in &file.credentials {
+        if !names.insert(cred.name.as_str()) {
+            return Err(at(source, &cred.name, format!("credential `{}` is declared twice", cred.name)));
+        }
+        let sources = usize::from(cred.from_file.is_some()) + usize::from(cred.from_env.is_some()) + usize::from(cred.from_command.is_some());
+        if sources != 1 {
+            return Err(at(source, &cred.name, format!("credential `{}` needs exactly one of from_file, from_env, from_command", cred.name)));
+        }
+        let env_ok = cred.env.bytes().next().is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+            && cred.env.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+        if !env_ok {
+            return Err(at(source, &cred.env, format!("credential `{}`: `{}` is not an environment variable name", cred.name, cred.env)));
+        }
+        if cred.from_command.as_ref().is_some_and(Vec::is_empty) {
+            return Err(at(source, &cred.name, format!("credential `{}`: from_command is empty", cred.name)));
+        }
+        if let Some(role) = cred.roles.iter().find(|r| !roles.contains_key(*r)) {
+            return Err(at(source, role, format!("credential `{}`: unknown role `{role}`", cred.name)));
+        }
+    }
+    Ok(())
+}
+
+/// What one command was judged, before display.
+struct Judged {
+    verdict: Verdict,
+    tier: Tier,
+    rule_ids: Vec<String>,
+    reason: String,
+    profile: Profile,
+    network: bool,
 }
 
 impl Policy {
     pub fn load(patterns: Source<'_>, operator: Option<Source<'_>>) -> Result<Policy, LoadError> {
-        let _ = (patterns, operator);
-        Ok(Policy {
-            revision: String::from("scaffold"),
-            sandbox: SandboxLists::default(),
-            limits: Limits {
-                timeout_secs: 600,
-                output_cap_bytes: 1 << 20,
-                rlimit_fsize_bytes: 1 << 32,
-                rlimit_nofile: 1024,
-                rlimit_cpu_secs: 3600,
+        let file: PatternsFile = config::parse(patterns.name, patterns.text)?;
+        if file.meta.version != 1 {
+            return Err(invalid(patterns.name, format!("unsupported patterns version {}", file.meta.version)));
+        }
+        let tables = build_tables(&patterns, &file)?;
+        let mut roles = file.roles.clone();
+        let mut limits = Limits::from(&file.defaults.limits);
+        let mut compiled = Vec::new();
+        compile_rules(&patterns, &file.rules, &mut compiled, 0)?;
+        let op_file = match &operator {
+            Some(src) => Some(config::parse::<OperatorFile>(src.name, src.text)?),
+            None => None,
+        };
+        if let (Some(src), Some(op)) = (&operator, &op_file) {
+            roles.extend(op.roles.iter().map(|(k, v)| (k.clone(), v.clone())));
+            if let Some(l) = &op.limits {
+                limits = Limits::from(l);
+            }
+            compile_rules(src, &op.rules, &mut compiled, 1)?;
+        }
+        let sources = [Some(patterns), operator];
+        for name in roles.keys() {
+            if !valid_name(name) {
+                return Err(invalid(patterns.name, format!("role name `{name}` must be lowercase letters, digits, `-` or `_`")));
+            }
+        }
+        for (rule, idx) in &compiled {
+            if let Some(role) = rule_unknown_role(rule, &roles) {
+                let src = sources[*idx].as_ref().unwrap_or(&patterns);
+                return Err(at(src, &rule.id, format!("rule `{}`: unknown role `{role}`", rule.id)));
+            }
+        }
+        if let (Some(src), Some(op)) = (&operator, &op_file) {
+            validate_operator(src, op, &roles)?;
+        }
+        let origins: Vec<usize> = compiled.iter().map(|(_, i)| *i).collect();
+        let ids: Vec<String> = compiled.iter().map(|(r, _)| r.id.clone()).collect();
+        let rules = RuleSet::new(compiled.into_iter().map(|(r, _)| r).collect()).map_err(|m| invalid(patterns.name, m))?;
+        let mut hasher = Sha256::new();
+        for src in sources.iter().flatten() {
+            hasher.update(src.name.as_bytes());
+            hasher.update([0]);
+            hasher.update(src.text.as_bytes());
+            hasher.update([0]);
+        }
+        let p = &file.paths;
+        let policy = Policy {
+            revision: hex::encode(hasher.finalize()),
+            sandbox: SandboxLists {
+                writable_caches: p.writable_caches.clone(),
+                protected: p.protected.clone(),
+                secrets: p.secrets.clone(),
             },
-        })
+            limits,
+            tables,
+            rules,
+            roles,
+        };
+        policy.check_examples(|id| {
+            let at_index = ids.iter().position(|x| x == id).map_or(0, |i| origins[i]);
+            sources[at_index].unwrap_or(patterns)
+        })?;
+        Ok(policy)
     }
 
     /// The built-in `patterns.toml` alone.
@@ -109,23 +342,202 @@ impl Policy {
         Policy::load(Source { name: "patterns.toml", text: BUILTIN_PATTERNS }, None)
     }
 
+    /// Every rule's `match` examples must match it, `not_match` ones must not,
+    /// judged in [`example_context`].
+    fn check_examples<'s>(&self, source_of: impl Fn(&str) -> Source<'s>) -> Result<(), LoadError> {
+        let ctx = example_context::context();
+        let mut failures = Vec::new();
+        for rule in &self.rules.rules {
+            for (examples, want) in [(&rule.matches, true), (&rule.not_matches, false)] {
+                for example in examples {
+                    let script = shell::parse_script(example);
+                    let got = self.rule_matches_any(rule, &script, &ctx);
+                    if got != want {
+                        let verb = if want { "does not match" } else { "matches" };
+                        failures.push(at(&source_of(&rule.id), example, format!("rule `{}` {verb} its example `{example}`", rule.id)));
+                    }
+                }
+            }
+        }
+        match failures.len() {
+            0 => Ok(()),
+            1 => Err(failures.remove(0)),
+            _ => Err(LoadError::Examples(failures)),
+        }
+    }
+
+    fn rule_matches_any(&self, rule: &Rule, script: &Script, ctx: &Context) -> bool {
+        let facts = classify_script(script, &self.tables, &dirs(ctx).frame());
+        script.commands.iter().zip(&facts).any(|(cmd, f)| rule.matches(f, &display_command(cmd)))
+    }
+
     pub fn analyze(&self, request: &Request<'_>) -> Analysis {
-        let _ = request;
-        Analysis { script: Script::default() }
+        let script = match request.command {
+            CommandText::Shell(text) => shell::parse_script(text),
+            CommandText::Argv(argv) => shell::parse_argv(argv),
+        };
+        Analysis { script }
     }
 
     pub fn decide(&self, request: &Request<'_>, analysis: &Analysis, context: &Context) -> Decision {
-        let _ = (request, analysis, context);
+        let Some(posture) = self.roles.get(request.role) else {
+            return self.whole_hold(format!("unknown role `{}`", request.role), "role.unknown");
+        };
+        let script = &analysis.script;
+        let facts = classify_script(script, &self.tables, &dirs(context).frame());
+        let mut commands = Vec::with_capacity(script.commands.len());
+        let mut judged = Vec::with_capacity(script.commands.len());
+        for (cmd, f) in script.commands.iter().zip(&facts) {
+            let text = display_command(cmd);
+            let j = self.judge(cmd, f, &text, request.role, posture, context);
+            commands.push(CommandJudgment {
+                command: text,
+                program: f.program.clone(),
+                verdict: j.verdict,
+                tier: j.tier,
+                rule_ids: j.rule_ids.clone(),
+                reason: j.reason.clone(),
+            });
+            judged.push(j);
+        }
+        let mut decision = Decision {
+            decision: Verdict::Allow,
+            tier: Tier::ReadOnly,
+            reason: String::from("nothing to run"),
+            rule_ids: Vec::new(),
+            profile: Profile::ReadOnly,
+            network: false,
+            escalation: script.commands.iter().any(|c| c.escalated),
+            commands,
+            policy_revision: self.revision.clone(),
+        };
+        let worst = judged.iter().map(|j| j.verdict).max().unwrap_or(Verdict::Allow);
+        for j in &judged {
+            decision.tier = decision.tier.max(j.tier);
+            decision.profile = decision.profile.max(j.profile);
+            decision.network |= j.network;
+        }
+        if let Some(first) = judged.iter().find(|j| j.verdict == worst) {
+            decision.decision = worst;
+            decision.reason = first.reason.clone();
+        }
+        for j in judged.iter().filter(|j| j.verdict == worst) {
+            for id in &j.rule_ids {
+                if !decision.rule_ids.contains(id) {
+                    decision.rule_ids.push(id.clone());
+                }
+            }
+        }
+        if worst < Verdict::Stop && !script.holds.is_empty() {
+            decision.decision = Verdict::Hold;
+            decision.tier = Tier::HighRisk;
+            decision.reason = script.holds.join("; ");
+            decision.rule_ids = vec![String::from("shell.unanalysable")];
+        }
+        if decision.decision != Verdict::Allow {
+            decision.network = false;
+        }
+        decision
+    }
+
+    fn whole_hold(&self, reason: String, id: &str) -> Decision {
         Decision {
             decision: Verdict::Hold,
             tier: Tier::HighRisk,
-            reason: String::from("policy engine not built yet"),
-            rule_ids: Vec::new(),
+            reason,
+            rule_ids: vec![id.to_owned()],
             profile: Profile::ReadOnly,
             network: false,
             escalation: false,
             commands: Vec::new(),
             policy_revision: self.revision.clone(),
+        }
+    }
+
+    /// STOP rules, then the default preconditions, then HOLD rules, then ALLOW
+    /// rules (with their preconditions), then the role's posture for the tier.
+    fn judge(&self, cmd: &SimpleCommand, f: &Facts, text: &str, role: &str, posture: &RolePosture, ctx: &Context) -> Judged {
+        let matched: Vec<&Rule> = self
+            .rules
+            .matching(f, text)
+            .into_iter()
+            .map(|i| &self.rules.rules[i])
+            .filter(|r| r.applies_to(role))
+            .collect();
+        let base_tier = f.tier.unwrap_or(Tier::HighRisk);
+        let tier = matched.iter().filter_map(|r| r.tier).fold(base_tier, Tier::max);
+        let default_profile = if tier == Tier::ReadOnly { Profile::ReadOnly } else { Profile::WorkspaceWrite };
+        let mut out = Judged { verdict: Verdict::Hold, tier, rule_ids: Vec::new(), reason: String::new(), profile: default_profile, network: f.network };
+        let decided_by = |out: &mut Judged, verdict: Verdict, rules: &[&Rule]| {
+            out.verdict = verdict;
+            out.rule_ids = rules.iter().map(|r| r.id.clone()).collect();
+            out.reason = rules[0].reason.clone();
+        };
+        let stops: Vec<&Rule> = matched.iter().copied().filter(|r| r.verdict == Verdict::Stop).collect();
+        if !stops.is_empty() {
+            decided_by(&mut out, Verdict::Stop, &stops);
+            return out;
+        }
+        if let Err(reason) = self.resolution(cmd, ctx) {
+            out.rule_ids = vec![String::from("precondition.resolution")];
+            out.reason = reason;
+            return out;
+        }
+        let holds: Vec<&Rule> = matched.iter().copied().filter(|r| r.verdict == Verdict::Hold).collect();
+        if !holds.is_empty() {
+            decided_by(&mut out, Verdict::Hold, &holds);
+            return out;
+        }
+        if let Some(allow) = matched.iter().find(|r| r.verdict == Verdict::Allow) {
+            out.rule_ids = vec![allow.id.clone()];
+            match allow.check_preconditions(f, ctx) {
+                Ok(()) => {
+                    out.verdict = Verdict::Allow;
+                    out.reason = allow.reason.clone();
+                    out.profile = allow.profile.unwrap_or(out.profile);
+                    out.network = allow.network.unwrap_or(out.network);
+                }
+                Err(why) => {
+                    out.verdict = allow.on_failure;
+                    out.reason = format!("precondition failed: {why}");
+                }
+            }
+            return out;
+        }
+        let Some(tier_known) = f.tier else {
+            out.rule_ids = vec![String::from("unknown")];
+            out.reason = format!("{}: unknown, so held", f.note);
+            return out;
+        };
+        let p = match tier_known.max(tier) {
+            Tier::ReadOnly => posture.read_only,
+            Tier::ReversibleWrite => posture.reversible_write,
+            Tier::ExternalSideEffect => posture.external_side_effect,
+            Tier::HighRisk => posture.high_risk,
+        };
+        out.verdict = if p == Posture::Allow { Verdict::Allow } else { Verdict::Hold };
+        out.rule_ids = vec![format!("posture.{}", tier.as_str())];
+        let verb = if p == Posture::Allow { "allowed" } else { "held for approval" };
+        out.reason = format!("{} ({} {} {verb} for role {role})", f.note, tier.label(), tier.as_str());
+        out
+    }
+
+    /// Every command's program must resolve on `PATH` outside the trees the
+    /// request can write (shell builtins need no resolution).
+    fn resolution(&self, cmd: &SimpleCommand, ctx: &Context) -> Result<(), String> {
+        if cmd.program.is_empty() || cmd.invoked_as.contains('/') || self.tables.builtins.contains(&cmd.program) {
+            return Ok(());
+        }
+        match ctx.resolved.get(&cmd.program) {
+            Some(Resolution::Found { in_writable_root: false, .. }) => Ok(()),
+            Some(Resolution::Found { path, in_writable_root: true }) => Err(format!(
+                "`{}` resolves to {}, inside a writable tree: a planted binary could shadow the real one",
+                cmd.program,
+                path.display()
+            )),
+            Some(Resolution::NotFound) => Err(format!("`{}` is not found on PATH", cmd.program)),
+            None if ctx.resolution_skipped => Ok(()),
+            None => Err(format!("`{}` was not looked up on PATH", cmd.program)),
         }
     }
 
@@ -141,9 +553,67 @@ impl Policy {
         &self.limits
     }
 
+    /// Roles this policy defines.
+    pub fn roles(&self) -> impl Iterator<Item = &str> {
+        self.roles.keys().map(String::as_str)
+    }
+
+    /// The loaded rules, in evaluation order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules.rules
+    }
+
     /// Paths the request names, to be checked for existence into [`Context::existing`].
     pub fn paths_to_probe(&self, analysis: &Analysis, context: &Context) -> Vec<PathBuf> {
-        let _ = (analysis, context);
-        Vec::new()
+        if !self.rules.rules.iter().any(Rule::wants_existence) {
+            return Vec::new();
+        }
+        let facts = classify_script(&analysis.script, &self.tables, &dirs(context).frame());
+        let mut out: Vec<PathBuf> = facts.iter().flat_map(|f| f.paths.iter()).filter_map(|p| p.path.as_ref().map(PathBuf::from)).collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+fn rule_unknown_role<'r>(rule: &'r Rule, roles: &BTreeMap<String, RolePosture>) -> Option<&'r str> {
+    rule.roles().iter().find(|r| !roles.contains_key(*r)).map(String::as_str)
+}
+
+/// The simple command as text, for display, audit and regex rules.
+pub fn display_command(cmd: &SimpleCommand) -> String {
+    let mut out = String::with_capacity(cmd.invoked_as.len() + cmd.args.iter().map(|a| a.text.len() + 1).sum::<usize>());
+    out.push_str(if cmd.invoked_as.is_empty() { &cmd.program } else { &cmd.invoked_as });
+    for a in &cmd.args {
+        out.push(' ');
+        out.push_str(&a.text);
+    }
+    out
+}
+
+/// The context's directories as normalized strings (non-UTF-8 paths are unknown).
+struct Dirs {
+    cwd: Option<String>,
+    home: String,
+    workspace: Option<String>,
+    praxis: Vec<String>,
+}
+
+fn text_of(p: &Path) -> Option<String> {
+    p.to_str().filter(|s| s.starts_with('/')).map(crate::classify::paths::normalize)
+}
+
+fn dirs(ctx: &Context) -> Dirs {
+    Dirs {
+        cwd: text_of(&ctx.cwd),
+        home: text_of(&ctx.home).unwrap_or_default(),
+        workspace: text_of(&ctx.workspace).filter(|w| w != "/"),
+        praxis: ctx.praxis_dirs.iter().filter_map(|p| text_of(p)).collect(),
+    }
+}
+
+impl Dirs {
+    fn frame(&self) -> Frame<'_> {
+        Frame { cwd: self.cwd.as_deref(), home: &self.home, workspace: self.workspace.as_deref(), praxis_dirs: &self.praxis }
     }
 }

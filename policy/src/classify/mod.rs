@@ -1,1 +1,972 @@
 //! Tier classifier: what each simple command does, driven by `patterns.toml`.
+//!
+//! For every [`SimpleCommand`] it finds the program's entry in the table, the
+//! subcommand, the flags, which arguments are paths and how they are used,
+//! where those paths point, and a few structural facts that no table can say
+//! (code fed to an interpreter, a fork bomb, `sed`'s `e` command…). The rule
+//! engine then matches rules against these [`Facts`].
+
+pub mod paths;
+pub mod table;
+
+use std::collections::{HashMap, HashSet};
+
+use aho_corasick::AhoCorasick;
+
+use crate::Tier;
+use crate::rules::config::{Interpreters, Operands};
+use crate::shell::{Feed, Origin, RedirectKind, Script, SimpleCommand, Word};
+use paths::{Classes, Frame, PathClass, PathLists};
+use table::{Program, ProgramTable, TableTier};
+
+/// Structural facts the detectors find; rules name them in `facts = [...]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fact {
+    /// Reached through sudo/doas/… .
+    Escalated,
+    ForkBomb,
+    /// Downloaded or decoded content runs as code.
+    FetchToInterpreter,
+    /// Text from another command runs as a shell script.
+    PipeToShell,
+    InlineCode,
+    /// Inline code uses process, network or destructive file APIs.
+    InlineCodeDanger,
+    /// `sed`'s `e`, `awk`'s `system(`: the tool runs commands.
+    CodeExecution,
+    Interactive,
+    UnknownProgram,
+    /// A script or binary that lives in a writable tree (`./x.sh`).
+    WorkspaceScript,
+    /// An operand names another host (`host:path`).
+    RemoteOperand,
+    /// Every URL operand is a local host.
+    LocalUrls,
+    GitForceRefspec,
+    GitDeleteRefspec,
+    GitConfigWrite,
+    /// `find -delete` or `find -exec rm`.
+    FindDelete,
+    /// Operands arrive on stdin (`xargs`): targets unknown.
+    StdinOperands,
+}
+
+const FACTS: [(Fact, &str); 17] = [
+    (Fact::Escalated, "escalated"),
+    (Fact::ForkBomb, "fork_bomb"),
+    (Fact::FetchToInterpreter, "fetch_to_interpreter"),
+    (Fact::PipeToShell, "pipe_to_shell"),
+    (Fact::InlineCode, "inline_code"),
+    (Fact::InlineCodeDanger, "inline_code_danger"),
+    (Fact::CodeExecution, "code_execution"),
+    (Fact::Interactive, "interactive"),
+    (Fact::UnknownProgram, "unknown_program"),
+    (Fact::WorkspaceScript, "workspace_script"),
+    (Fact::RemoteOperand, "remote_operand"),
+    (Fact::LocalUrls, "local_urls"),
+    (Fact::GitForceRefspec, "git_force_refspec"),
+    (Fact::GitDeleteRefspec, "git_delete_refspec"),
+    (Fact::GitConfigWrite, "git_config_write"),
+    (Fact::FindDelete, "find_delete"),
+    (Fact::StdinOperands, "stdin_operands"),
+];
+
+impl Fact {
+    pub fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+
+    pub fn from_name(name: &str) -> Option<Fact> {
+        FACTS.iter().find(|(_, n)| *n == name).map(|(f, _)| *f)
+    }
+
+    pub fn names(set: u32) -> Vec<&'static str> {
+        FACTS.iter().filter(|(f, _)| set & f.bit() != 0).map(|(_, n)| *n).collect()
+    }
+}
+
+/// How a command uses a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Create,
+    Write,
+    Append,
+    Delete,
+    Meta,
+}
+
+impl Access {
+    pub fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "reads",
+            Access::Create => "creates",
+            Access::Write => "overwrites",
+            Access::Append => "appends to",
+            Access::Delete => "deletes",
+            Access::Meta => "changes permissions of",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct PathUse {
+    /// The argument as written (canonical).
+    pub text: String,
+    /// Normalized absolute path, when known.
+    pub path: Option<String>,
+    pub access: Access,
+    pub classes: Classes,
+}
+
+/// What the classifier found about one simple command.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    /// The program judged (`python -m pip` is judged as `pip`).
+    pub program: String,
+    /// Subcommand words matched in the table (`["stash", "drop"]`), else the first operand.
+    pub sub: Vec<String>,
+    /// Flags, short clusters split (`-rf` also gives `-r` and `-f`), long ones without `=value`.
+    pub flags: Vec<String>,
+    /// Non-flag arguments.
+    pub operands: Vec<String>,
+    pub paths: Vec<PathUse>,
+    pub facts: u32,
+    /// None: unknown (held).
+    pub tier: Option<Tier>,
+    pub network: bool,
+    /// Why the tier is what it is, for explanations.
+    pub note: String,
+}
+
+impl Facts {
+    fn raise(&mut self, tier: Tier, note: impl FnOnce() -> String) {
+        if let Some(current) = self.tier
+            && tier > current
+        {
+            self.tier = Some(tier);
+            self.note = note();
+        }
+    }
+
+    fn set(&mut self, fact: Fact) {
+        self.facts |= fact.bit();
+    }
+
+    pub fn has(&self, fact: Fact) -> bool {
+        self.facts & fact.bit() != 0
+    }
+
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.flags.iter().any(|f| f == flag)
+    }
+}
+
+/// One interpreted language of `[interpreters]`.
+#[derive(Clone, Debug)]
+pub struct Language {
+    pub name: String,
+    pub inline_flags: Vec<String>,
+    pub value_flags: Vec<String>,
+    pub danger: AhoCorasick,
+}
+
+/// Everything the classifier reads from `patterns.toml`, compiled.
+#[derive(Clone, Debug)]
+pub struct Tables {
+    pub programs: ProgramTable,
+    pub paths: PathLists,
+    pub builtins: HashSet<String>,
+    pub shells: HashSet<String>,
+    pub fetchers: HashSet<String>,
+    /// Decoder program to the flags that make it decode (empty: always).
+    pub decoders: HashMap<String, Vec<String>>,
+    pub local_hosts: Vec<String>,
+    pub languages: Vec<Language>,
+    pub language_of: HashMap<String, usize>,
+}
+
+impl Tables {
+    pub fn build_interpreters(spec: &Interpreters) -> Result<(Vec<Language>, HashMap<String, usize>), String> {
+        let mut languages = Vec::new();
+        let mut language_of = HashMap::new();
+        for lang in &spec.languages {
+            let danger = AhoCorasick::new(&lang.danger).map_err(|e| format!("language {}: {e}", lang.name))?;
+            for p in &lang.programs {
+                language_of.insert(p.clone(), languages.len());
+            }
+            languages.push(Language {
+                name: lang.name.clone(),
+                inline_flags: lang.inline_flags.clone(),
+                value_flags: lang.value_flags.clone(),
+                danger,
+            });
+        }
+        Ok((languages, language_of))
+    }
+
+    fn language(&self, program: &str) -> Option<&Language> {
+        let idx = self.language_of.get(program).or_else(|| {
+            let stripped = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+            self.language_of.get(stripped)
+        })?;
+        Some(&self.languages[*idx])
+    }
+
+    fn is_shell(&self, program: &str) -> bool {
+        self.shells.contains(program)
+    }
+
+    /// Whether `cmd` downloads or decodes: its output is untrusted code if run.
+    fn emits_fetched(&self, cmd: &SimpleCommand) -> bool {
+        if self.fetchers.contains(&cmd.program) {
+            return true;
+        }
+        self.decoders.get(&cmd.program).is_some_and(|flags| {
+            flags.is_empty()
+                || cmd.args.iter().any(|a| {
+                    flags.iter().any(|f| {
+                        a.text == *f
+                            || (f.len() == 2 && !a.text.starts_with("--") && a.text.starts_with('-') && a.text[1..].contains(&f[1..]))
+                    })
+                })
+        })
+    }
+}
+
+/// Splits arguments into flags and operands. `value_flags` take the next word
+/// (or the rest of a short cluster) as their value; values of `output_flags`
+/// are returned as written paths.
+struct Parsed<'a> {
+    flags: Vec<String>,
+    operands: Vec<&'a Word>,
+    /// (flag, value) pairs, for flags that take values.
+    values: Vec<(String, &'a str)>,
+}
+
+fn parse_args<'a>(args: &'a [Word], value_flags: &[String]) -> Parsed<'a> {
+    let takes_value = |f: &str| value_flags.iter().any(|v| v == f);
+    let mut out = Parsed { flags: Vec::new(), operands: Vec::new(), values: Vec::new() };
+    let mut i = 0;
+    let mut only_operands = false;
+    while i < args.len() {
+        let word = &args[i];
+        let t = word.text.as_str();
+        i += 1;
+        if only_operands || word.dynamic || t.len() < 2 || !t.starts_with('-') {
+            out.operands.push(word);
+            continue;
+        }
+        if t == "--" {
+            out.flags.push(t.to_owned());
+            only_operands = true;
+            continue;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let (name, value) = match long.split_once('=') {
+                Some((n, v)) => (&t[..n.len() + 2], Some(v)),
+                None => (t, None),
+            };
+            out.flags.push(name.to_owned());
+            match value {
+                Some(v) => out.values.push((name.to_owned(), v)),
+                None if takes_value(name) && i < args.len() => {
+                    out.values.push((name.to_owned(), args[i].text.as_str()));
+                    i += 1;
+                }
+                None => {}
+            }
+            continue;
+        }
+        // A whole word can itself be a (single-dash long) flag: `-delete`, `-name`.
+        if t.len() > 2 {
+            out.flags.push(t.to_owned());
+            if takes_value(t) {
+                if i < args.len() {
+                    out.values.push((t.to_owned(), args[i].text.as_str()));
+                    i += 1;
+                }
+                continue;
+            }
+        }
+        for (pos, c) in t.char_indices().skip(1) {
+            let flag = format!("-{c}");
+            let value_here = takes_value(&flag);
+            out.flags.push(flag.clone());
+            if value_here {
+                let rest = &t[pos + c.len_utf8()..];
+                if !rest.is_empty() {
+                    out.values.push((flag, rest));
+                } else if i < args.len() {
+                    out.values.push((flag, args[i].text.as_str()));
+                    i += 1;
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Whether the words (operands) start with `pattern` (words may be `*` globs).
+fn sub_matches(pattern: &[String], operands: &[&Word]) -> bool {
+    pattern.len() <= operands.len()
+        && pattern.iter().zip(operands).all(|(p, w)| table::glob_match(p, &w.text))
+}
+
+struct Classifier<'t, 'f> {
+    tables: &'t Tables,
+    frame: &'f Frame<'f>,
+}
+
+impl Classifier<'_, '_> {
+    fn add_path(&self, facts: &mut Facts, word: &Word, access: Access) {
+        if word.text == "-" {
+            // Standard input or output.
+            return;
+        }
+        let located = self.tables.paths.locate(word, self.frame, matches!(access, Access::Delete));
+        if located.classes & PathClass::HarmlessDevice.bit() != 0 {
+            return;
+        }
+        if access != Access::Read {
+            let outside = located.classes & PathClass::OutsideWorkspace.bit() != 0;
+            let tier = if outside { Tier::HighRisk } else { Tier::ReversibleWrite };
+            facts.raise(tier, || {
+                let place = if outside { "outside the workspace" } else { "inside the workspace" };
+                format!("{} `{}` {place}", access.as_str(), word.text)
+            });
+        }
+        facts.paths.push(PathUse { text: word.text.clone(), path: located.path, access, classes: located.classes });
+    }
+
+    /// Adds the paths among `operands` as `role` says. `script_first`: the
+    /// first operand is a pattern or script, not a file.
+    fn add_operand_paths(&self, facts: &mut Facts, role: Operands, operands: &[&Word], script_first: bool) {
+        let n = operands.len();
+        let files = if script_first && n > 0 { &operands[1..] } else { operands };
+        match role {
+            Operands::None => {}
+            Operands::Read => operands.iter().for_each(|w| self.add_path(facts, w, Access::Read)),
+            Operands::ReadAfterFirst => files.iter().for_each(|w| self.add_path(facts, w, Access::Read)),
+            Operands::WriteAfterFirst => files.iter().for_each(|w| self.add_path(facts, w, Access::Write)),
+            Operands::Create => operands.iter().for_each(|w| self.add_path(facts, w, Access::Create)),
+            Operands::Write => operands.iter().for_each(|w| self.add_path(facts, w, Access::Write)),
+            Operands::Append => operands.iter().for_each(|w| self.add_path(facts, w, Access::Append)),
+            Operands::Delete => operands.iter().for_each(|w| self.add_path(facts, w, Access::Delete)),
+            Operands::MetaAfterFirst => operands.iter().skip(1).for_each(|w| self.add_path(facts, w, Access::Meta)),
+            Operands::CreateAfterFirst => operands.iter().skip(1).for_each(|w| self.add_path(facts, w, Access::Create)),
+            Operands::Copy | Operands::Move => {
+                let source = if role == Operands::Copy { Access::Read } else { Access::Delete };
+                for (i, w) in operands.iter().enumerate() {
+                    let remote = is_remote(&w.text);
+                    if remote {
+                        facts.set(Fact::RemoteOperand);
+                    } else {
+                        self.add_path(facts, w, if i + 1 == n && n > 1 { Access::Write } else { source });
+                    }
+                }
+            }
+            Operands::KeyValue => {
+                for w in operands {
+                    if let Some(target) = w.text.strip_prefix("of=") {
+                        self.add_path(facts, &sub_word(w, target), Access::Write);
+                    } else if let Some(source) = w.text.strip_prefix("if=") {
+                        self.add_path(facts, &sub_word(w, source), Access::Read);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Classifies `program args` against the table (no redirects, no stdin).
+    fn argv(&self, program: &str, args: &[Word], facts: &mut Facts) {
+        facts.program = program.to_owned();
+        let Some(entry) = self.tables.programs.get(program) else {
+            facts.set(Fact::UnknownProgram);
+            facts.tier = None;
+            facts.note = format!("`{program}` is not a known program");
+            return;
+        };
+        if let Some(lang) = self.tables.language(program) {
+            return self.interpreter(lang, entry, args, facts);
+        }
+        self.table_entry(program, entry, args, facts);
+    }
+
+    fn table_entry(&self, program: &str, entry: &Program, args: &[Word], facts: &mut Facts) {
+        let parsed = parse_args(args, &entry.takes_value);
+        let sub = entry.subs.iter().find(|s| sub_matches(&s.words, &parsed.operands));
+        let sub_len = sub.map_or(0, |s| s.words.len());
+        let rest = &parsed.operands[sub_len..];
+        let bare = rest.is_empty();
+        let mut tier: TableTier = match sub {
+            Some(s) => if bare { s.bare_tier.unwrap_or(s.tier) } else { s.tier },
+            None => if bare && parsed.operands.is_empty() { entry.bare_tier.unwrap_or(entry.tier) } else { entry.tier },
+        };
+        let mut operands = sub.and_then(|s| s.operands).unwrap_or(entry.operands);
+        facts.network = sub.and_then(|s| s.network).unwrap_or(entry.network);
+        let first_word = parsed.operands.first().map(|w| w.text.as_str()).unwrap_or("");
+        for raise in &entry.flags {
+            let applies = (raise.subs.is_empty() || raise.subs.iter().any(|s| s == first_word))
+                && raise.flags.iter().any(|f| parsed.flags.iter().any(|g| g == f));
+            if applies {
+                if let Some(t) = raise.tier {
+                    tier = match (tier, t) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        _ => None,
+                    };
+                }
+                operands = raise.operands.unwrap_or(operands);
+                facts.network |= raise.network.unwrap_or(false);
+            }
+        }
+        facts.tier = tier;
+        facts.note = match (tier, sub) {
+            (None, _) => format!("`{program}` with these arguments is not in the table"),
+            (Some(t), Some(s)) => format!("`{program} {}` is {}", s.words.join(" "), t.as_str()),
+            (Some(t), None) => format!("`{program}` is {}", t.as_str()),
+        };
+        facts.sub = match sub {
+            Some(s) => parsed.operands[..s.words.len()].iter().map(|w| w.text.clone()).collect(),
+            None => parsed.operands.first().map(|w| vec![w.text.clone()]).unwrap_or_default(),
+        };
+        let script_in_flags = parsed.flags.iter().any(|f| entry.script_flags.contains(f));
+        self.add_operand_paths(facts, operands, rest, !script_in_flags);
+        for (flag, value) in &parsed.values {
+            if entry.output_flags.contains(flag) {
+                let w = Word { text: (*value).to_owned(), dynamic: value.contains('$'), glob: false };
+                self.add_path(facts, &w, Access::Write);
+            }
+        }
+        facts.flags = parsed.flags;
+        facts.operands = rest.iter().map(|w| w.text.clone()).collect();
+        self.detectors(program, args, &parsed.values, facts);
+    }
+
+    /// Program-specific structure no table can express.
+    fn detectors(&self, program: &str, args: &[Word], values: &[(String, &str)], facts: &mut Facts) {
+        match program {
+            "sed" | "gsed" => {
+                let scripts: Vec<String> = if values.iter().any(|(f, _)| f == "-e" || f == "--expression") {
+                    values.iter().filter(|(f, _)| f == "-e" || f == "--expression").map(|(_, v)| (*v).to_owned()).collect()
+                } else {
+                    facts.sub.first().cloned().into_iter().collect()
+                };
+                for script in &scripts {
+                    self.sed_script(script, facts);
+                }
+            }
+            "awk" | "gawk" | "mawk" | "nawk" => {
+                if let Some(script) = facts.sub.first().cloned().filter(|_| !values.iter().any(|(f, _)| f == "-f")) {
+                    self.awk_script(&script, facts);
+                }
+            }
+            "find" => self.find(args, facts),
+            "git" => match facts.sub.first().map(String::as_str) {
+                Some("push") => {
+                    if facts.operands.iter().any(|op| op.starts_with('+')) {
+                        facts.set(Fact::GitForceRefspec);
+                    }
+                    if facts.operands.iter().any(|op| op.len() > 1 && op.starts_with(':')) {
+                        facts.set(Fact::GitDeleteRefspec);
+                    }
+                }
+                Some("config") => {
+                    let reads = ["--get", "--get-all", "--get-regexp", "-l", "--list", "--show-origin", "--get-urlmatch"];
+                    if facts.operands.len() >= 2 && !facts.flags.iter().any(|f| reads.contains(&f.as_str())) {
+                        facts.set(Fact::GitConfigWrite);
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+        if self.tables.fetchers.contains(program) {
+            let urls: Vec<&str> = facts.operands.iter().map(String::as_str).filter(|o| !o.is_empty()).collect();
+            if !urls.is_empty() && urls.iter().all(|u| self.is_local_url(u)) {
+                facts.set(Fact::LocalUrls);
+            }
+        }
+    }
+
+    fn is_local_url(&self, url: &str) -> bool {
+        let rest = url.split_once("://").map_or(url, |(_, r)| r);
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let host = if let Some(v6) = host_port.strip_prefix('[') {
+            v6.split(']').next().unwrap_or("")
+        } else {
+            host_port.split(':').next().unwrap_or("")
+        };
+        self.tables.local_hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+    }
+
+    fn sed_script(&self, script: &str, facts: &mut Facts) {
+        for piece in script.split([';', '\n']) {
+            let cmd = skip_sed_address(piece.trim_start());
+            let mut chars = cmd.chars();
+            match chars.next() {
+                Some('e') => facts.set(Fact::CodeExecution),
+                Some('w' | 'W') => {
+                    let target = chars.as_str().trim();
+                    if !target.is_empty() {
+                        self.add_path(facts, &literal(target), Access::Write);
+                    }
+                }
+                Some('r' | 'R') => {
+                    let source = chars.as_str().trim();
+                    if !source.is_empty() {
+                        self.add_path(facts, &literal(source), Access::Read);
+                    }
+                }
+                Some('s') => {
+                    if let Some((flags, tail)) = sed_substitute_flags(chars.as_str()) {
+                        if flags.contains('e') {
+                            facts.set(Fact::CodeExecution);
+                        }
+                        if flags.contains('w') && !tail.trim().is_empty() {
+                            self.add_path(facts, &literal(tail.trim()), Access::Write);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn awk_script(&self, script: &str, facts: &mut Facts) {
+        let compact: String = script.chars().filter(|c| !c.is_whitespace()).collect();
+        if compact.contains("system(") || compact.contains("|&") || compact.contains("|\"") || compact.contains("|getline") {
+            facts.set(Fact::CodeExecution);
+        }
+        // `print > "file"` and `print >> "file"` write that file.
+        let bytes = script.as_bytes();
+        let mut i = 0;
+        while let Some(off) = script[i..].find('>') {
+            let mut j = i + off + 1;
+            let append = bytes.get(j) == Some(&b'>');
+            if append {
+                j += 1;
+            }
+            while bytes.get(j) == Some(&b' ') {
+                j += 1;
+            }
+            if bytes.get(j) == Some(&b'"')
+                && let Some(end) = script[j + 1..].find('"')
+            {
+                let target = &script[j + 1..j + 1 + end];
+                let access = if append { Access::Append } else { Access::Write };
+                self.add_path(facts, &literal(target), access);
+                i = j + 1 + end + 1;
+                continue;
+            }
+            i = j;
+        }
+    }
+
+    fn find(&self, args: &[Word], facts: &mut Facts) {
+        let expr_start = args
+            .iter()
+            .position(|a| a.text.starts_with('-') || a.text == "(" || a.text == "!")
+            .unwrap_or(args.len());
+        let deletes = args.iter().enumerate().any(|(i, a)| {
+            a.text == "-delete"
+                || (matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
+                    && args.get(i + 1).is_some_and(|n| matches!(n.text.as_str(), "rm" | "shred" | "unlink" | "rmdir")))
+        });
+        let access = if deletes { Access::Delete } else { Access::Read };
+        if deletes {
+            facts.set(Fact::FindDelete);
+            facts.raise(Tier::ReversibleWrite, || "find deletes what it matches".to_owned());
+        }
+        let starts = &args[..expr_start];
+        if starts.is_empty() {
+            self.add_path(facts, &literal("."), access);
+        }
+        for w in starts {
+            self.add_path(facts, w, access);
+        }
+        for (i, a) in args.iter().enumerate() {
+            if matches!(a.text.as_str(), "-fprint" | "-fprint0" | "-fprintf" | "-fls")
+                && let Some(target) = args.get(i + 1)
+            {
+                self.add_path(facts, target, Access::Write);
+            }
+        }
+    }
+
+    fn interpreter(&self, lang: &Language, entry: &Program, args: &[Word], facts: &mut Facts) {
+        let mut i = 0;
+        let mut code: Vec<&str> = Vec::new();
+        let mut script = None;
+        let mut flags = Vec::new();
+        while i < args.len() {
+            let t = args[i].text.as_str();
+            i += 1;
+            if lang.inline_flags.iter().any(|f| f == t) {
+                if let Some(c) = args.get(i) {
+                    code.push(&c.text);
+                }
+                break;
+            }
+            if let Some(attached) = lang.inline_flags.iter().find_map(|f| t.strip_prefix(f.as_str()).filter(|r| f.starts_with("--") && r.starts_with('='))) {
+                code.push(&attached[1..]);
+                break;
+            }
+            if t == "-m" && lang.value_flags.iter().any(|f| f == "-m") {
+                // `python -m pip …` is pip; any other module runs like a script.
+                if let Some(module) = args.get(i) {
+                    if self.tables.programs.contains(&module.text) && self.tables.language(&module.text).is_none() {
+                        return self.argv(&module.text.clone(), &args[i + 1..], facts);
+                    }
+                    script = Some(module);
+                }
+                break;
+            }
+            if lang.value_flags.iter().any(|f| f == t) {
+                i += 1;
+                continue;
+            }
+            if t.starts_with('-') && t.len() > 1 && !args[i - 1].dynamic {
+                flags.push(t.to_owned());
+                continue;
+            }
+            script = Some(&args[i - 1]);
+            break;
+        }
+        facts.flags = flags;
+        facts.network = entry.network;
+        if !code.is_empty() {
+            facts.set(Fact::InlineCode);
+            if code.iter().any(|c| lang.danger.is_match(c)) {
+                facts.set(Fact::InlineCodeDanger);
+            }
+            facts.tier = Some(Tier::ReversibleWrite);
+            facts.note = format!("inline {} code runs sandboxed", lang.name);
+        } else if let Some(s) = script {
+            facts.tier = Some(Tier::ReversibleWrite);
+            facts.note = format!("{} script `{}` runs sandboxed", lang.name, s.text);
+            facts.operands = vec![s.text.clone()];
+            if s.text != "-" && !s.dynamic && !s.text.starts_with("<(") {
+                self.add_path(facts, s, Access::Read);
+            }
+        } else if facts.flags.is_empty() {
+            facts.tier = Some(Tier::ReversibleWrite);
+            facts.note = format!("{} reads its program from standard input", lang.name);
+        } else {
+            facts.tier = Some(Tier::ReadOnly);
+            facts.note = format!("{} asked only for information", lang.name);
+        }
+        if args.iter().any(|a| a.dynamic && (a.text.starts_with("<(") || a.text.starts_with("$("))) {
+            // Judged against substitutions in `stdin_and_substitutions`.
+            facts.set(Fact::InlineCode);
+        }
+    }
+}
+
+/// Skips a sed address (`1,5`, `$`, `/re/`, `\%re%`, `!`) and braces.
+fn skip_sed_address(s: &str) -> &str {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'0'..=b'9' | b',' | b'$' | b'~' | b'+' | b'!' | b' ' | b'{' | b'}' => i += 1,
+            b'/' | b'\\' => {
+                let delim = if b[i] == b'\\' { i += 1; b.get(i).copied().unwrap_or(b'/') } else { b'/' };
+                i += 1;
+                while i < b.len() && b[i] != delim {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                if b.get(i) == Some(&b'I') || b.get(i) == Some(&b'M') {
+                    i += 1;
+                }
+            }
+            _ => break,
+        }
+    }
+    s.get(i.min(s.len())..).unwrap_or("")
+}
+
+/// After `s`: returns (flags, text after a `w` flag) of `s/re/repl/flags`.
+fn sed_substitute_flags(s: &str) -> Option<(&str, &str)> {
+    let b = s.as_bytes();
+    let delim = *b.first()?;
+    if delim == b'\n' || delim == b'\\' || delim.is_ascii_alphanumeric() {
+        return None;
+    }
+    let mut i = 1;
+    let mut seen = 0;
+    while i < b.len() && seen < 2 {
+        if b[i] == b'\\' {
+            i += 2;
+            continue;
+        }
+        if b[i] == delim {
+            seen += 1;
+        }
+        i += 1;
+    }
+    if seen < 2 {
+        return None;
+    }
+    let rest = s.get(i.min(s.len())..)?;
+    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric())).unwrap_or(rest.len());
+    let flags = &rest[..end];
+    let tail = match flags.find('w') {
+        Some(w) => &rest[w + 1..],
+        None => "",
+    };
+    Some((flags, tail))
+}
+
+fn literal(text: &str) -> Word {
+    Word { text: text.to_owned(), dynamic: text.contains(['$', '`']), glob: false }
+}
+
+fn sub_word(of: &Word, text: &str) -> Word {
+    Word { text: text.to_owned(), dynamic: of.dynamic, glob: of.glob }
+}
+
+/// `host:path`, `user@host:path`, `rsync://…`: an operand on another host.
+fn is_remote(text: &str) -> bool {
+    if text.contains("://") {
+        return true;
+    }
+    match text.find(':') {
+        Some(colon) => {
+            let before = &text[..colon];
+            !before.is_empty() && !before.contains('/') && !text.starts_with('.')
+        }
+        None => false,
+    }
+}
+
+/// Classifies every command of `script` against `frame`'s directories. Literal
+/// top-level `cd` moves the working directory for the commands after it.
+pub fn classify_script(script: &Script, tables: &Tables, frame: &Frame<'_>) -> Vec<Facts> {
+    let mut cwd: Option<String> = frame.cwd.map(str::to_owned);
+    let mut out = Vec::with_capacity(script.commands.len());
+    for cmd in &script.commands {
+        let local = Frame { cwd: cwd.as_deref(), ..frame.clone() };
+        let classifier = Classifier { tables, frame: &local };
+        out.push(classifier.command(cmd, script));
+        if (cmd.program == "cd" || cmd.program == "pushd") && cmd.origin == Origin::TopLevel {
+            cwd = next_cwd(cmd, &local, tables);
+        }
+    }
+    mark_fork_bombs(script, &mut out);
+    out
+}
+
+fn next_cwd(cmd: &SimpleCommand, frame: &Frame<'_>, tables: &Tables) -> Option<String> {
+    let target = cmd.args.iter().find(|a| !a.text.starts_with('-') || a.text == "-");
+    match target {
+        None => Some(frame.home.to_owned()),
+        Some(w) if w.dynamic || w.text == "-" => None,
+        Some(w) => tables.paths.locate(w, frame, false).path,
+    }
+}
+
+/// A function body that pipes itself into itself (`:(){ :|:& };:`).
+fn mark_fork_bombs(script: &Script, facts: &mut [Facts]) {
+    for (i, cmd) in script.commands.iter().enumerate() {
+        if cmd.origin != Origin::FunctionBody {
+            continue;
+        }
+        if let Feed::Pipe { from } = &cmd.stdin
+            && from.iter().any(|&j| {
+                script.commands.get(j).is_some_and(|src| src.program == cmd.program && src.origin == Origin::FunctionBody)
+            })
+        {
+            facts[i].set(Fact::ForkBomb);
+        }
+    }
+}
+
+impl Classifier<'_, '_> {
+    fn command(&self, cmd: &SimpleCommand, script: &Script) -> Facts {
+        let mut facts = Facts { tier: Some(Tier::ReadOnly), ..Facts::default() };
+        if cmd.escalated {
+            facts.set(Fact::Escalated);
+        }
+        if cmd.program.is_empty() {
+            facts.note = "assignments and redirections only".to_owned();
+        } else if cmd.invoked_as.contains('/') && self.is_local_program(cmd) {
+            facts.program = cmd.program.clone();
+            facts.set(Fact::WorkspaceScript);
+            facts.tier = Some(Tier::ReversibleWrite);
+            facts.note = format!("`{}` lives in a writable tree and runs sandboxed", cmd.invoked_as);
+        } else if cmd.invoked_as.contains('/') && !cmd.invoked_as.starts_with('/') {
+            facts.program = cmd.program.clone();
+            facts.set(Fact::UnknownProgram);
+            facts.tier = None;
+            facts.note = format!("`{}` lies outside the workspace", cmd.invoked_as);
+        } else if self.tables.is_shell(&cmd.program) || cmd.program == "source" || cmd.program == "." {
+            self.shell(cmd, &mut facts);
+        } else {
+            self.argv(&cmd.program, &cmd.args, &mut facts);
+        }
+        if self.tables.programs.get(&facts.program).is_some_and(|p| p.interactive) {
+            facts.set(Fact::Interactive);
+        }
+        if cmd.wrappers.iter().any(|w| w == "xargs" || w == "parallel") {
+            self.stdin_operands(cmd, script, &mut facts);
+        }
+        for r in &cmd.redirects {
+            let access = match r.kind {
+                RedirectKind::Read => Access::Read,
+                RedirectKind::Write | RedirectKind::ReadWrite => Access::Write,
+                RedirectKind::Append => Access::Append,
+                RedirectKind::Duplicate => continue,
+            };
+            self.add_path(&mut facts, &r.target, access);
+        }
+        self.fed_code(cmd, script, &mut facts);
+        facts
+    }
+
+    /// Whether a program invoked by path lives where the request can write.
+    fn is_local_program(&self, cmd: &SimpleCommand) -> bool {
+        let word = literal(&cmd.invoked_as);
+        let located = self.tables.paths.locate(&word, self.frame, false);
+        let local = PathClass::Workspace.bit() | PathClass::Scratch.bit() | PathClass::Cache.bit();
+        located.classes & local != 0 && located.classes & PathClass::Dynamic.bit() == 0
+    }
+
+    fn shell(&self, cmd: &SimpleCommand, facts: &mut Facts) {
+        facts.program = cmd.program.clone();
+        let parsed = parse_args(&cmd.args, &["-o".to_owned(), "-O".to_owned()]);
+        facts.flags = parsed.flags;
+        if facts.has_flag("-c") {
+            facts.note = "its script is judged command by command".to_owned();
+            return;
+        }
+        match parsed.operands.first() {
+            Some(first) if first.dynamic => {
+                facts.tier = Some(Tier::ReversibleWrite);
+                facts.set(Fact::PipeToShell);
+                facts.note = format!("runs a script whose text is not known: `{}`", first.text);
+            }
+            Some(first) => {
+                facts.tier = Some(Tier::ReversibleWrite);
+                facts.set(Fact::WorkspaceScript);
+                facts.note = format!("script `{}` runs sandboxed", first.text);
+                facts.operands = vec![first.text.clone()];
+                self.add_path(facts, first, Access::Read);
+            }
+            None => match &cmd.stdin {
+                Feed::HereDoc { .. } | Feed::HereString { .. } => {
+                    facts.note = "its fed script is judged command by command".to_owned();
+                }
+                Feed::Pipe { .. } => {
+                    facts.tier = Some(Tier::HighRisk);
+                    facts.set(Fact::PipeToShell);
+                    facts.note = "text from another command runs as a shell script".to_owned();
+                }
+                Feed::Inherited if cmd.origin == Origin::FedScript || facts.flags.iter().any(|f| f == "--version") => {}
+                Feed::Inherited => {
+                    facts.set(Fact::Interactive);
+                    facts.tier = None;
+                    facts.note = "an interactive shell cannot be judged".to_owned();
+                }
+            },
+        }
+    }
+
+    /// Operands arriving on stdin (`xargs rm`): the targets are whatever the
+    /// feeding command lists. Only a `find` over known directories says where.
+    fn stdin_operands(&self, cmd: &SimpleCommand, script: &Script, facts: &mut Facts) {
+        let Some(entry) = self.tables.programs.get(&facts.program) else { return };
+        let access = match entry.operands {
+            Operands::Delete | Operands::Move => Access::Delete,
+            Operands::Write | Operands::WriteAfterFirst | Operands::Copy => Access::Write,
+            Operands::Append => Access::Append,
+            Operands::Create | Operands::CreateAfterFirst => Access::Create,
+            Operands::MetaAfterFirst => Access::Meta,
+            Operands::None | Operands::Read | Operands::ReadAfterFirst | Operands::KeyValue => return,
+        };
+        facts.set(Fact::StdinOperands);
+        let sources: Vec<&SimpleCommand> = match &cmd.stdin {
+            Feed::Pipe { from } => from.iter().filter_map(|&j| script.commands.get(j)).collect(),
+            _ => Vec::new(),
+        };
+        let from_find = !sources.is_empty() && sources.iter().all(|s| s.program == "find");
+        if from_find {
+            for src in sources {
+                let starts: Vec<&Word> = src.args.iter().take_while(|a| !a.text.starts_with('-') && a.text != "(" && a.text != "!").collect();
+                let dot = literal(".");
+                let starts = if starts.is_empty() { vec![&dot] } else { starts };
+                for w in starts {
+                    // The found entries lie below the start directory: a filtered
+                    // glob there (`*?`), not the directory itself.
+                    let below = Word { text: format!("{}/*?", w.text.trim_end_matches('/')), dynamic: w.dynamic, glob: true };
+                    self.add_path(facts, &below, access);
+                }
+            }
+        } else {
+            self.add_path(facts, &literal("$STDIN"), access);
+        }
+    }
+
+    /// Code reaching a shell or interpreter through stdin or a substitution.
+    fn fed_code(&self, cmd: &SimpleCommand, script: &Script, facts: &mut Facts) {
+        let lang = self.tables.language(&cmd.program);
+        let is_shell = self.tables.is_shell(&cmd.program) || cmd.program == "source" || cmd.program == ".";
+        if lang.is_none() && !is_shell {
+            return;
+        }
+        let substituted = cmd.args.iter().any(|a| a.dynamic && (a.text.contains("<(") || a.text.contains("$(") || a.text.contains('`')));
+        if substituted
+            && script.commands.iter().any(|c| {
+                matches!(c.origin, Origin::ProcessSubstitution | Origin::CommandSubstitution) && self.tables.emits_fetched(c)
+            })
+        {
+            facts.set(Fact::FetchToInterpreter);
+        }
+        match &cmd.stdin {
+            Feed::Pipe { from } => {
+                let sources: Vec<&SimpleCommand> = from.iter().filter_map(|&j| script.commands.get(j)).collect();
+                if sources.iter().any(|s| self.tables.emits_fetched(s)) {
+                    facts.set(Fact::FetchToInterpreter);
+                } else if let Some(lang) = lang {
+                    let reads_stdin = facts.operands.is_empty() || facts.operands.first().is_some_and(|o| o == "-");
+                    if reads_stdin && !facts.has(Fact::InlineCode) {
+                        facts.set(Fact::InlineCode);
+                        facts.raise(Tier::ReversibleWrite, || format!("{} code piped in runs sandboxed", lang.name));
+                        if sources.iter().any(|s| s.args.iter().any(|a| lang.danger.is_match(&a.text))) {
+                            facts.set(Fact::InlineCodeDanger);
+                        }
+                    }
+                }
+            }
+            Feed::HereDoc { body } => self.fed_text(lang, body, facts),
+            Feed::HereString { body } => self.fed_text(lang, &body.text, facts),
+            Feed::Inherited => {
+                let bare = facts.operands.is_empty() && facts.flags.is_empty() && !facts.has(Fact::InlineCode);
+                if lang.is_some() && bare && cmd.origin != Origin::FedScript {
+                    facts.set(Fact::Interactive);
+                    facts.note = "an interactive interpreter cannot be judged".to_owned();
+                }
+            }
+        }
+    }
+
+    fn fed_text(&self, lang: Option<&Language>, body: &str, facts: &mut Facts) {
+        let reads_stdin = facts.operands.first().is_none_or(|o| o == "-");
+        if let Some(lang) = lang
+            && reads_stdin
+        {
+            facts.set(Fact::InlineCode);
+            facts.raise(Tier::ReversibleWrite, || format!("{} here-document runs sandboxed", lang.name));
+            if lang.danger.is_match(body) {
+                facts.set(Fact::InlineCodeDanger);
+            }
+        }
+    }
+}

@@ -1,1 +1,242 @@
 //! Rule engine: loading and validating policy files, deny-first evaluation.
+//!
+//! Rules are matched against the classifier's [`Facts`]: every criterion a
+//! rule states must hold (program, subcommand, flags, operands, path classes,
+//! detector facts, and as a last resort a regex over the command text).
+
+pub mod config;
+
+use std::collections::HashMap;
+
+use regex::Regex;
+
+use crate::classify::paths::{Classes, PathClass};
+use crate::classify::table::glob_match;
+use crate::classify::{Access, Fact, Facts};
+use crate::context::Context;
+use crate::{Profile, Tier, Verdict};
+use config::{AccessSpec, Preconditions, RuleDecision, RuleSpec};
+
+/// A compiled rule.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    pub id: String,
+    pub verdict: Verdict,
+    pub reason: String,
+    programs: Vec<String>,
+    subcommands: Vec<Vec<String>>,
+    any_flags: Vec<String>,
+    all_flags: Vec<String>,
+    not_flags: Vec<String>,
+    args: Vec<String>,
+    not_args: Vec<String>,
+    paths: Classes,
+    access: u8,
+    facts: u32,
+    regex: Option<Regex>,
+    pub tier: Option<Tier>,
+    pub profile: Option<Profile>,
+    pub network: Option<bool>,
+    roles: Vec<String>,
+    preconditions: Option<Preconditions>,
+    pub on_failure: Verdict,
+    /// Example commands the rule must match / must not match.
+    pub matches: Vec<String>,
+    pub not_matches: Vec<String>,
+}
+
+fn verdict(d: RuleDecision) -> Verdict {
+    match d {
+        RuleDecision::Stop => Verdict::Stop,
+        RuleDecision::Hold => Verdict::Hold,
+        RuleDecision::Allow => Verdict::Allow,
+    }
+}
+
+fn access_bits(a: AccessSpec) -> u8 {
+    let change = Access::Create.bit() | Access::Write.bit() | Access::Append.bit() | Access::Delete.bit() | Access::Meta.bit();
+    match a {
+        AccessSpec::Read => Access::Read.bit(),
+        AccessSpec::Create => Access::Create.bit(),
+        AccessSpec::Write => Access::Write.bit(),
+        AccessSpec::Append => Access::Append.bit(),
+        AccessSpec::Delete => Access::Delete.bit(),
+        AccessSpec::Meta => Access::Meta.bit(),
+        AccessSpec::Change => change,
+    }
+}
+
+impl Rule {
+    pub fn compile(spec: &RuleSpec) -> Result<Rule, String> {
+        let mut paths = 0;
+        for name in &spec.paths {
+            paths |= PathClass::from_name(name).ok_or_else(|| format!("unknown path class `{name}`"))?.bit();
+        }
+        let mut facts = 0;
+        for name in &spec.facts {
+            facts |= Fact::from_name(name).ok_or_else(|| format!("unknown fact `{name}`"))?.bit();
+        }
+        let regex = spec
+            .regex
+            .as_deref()
+            .map(|r| Regex::new(r).map_err(|e| format!("bad regex: {e}")))
+            .transpose()?;
+        let tier = match spec.tier {
+            Some(t) => Some(t.tier().ok_or("a rule's tier cannot be `unknown`")?),
+            None => None,
+        };
+        let has_criteria = !spec.program.is_empty()
+            || !spec.subcommand.is_empty()
+            || !spec.any_flags.is_empty()
+            || !spec.all_flags.is_empty()
+            || !spec.args.is_empty()
+            || paths != 0
+            || facts != 0
+            || regex.is_some();
+        if !has_criteria {
+            return Err("a rule must say what it matches".to_owned());
+        }
+        if spec.reason.trim().is_empty() {
+            return Err("a rule needs a reason".to_owned());
+        }
+        if spec.matches.is_empty() {
+            return Err("a rule needs at least one `match` example".to_owned());
+        }
+        Ok(Rule {
+            id: spec.id.clone(),
+            verdict: verdict(spec.decision),
+            reason: spec.reason.clone(),
+            programs: spec.program.clone(),
+            subcommands: spec.subcommand.iter().map(|s| s.split_whitespace().map(str::to_owned).collect()).collect(),
+            any_flags: spec.any_flags.clone(),
+            all_flags: spec.all_flags.clone(),
+            not_flags: spec.not_flags.clone(),
+            args: spec.args.clone(),
+            not_args: spec.not_args.clone(),
+            paths,
+            access: spec.access.iter().fold(0, |acc, a| acc | access_bits(*a)),
+            facts,
+            regex,
+            tier,
+            profile: spec.profile,
+            network: spec.network,
+            roles: spec.roles.clone(),
+            preconditions: spec.preconditions.clone(),
+            on_failure: spec.on_precondition_failure.map_or(Verdict::Hold, verdict),
+            matches: spec.matches.clone(),
+            not_matches: spec.not_match.clone(),
+        })
+    }
+
+    /// Roles the rule is limited to (empty: all).
+    pub fn roles(&self) -> &[String] {
+        &self.roles
+    }
+
+    pub fn applies_to(&self, role: &str) -> bool {
+        self.roles.is_empty() || self.roles.iter().any(|r| r == role)
+    }
+
+    /// Whether the rule's criteria hold for `f`; `text` is the command's canonical text.
+    pub fn matches(&self, f: &Facts, text: &str) -> bool {
+        let words = || f.sub.iter().chain(f.operands.iter());
+        let flag = |name: &String| f.flags.iter().any(|g| g == name);
+        (self.programs.is_empty() || self.programs.iter().any(|p| glob_match(p, &f.program)))
+            && (self.subcommands.is_empty()
+                || self.subcommands.iter().any(|s| {
+                    let mut w = words();
+                    s.iter().all(|p| w.next().is_some_and(|x| glob_match(p, x)))
+                }))
+            && (self.any_flags.is_empty() || self.any_flags.iter().any(flag))
+            && self.all_flags.iter().all(flag)
+            && !self.not_flags.iter().any(flag)
+            && (self.args.is_empty() || words().any(|w| self.args.iter().any(|p| glob_match(p, w))))
+            && !words().any(|w| self.not_args.iter().any(|p| glob_match(p, w)))
+            && (self.paths == 0
+                || f.paths.iter().any(|p| {
+                    p.classes & self.paths != 0 && (self.access == 0 || self.access & p.access.bit() != 0)
+                }))
+            && (self.facts == 0 || f.facts & self.facts != 0)
+            && self.regex.as_ref().is_none_or(|r| r.is_match(text))
+    }
+
+    /// Checks the rule's preconditions against the context; Err names the failed one.
+    pub fn check_preconditions(&self, f: &Facts, ctx: &Context) -> Result<(), String> {
+        let Some(pre) = &self.preconditions else { return Ok(()) };
+        if pre.in_git_work_tree && !ctx.in_git_work_tree {
+            return Err("the working directory is not in a git work tree".to_owned());
+        }
+        if !pre.branch_not_in.is_empty() {
+            let Some(branch) = ctx.git_branch.as_deref() else {
+                return Err("no branch is checked out".to_owned());
+            };
+            let protected = pre.branch_not_in.iter().any(|b| {
+                b == branch || (b == "$default" && ctx.git_default_branch.as_deref() == Some(branch))
+            });
+            if protected {
+                return Err(format!("branch `{branch}` is protected"));
+            }
+        }
+        if pre.paths_inside_workspace {
+            let outside = PathClass::OutsideWorkspace.bit() | PathClass::Dynamic.bit();
+            if let Some(p) = f.paths.iter().find(|p| p.classes & outside != 0) {
+                return Err(format!("`{}` is not inside the workspace", p.text));
+            }
+        }
+        if pre.paths_exist
+            && let Some(p) = f.paths.iter().find(|p| !p.path.as_ref().is_some_and(|abs| ctx.existing.iter().any(|e| e.as_os_str() == abs.as_str())))
+        {
+            return Err(format!("`{}` does not exist", p.text));
+        }
+        Ok(())
+    }
+
+    pub fn wants_existence(&self) -> bool {
+        self.preconditions.as_ref().is_some_and(|p| p.paths_exist)
+    }
+}
+
+/// Rules ordered STOP, HOLD, ALLOW (file order within each), indexed by program.
+#[derive(Clone, Debug, Default)]
+pub struct RuleSet {
+    pub rules: Vec<Rule>,
+    by_program: HashMap<String, Vec<usize>>,
+    /// Rules with no program, or a globbed one: tried for every command.
+    everywhere: Vec<usize>,
+}
+
+impl RuleSet {
+    pub fn new(mut rules: Vec<Rule>) -> Result<RuleSet, String> {
+        let mut seen = std::collections::HashSet::new();
+        for r in &rules {
+            if !seen.insert(r.id.as_str()) {
+                return Err(format!("rule id `{}` is used twice", r.id));
+            }
+        }
+        rules.sort_by_key(|r| std::cmp::Reverse(r.verdict));
+        let mut set = RuleSet { rules, ..RuleSet::default() };
+        for (i, r) in set.rules.iter().enumerate() {
+            if r.programs.is_empty() || r.programs.iter().any(|p| p.contains(['*', '?'])) {
+                set.everywhere.push(i);
+            } else {
+                for p in &r.programs {
+                    set.by_program.entry(p.clone()).or_default().push(i);
+                }
+            }
+        }
+        Ok(set)
+    }
+
+    /// Indices of the rules whose criteria match, in evaluation order.
+    pub fn matching(&self, f: &Facts, text: &str) -> Vec<usize> {
+        let indexed = self.by_program.get(&f.program).map_or(&[][..], Vec::as_slice);
+        let mut out: Vec<usize> = indexed
+            .iter()
+            .chain(self.everywhere.iter())
+            .copied()
+            .filter(|&i| self.rules[i].matches(f, text))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+}

@@ -1,0 +1,429 @@
+//! Path classes: where a path argument points relative to the request's
+//! workspace, home and the host's system trees. Purely lexical: `..` is
+//! resolved on the text, `~` through [`crate::Context::home`].
+
+use crate::shell::Word;
+
+/// A set of [`PathClass`] bits.
+pub type Classes = u32;
+
+/// The classes a rule can name in `paths = [...]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathClass {
+    /// `/` itself, or everything directly under it (`/*`).
+    Root,
+    /// A system tree (`/etc`, `/usr`, …) or a direct child of one.
+    SystemDir,
+    /// Anything inside a system tree.
+    SystemPath,
+    /// A file whose overwrite breaks the host (`/etc/passwd`, `/boot/*`, …).
+    Critical,
+    /// The home directory itself, or everything directly under it (`~/*`).
+    Home,
+    /// Not inside the workspace, a scratch tree or a writable cache.
+    OutsideWorkspace,
+    Workspace,
+    /// The workspace root itself, or everything directly under it.
+    WorkspaceRoot,
+    Scratch,
+    Cache,
+    Protected,
+    Secret,
+    /// Praxis' own state or config.
+    Praxis,
+    BlockDevice,
+    /// `/dev/null`, `/dev/stdout`, …: touches nothing.
+    HarmlessDevice,
+    /// Contains an expansion whose value is unknown.
+    Dynamic,
+    /// Dynamic with no literal directory before it: could be anywhere.
+    Unknown,
+}
+
+const ALL: [(PathClass, &str); 17] = [
+    (PathClass::Root, "root"),
+    (PathClass::SystemDir, "system_dir"),
+    (PathClass::SystemPath, "system_path"),
+    (PathClass::Critical, "critical"),
+    (PathClass::Home, "home"),
+    (PathClass::OutsideWorkspace, "outside_workspace"),
+    (PathClass::Workspace, "workspace"),
+    (PathClass::WorkspaceRoot, "workspace_root"),
+    (PathClass::Scratch, "scratch"),
+    (PathClass::Cache, "cache"),
+    (PathClass::Protected, "protected"),
+    (PathClass::Secret, "secret"),
+    (PathClass::Praxis, "praxis"),
+    (PathClass::BlockDevice, "block_device"),
+    (PathClass::HarmlessDevice, "harmless_device"),
+    (PathClass::Dynamic, "dynamic"),
+    (PathClass::Unknown, "unknown"),
+];
+
+impl PathClass {
+    pub fn bit(self) -> Classes {
+        1 << (self as u32)
+    }
+
+    pub fn from_name(name: &str) -> Option<PathClass> {
+        ALL.iter().find(|(_, n)| *n == name).map(|(c, _)| *c)
+    }
+
+    /// Names of the classes in `set`, for explanations.
+    pub fn names(set: Classes) -> Vec<&'static str> {
+        ALL.iter().filter(|(c, _)| set & c.bit() != 0).map(|(_, n)| *n).collect()
+    }
+}
+
+/// A path list entry: absolute or under home, optionally ending in a `*` prefix glob.
+#[derive(Clone, Debug)]
+pub struct PathPattern {
+    under_home: bool,
+    /// Without the leading `~` or `/`, and without a trailing `*`.
+    rest: String,
+    prefix: bool,
+}
+
+impl PathPattern {
+    pub fn parse(entry: &str) -> Result<PathPattern, String> {
+        let (under_home, rest) = if let Some(r) = entry.strip_prefix("~/") {
+            (true, r)
+        } else if entry == "~" {
+            (true, "")
+        } else if let Some(r) = entry.strip_prefix('/') {
+            (false, r)
+        } else {
+            return Err(format!("path `{entry}` must start with `/` or `~`"));
+        };
+        let (rest, prefix) = match rest.strip_suffix('*') {
+            Some(r) => (r, true),
+            None => (rest.trim_end_matches('/'), false),
+        };
+        if rest.contains(['*', '?', '[']) {
+            return Err(format!("path `{entry}` may only glob with a trailing `*`"));
+        }
+        Ok(PathPattern { under_home, rest: rest.to_owned(), prefix })
+    }
+
+    /// Whether `path` (normalized, absolute) is this entry or inside it.
+    pub fn covers(&self, path: &str, home: &str) -> bool {
+        let rest_of = |base: &str| -> Option<usize> {
+            // `base` is "" for `/`-rooted entries, home otherwise.
+            let p = path.strip_prefix(base)?;
+            let p = p.strip_prefix('/').or(if p.is_empty() { Some("") } else { None })?;
+            let tail = p.strip_prefix(self.rest.as_str())?;
+            Some(path.len() - tail.len())
+        };
+        let base = if self.under_home { home } else { "" };
+        if self.under_home && home.is_empty() {
+            return false;
+        }
+        let Some(end) = rest_of(base) else { return false };
+        let tail = &path[end..];
+        if self.prefix {
+            return true;
+        }
+        tail.is_empty() || tail.starts_with('/') || (self.rest.is_empty() && !self.under_home)
+    }
+}
+
+/// Lexically normalizes `path` (absolute): drops `.` and empty components, resolves `..`.
+pub fn normalize(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    let mut out = String::with_capacity(path.len());
+    for p in &parts {
+        out.push('/');
+        out.push_str(p);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// Whether `path` is `dir` or inside it (both normalized).
+pub fn is_within(path: &str, dir: &str) -> bool {
+    if dir == "/" {
+        return true;
+    }
+    path.strip_prefix(dir).is_some_and(|t| t.is_empty() || t.starts_with('/'))
+}
+
+/// Number of components (`/` is 0, `/etc` is 1).
+fn depth(path: &str) -> usize {
+    path.split('/').filter(|p| !p.is_empty()).count()
+}
+
+/// The loaded path lists.
+#[derive(Clone, Debug)]
+pub struct PathLists {
+    pub system: Vec<String>,
+    pub critical: Vec<PathPattern>,
+    pub scratch: Vec<String>,
+    pub secrets: Vec<PathPattern>,
+    /// Each protected name split into components.
+    pub protected: Vec<Vec<String>>,
+    pub caches: Vec<PathPattern>,
+    pub block_devices: Vec<PathPattern>,
+    pub harmless_devices: Vec<PathPattern>,
+}
+
+/// Where the request stands: the directories paths are judged against.
+#[derive(Clone, Debug)]
+pub struct Frame<'a> {
+    /// Effective working directory (after literal `cd`), None when unknown.
+    pub cwd: Option<&'a str>,
+    pub home: &'a str,
+    /// None when the workspace would be `/` (no workspace at all).
+    pub workspace: Option<&'a str>,
+    pub praxis_dirs: &'a [String],
+}
+
+/// A resolved path argument.
+#[derive(Clone, Debug)]
+pub struct Located {
+    /// Normalized absolute path, or the literal directory prefix of a dynamic word.
+    pub path: Option<String>,
+    pub classes: Classes,
+}
+
+/// Whether an unquoted glob character is in this component.
+fn has_glob(component: &str) -> bool {
+    component.contains(['*', '?', '['])
+}
+
+impl PathLists {
+    /// Locates and classifies a path word. `deleting` marks accesses that remove
+    /// the path, so an ancestor of a protected name counts as protected.
+    pub fn locate(&self, word: &Word, frame: &Frame<'_>, deleting: bool) -> Located {
+        let text = word.text.as_str();
+        let mut classes = 0;
+        // A dynamic word keeps only its literal directory prefix, if any.
+        let literal = if word.dynamic {
+            classes |= PathClass::Dynamic.bit();
+            let cut = text.find(['$', '`']).unwrap_or(text.len());
+            match text[..cut].rfind('/') {
+                Some(slash) if slash > 0 || text.starts_with('/') => &text[..=slash],
+                _ => return unknown(classes),
+            }
+        } else {
+            text
+        };
+        let absolute = if literal == "~" || literal.starts_with("~/") {
+            if frame.home.is_empty() {
+                return unknown(classes);
+            }
+            format!("{}{}", frame.home, &literal[1..])
+        } else if literal.starts_with('~') {
+            // `~user`: another user's home.
+            return unknown(classes);
+        } else if literal.starts_with('/') {
+            literal.to_owned()
+        } else {
+            match frame.cwd {
+                Some(cwd) => format!("{cwd}/{literal}"),
+                None => return unknown(classes | PathClass::Dynamic.bit()),
+            }
+        };
+        // A glob component: judge the directory it enumerates. `*` takes all of
+        // it; a filtered glob (`*.o`) only some entries, so not the directory
+        // itself (but still anything in a system tree).
+        let (absolute, contents, filtered) = if word.glob && has_glob(&absolute) {
+            let found = absolute
+                .split('/')
+                .scan(0usize, |pos, comp| {
+                    let start = *pos;
+                    *pos += comp.len() + 1;
+                    Some((start, comp))
+                })
+                .find(|(_, comp)| has_glob(comp));
+            let (cut, comp) = found.unwrap_or((absolute.len(), ""));
+            let everything = matches!(comp, "*" | ".*" | "**" | "*.*" | ".[!.]*");
+            (absolute[..cut].to_owned(), true, !everything)
+        } else {
+            (absolute, false, false)
+        };
+        let path = normalize(&absolute);
+        let mut found = self.classes_of(&path, contents, frame, deleting);
+        if filtered {
+            found &= !(PathClass::Root.bit() | PathClass::Home.bit() | PathClass::WorkspaceRoot.bit());
+            if found & PathClass::Workspace.bit() != 0 {
+                found &= !PathClass::Protected.bit();
+            }
+        }
+        classes |= found;
+        Located { path: Some(path), classes }
+    }
+
+    fn classes_of(&self, path: &str, contents: bool, frame: &Frame<'_>, deleting: bool) -> Classes {
+        let home = frame.home;
+        if self.harmless_devices.iter().any(|p| p.covers(path, home)) {
+            return PathClass::HarmlessDevice.bit();
+        }
+        let mut c = 0;
+        if self.block_devices.iter().any(|p| p.covers(path, home)) {
+            c |= PathClass::BlockDevice.bit() | PathClass::SystemPath.bit();
+        }
+        if path == "/" {
+            c |= PathClass::Root.bit() | PathClass::SystemDir.bit() | PathClass::SystemPath.bit();
+        }
+        if frame.praxis_dirs.iter().any(|d| is_within(path, d) || (deleting && is_within(d, path))) {
+            c |= PathClass::Praxis.bit();
+        }
+        if self.secrets.iter().any(|p| p.covers(path, home)) {
+            c |= PathClass::Secret.bit();
+        }
+        if self.critical.iter().any(|p| p.covers(path, home)) {
+            c |= PathClass::Critical.bit();
+        }
+        let in_home = !home.is_empty() && home != "/" && is_within(path, home);
+        if in_home && (path == home || (contents && depth(path) == depth(home))) {
+            c |= PathClass::Home.bit();
+        }
+        let workspace = frame.workspace.filter(|w| is_within(path, w));
+        if let Some(ws) = workspace {
+            c |= PathClass::Workspace.bit();
+            if path == ws {
+                c |= PathClass::WorkspaceRoot.bit();
+            }
+            if self.is_protected(&path[ws.len()..], deleting) {
+                c |= PathClass::Protected.bit();
+            }
+        } else if self.scratch.iter().any(|s| is_within(path, s) && path != s) {
+            c |= PathClass::Scratch.bit();
+        } else if self.caches.iter().any(|p| p.covers(path, home)) {
+            c |= PathClass::Cache.bit();
+        } else {
+            c |= PathClass::OutsideWorkspace.bit();
+            if in_home && self.is_protected(&path[home.len()..], deleting) {
+                c |= PathClass::Protected.bit();
+            }
+        }
+        // System classes, unless the path lies strictly inside the workspace or
+        // home (a workspace under `/srv` is still a workspace).
+        let inside_own = workspace.is_some_and(|w| path != w) || (in_home && path != home);
+        if !inside_own {
+            for sys in &self.system {
+                if is_within(path, sys) {
+                    c |= PathClass::SystemPath.bit();
+                    let below = depth(path) - depth(sys);
+                    if below == 0 || (below == 1 && !contents) {
+                        c |= PathClass::SystemDir.bit();
+                    }
+                }
+            }
+        }
+        c
+    }
+
+    /// Whether `rel` (a path relative to a writable root, leading `/`) is or is
+    /// inside a protected name, or (when deleting) an ancestor of one.
+    fn is_protected(&self, rel: &str, deleting: bool) -> bool {
+        let comps: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+        self.protected.iter().any(|entry| {
+            (0..comps.len()).any(|start| {
+                let window = &comps[start..];
+                let n = entry.len().min(window.len());
+                window[..n].iter().zip(entry).all(|(a, b)| a == b) && (n == entry.len() || deleting)
+            }) || (deleting && comps.is_empty())
+        })
+    }
+}
+
+fn unknown(classes: Classes) -> Located {
+    Located { path: None, classes: classes | PathClass::OutsideWorkspace.bit() | PathClass::Unknown.bit() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lists() -> PathLists {
+        let pats = |v: &[&str]| v.iter().map(|s| PathPattern::parse(s).unwrap()).collect();
+        PathLists {
+            system: vec!["/etc".into(), "/usr".into(), "/home".into(), "/var".into()],
+            critical: pats(&["/etc/passwd", "/boot/*"]),
+            scratch: vec!["/tmp".into()],
+            secrets: pats(&["~/.ssh", "/etc/shadow"]),
+            protected: vec![vec![".git".into(), "hooks".into()], vec![".bashrc".into()]],
+            caches: pats(&["~/.cache"]),
+            block_devices: pats(&["/dev/sd*", "/dev/nvme*"]),
+            harmless_devices: pats(&["/dev/null", "/dev/fd/*"]),
+        }
+    }
+
+    fn word(text: &str) -> Word {
+        Word { text: text.into(), dynamic: text.contains('$'), glob: text.contains(['*', '?']) }
+    }
+
+    fn classes(text: &str, deleting: bool) -> Vec<&'static str> {
+        let frame = Frame {
+            cwd: Some("/home/dev/project/src"),
+            home: "/home/dev",
+            workspace: Some("/home/dev/project"),
+            praxis_dirs: &[],
+        };
+        PathClass::names(lists().locate(&word(text), &frame, deleting).classes)
+    }
+
+    #[test]
+    fn classifies_catastrophic_targets() {
+        assert!(classes("/", true).contains(&"root"));
+        assert!(classes("/*", true).contains(&"root"));
+        assert!(classes("~", true).contains(&"home"));
+        assert!(classes("~/*", true).contains(&"home"));
+        assert!(classes("../..", true).contains(&"home"));
+        assert!(classes("/etc", true).contains(&"system_dir"));
+        assert!(classes("/etc/*", true).contains(&"system_dir"));
+        assert!(!classes("/etc/nginx/conf.d", true).contains(&"system_dir"));
+        assert!(classes("/etc/nginx/conf.d", true).contains(&"system_path"));
+        assert!(classes("/dev/sda1", false).contains(&"block_device"));
+        assert_eq!(classes("/dev/null", false), vec!["harmless_device"]);
+        assert!(classes("/etc/passwd", false).contains(&"critical"));
+    }
+
+    #[test]
+    fn classifies_workspace_and_home() {
+        assert_eq!(classes("target", true), vec!["workspace"]);
+        assert_eq!(classes("..", true), vec!["workspace", "workspace_root", "protected"]);
+        assert_eq!(classes("../../other", false), vec!["outside_workspace"]);
+        assert_eq!(classes("/tmp/x", false), vec!["scratch"]);
+        assert_eq!(classes("/tmp", true), vec!["outside_workspace"]);
+        assert_eq!(classes("~/.cache/pip", true), vec!["cache"]);
+        assert!(classes("~/.ssh/id_rsa", false).contains(&"secret"));
+        assert!(classes("../.git/hooks/pre-commit", false).contains(&"protected"));
+        assert!(classes("../.git", true).contains(&"protected"));
+        assert!(!classes("../.git", false).contains(&"protected"));
+        assert!(classes("~/.bashrc", false).contains(&"protected"));
+        assert!(!classes("/home/dev/project/x", false).contains(&"system_path"));
+    }
+
+    #[test]
+    fn dynamic_words_keep_their_literal_directory() {
+        assert_eq!(classes("$DIR", true), vec!["outside_workspace", "dynamic", "unknown"]);
+        assert_eq!(classes("build/$x", true), vec!["workspace", "dynamic"]);
+        let home_dynamic = classes("~/$x", true);
+        assert!(home_dynamic.contains(&"home") && home_dynamic.contains(&"dynamic"));
+    }
+
+    #[test]
+    fn patterns_cover_themselves_and_children_only() {
+        let p = PathPattern::parse("~/.ssh").unwrap();
+        assert!(p.covers("/home/dev/.ssh", "/home/dev"));
+        assert!(p.covers("/home/dev/.ssh/id_rsa", "/home/dev"));
+        assert!(!p.covers("/home/dev/.sshx", "/home/dev"));
+        let d = PathPattern::parse("/dev/sd*").unwrap();
+        assert!(d.covers("/dev/sdb2", ""));
+        assert!(!d.covers("/dev/null", ""));
+        assert!(PathPattern::parse("relative").is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! The program table of `patterns.toml`, compiled for lookups by name.
+
+use std::collections::HashMap;
+
+use crate::Tier;
+use crate::rules::config::{Operands, ProgramSpec, TierSpec};
+
+/// Tier as the table states it: None is `unknown` (held).
+pub type TableTier = Option<Tier>;
+
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub tier: TableTier,
+    pub bare_tier: Option<TableTier>,
+    pub operands: Operands,
+    pub network: bool,
+    /// Flags that take a separate value: `value_flags` and `output_flags`.
+    pub takes_value: Vec<String>,
+    pub output_flags: Vec<String>,
+    /// When one of these is given, there is no leading pattern/script operand.
+    pub script_flags: Vec<String>,
+    pub interactive: bool,
+    /// Most specific (most words) first.
+    pub subs: Vec<Sub>,
+    pub flags: Vec<FlagRaise>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Sub {
+    /// Words, each possibly a `*` glob.
+    pub words: Vec<String>,
+    pub tier: TableTier,
+    pub bare_tier: Option<TableTier>,
+    pub operands: Option<Operands>,
+    pub network: Option<bool>,
+}
+
+#[derive(Clone, Debug)]
+pub struct FlagRaise {
+    pub flags: Vec<String>,
+    pub tier: Option<TableTier>,
+    pub operands: Option<Operands>,
+    pub network: Option<bool>,
+    pub subs: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ProgramTable {
+    programs: Vec<Program>,
+    by_name: HashMap<String, usize>,
+    /// Names declared with a trailing `*` (`mkfs.*`).
+    by_prefix: Vec<(String, usize)>,
+}
+
+fn tier(spec: TierSpec) -> TableTier {
+    spec.tier()
+}
+
+impl ProgramTable {
+    pub fn build(specs: &[ProgramSpec]) -> Result<ProgramTable, String> {
+        let mut table = ProgramTable::default();
+        for spec in specs {
+            let idx = table.programs.len();
+            let mut subs: Vec<Sub> = spec
+                .sub
+                .iter()
+                .flat_map(|s| {
+                    s.names.iter().map(move |name| Sub {
+                        words: name.split_whitespace().map(str::to_owned).collect(),
+                        tier: tier(s.tier),
+                        bare_tier: s.bare_tier.map(tier),
+                        operands: s.operands,
+                        network: s.network,
+                    })
+                })
+                .collect();
+            // Stable: among equal lengths the file's order holds.
+            subs.sort_by_key(|s| std::cmp::Reverse(s.words.len()));
+            table.programs.push(Program {
+                tier: tier(spec.tier),
+                bare_tier: spec.bare_tier.map(tier),
+                operands: spec.operands,
+                network: spec.network,
+                takes_value: spec.value_flags.iter().chain(&spec.output_flags).cloned().collect(),
+                output_flags: spec.output_flags.clone(),
+                script_flags: spec.script_flags.clone(),
+                interactive: spec.interactive,
+                subs,
+                flags: spec
+                    .flag
+                    .iter()
+                    .map(|f| FlagRaise {
+                        flags: f.flags.clone(),
+                        tier: f.tier.map(tier),
+                        operands: f.operands,
+                        network: f.network,
+                        subs: f.sub.clone(),
+                    })
+                    .collect(),
+            });
+            for name in &spec.names {
+                if let Some(prefix) = name.strip_suffix('*') {
+                    table.by_prefix.push((prefix.to_owned(), idx));
+                } else if table.by_name.insert(name.clone(), idx).is_some() {
+                    return Err(format!("program `{name}` is declared twice"));
+                }
+            }
+        }
+        Ok(table)
+    }
+
+    /// The entry for `name`, also trying prefix entries and a version-stripped
+    /// name (`python3.12` → `python3` → `python`).
+    pub fn get(&self, name: &str) -> Option<&Program> {
+        if let Some(&i) = self.by_name.get(name) {
+            return Some(&self.programs[i]);
+        }
+        if let Some((_, i)) = self.by_prefix.iter().find(|(p, _)| name.starts_with(p.as_str())) {
+            return Some(&self.programs[*i]);
+        }
+        let stripped = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+        if stripped.len() < name.len() && !stripped.is_empty() {
+            return self.by_name.get(stripped).map(|&i| &self.programs[i]);
+        }
+        None
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+}
+
+/// `*`/`?` glob match over bytes; linear-ish (backtracks only on `*`).
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    let (mut pi, mut ti) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == b'?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("describe-*", "describe-instances"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("?755", "4755"));
+        assert!(!glob_match("?755", "755"));
+        assert!(glob_match("*+*s*", "u+s"));
+        assert!(!glob_match("main", "mainx"));
+    }
+}

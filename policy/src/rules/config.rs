@@ -1,0 +1,436 @@
+//! The on-disk shape of policy files, validated strictly: every table denies
+//! unknown keys, and errors carry the file name and line.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::Tier;
+
+/// `patterns.toml`: the built-in review surface.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatternsFile {
+    pub meta: Meta,
+    pub defaults: Defaults,
+    #[serde(default)]
+    pub roles: BTreeMap<String, RolePosture>,
+    pub paths: PathLists,
+    pub interpreters: Interpreters,
+    pub builtins: Builtins,
+    #[serde(default, rename = "program")]
+    pub programs: Vec<ProgramSpec>,
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<RuleSpec>,
+    /// The redactor's rules; deserialized and validated by the redactor.
+    #[serde(default)]
+    pub redact: Option<toml::Table>,
+}
+
+/// The operator's `policy.toml`: roles, uid map, extra rules, limits, credential grants.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorFile {
+    #[serde(default)]
+    pub limits: Option<LimitsSpec>,
+    #[serde(default)]
+    pub roles: BTreeMap<String, RolePosture>,
+    #[serde(default)]
+    pub uid: Vec<UidSpec>,
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<RuleSpec>,
+    #[serde(default)]
+    pub credentials: Vec<CredentialSpec>,
+    #[serde(default)]
+    pub redact: Option<toml::Table>,
+}
+
+/// Shell builtins: commands that need no `PATH` lookup.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Builtins {
+    pub names: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    pub version: u32,
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    pub limits: LimitsSpec,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSpec {
+    pub timeout_secs: u64,
+    pub output_cap_bytes: u64,
+    pub rlimit_fsize_bytes: u64,
+    pub rlimit_nofile: u64,
+    pub rlimit_cpu_secs: u64,
+}
+
+/// What a role gets for each tier when no rule decides.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RolePosture {
+    pub read_only: Posture,
+    pub reversible_write: Posture,
+    pub external_side_effect: Posture,
+    pub high_risk: Posture,
+    /// Whether an unknown program may run (never, for shipped roles).
+    #[serde(default)]
+    pub unknown: Option<Posture>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Posture {
+    Allow,
+    Hold,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathLists {
+    /// Top-level system trees: writes are T3, recursive deletes STOP.
+    pub system: Vec<String>,
+    /// Files whose truncation or overwrite breaks the host (STOP).
+    pub critical: Vec<String>,
+    /// Scratch trees the sandbox keeps writable (`/tmp`, …).
+    pub scratch: Vec<String>,
+    pub secrets: Vec<String>,
+    pub protected: Vec<String>,
+    pub writable_caches: Vec<String>,
+    pub block_devices: Vec<String>,
+    /// Device files that are not storage (`/dev/null`, `/dev/stdout`, …).
+    pub harmless_devices: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interpreters {
+    pub shells: Vec<String>,
+    pub fetchers: Vec<String>,
+    pub decoders: Vec<DecoderSpec>,
+    /// Hosts a fetcher may reach as a local request.
+    pub local_hosts: Vec<String>,
+    #[serde(rename = "language")]
+    pub languages: Vec<LanguageSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecoderSpec {
+    pub program: String,
+    /// Flags that make it decode; empty means it always decodes.
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LanguageSpec {
+    pub name: String,
+    pub programs: Vec<String>,
+    /// Flags whose value is inline code (`-c`, `-e`, …).
+    pub inline_flags: Vec<String>,
+    /// Flags that take a value which is not code (`-m module`, `-W opt`).
+    #[serde(default)]
+    pub value_flags: Vec<String>,
+    /// Tokens in inline code that reach processes, the network or delete files.
+    pub danger: Vec<String>,
+}
+
+/// How a program's operands (non-flag arguments) are used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operands {
+    /// Not paths (messages, patterns, names).
+    #[default]
+    None,
+    Read,
+    /// The first operand is a pattern or script, the rest are read.
+    ReadAfterFirst,
+    /// The first operand is a script, the rest are rewritten in place (`sed -i`).
+    WriteAfterFirst,
+    /// Created or updated (`touch`, `mkdir`).
+    Create,
+    /// Overwritten (`tee`, `truncate`).
+    Write,
+    /// Appended to (`tee -a`).
+    Append,
+    /// The first operand is a mode or owner, the rest have metadata changed.
+    MetaAfterFirst,
+    Delete,
+    /// The last operand is written, the others read (`cp`, `install`, `ln`).
+    Copy,
+    /// The last operand is written, the others deleted (`mv`).
+    Move,
+    /// The first operand is a source (URL, repository), the rest are created.
+    CreateAfterFirst,
+    /// `dd`-style `if=`/`of=` operands.
+    KeyValue,
+}
+
+/// Tier as written in the file: a tier, or `unknown` (held as unknown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TierSpec {
+    ReadOnly,
+    ReversibleWrite,
+    ExternalSideEffect,
+    HighRisk,
+    Unknown,
+}
+
+impl TierSpec {
+    /// The tier, or None for `unknown`.
+    pub fn tier(self) -> Option<Tier> {
+        match self {
+            TierSpec::ReadOnly => Some(Tier::ReadOnly),
+            TierSpec::ReversibleWrite => Some(Tier::ReversibleWrite),
+            TierSpec::ExternalSideEffect => Some(Tier::ExternalSideEffect),
+            TierSpec::HighRisk => Some(Tier::HighRisk),
+            TierSpec::Unknown => None,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramSpec {
+    pub names: Vec<String>,
+    /// Tier with no subcommand, or with one not listed in `sub`.
+    pub tier: TierSpec,
+    /// Tier when no operand at all is given (`git branch`, `crontab` alone).
+    #[serde(default)]
+    pub bare_tier: Option<TierSpec>,
+    #[serde(default)]
+    pub operands: Operands,
+    #[serde(default)]
+    pub network: bool,
+    /// Flags that take a separate value (skipped when finding operands).
+    #[serde(default)]
+    pub value_flags: Vec<String>,
+    /// Flags whose value is a path the program writes (`-o FILE`).
+    #[serde(default)]
+    pub output_flags: Vec<String>,
+    /// Flags that carry the pattern or script, so no operand is one (`sed -e`).
+    #[serde(default)]
+    pub script_flags: Vec<String>,
+    /// The program needs an interactive terminal.
+    #[serde(default)]
+    pub interactive: bool,
+    #[serde(default)]
+    pub note: String,
+    #[serde(default)]
+    pub sub: Vec<SubSpec>,
+    #[serde(default)]
+    pub flag: Vec<FlagSpec>,
+}
+
+/// A subcommand entry: `names` are one or more words (`"pr create"`), `*` globs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubSpec {
+    pub names: Vec<String>,
+    pub tier: TierSpec,
+    #[serde(default)]
+    pub bare_tier: Option<TierSpec>,
+    #[serde(default)]
+    pub operands: Option<Operands>,
+    #[serde(default)]
+    pub network: Option<bool>,
+}
+
+/// Flags that raise the tier or change how operands are used (`sed -i`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlagSpec {
+    pub flags: Vec<String>,
+    #[serde(default)]
+    pub tier: Option<TierSpec>,
+    #[serde(default)]
+    pub operands: Option<Operands>,
+    #[serde(default)]
+    pub network: Option<bool>,
+    /// Only under these subcommands (first word), when given.
+    #[serde(default)]
+    pub sub: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleDecision {
+    Stop,
+    Hold,
+    Allow,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessSpec {
+    Read,
+    Create,
+    Write,
+    Append,
+    Delete,
+    Meta,
+    /// Any access that changes the file system (all but read).
+    Change,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preconditions {
+    #[serde(default)]
+    pub in_git_work_tree: bool,
+    /// Current branch must not be one of these; `$default` is the repository's default branch.
+    #[serde(default)]
+    pub branch_not_in: Vec<String>,
+    #[serde(default)]
+    pub paths_inside_workspace: bool,
+    #[serde(default)]
+    pub paths_exist: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    pub id: String,
+    pub decision: RuleDecision,
+    pub reason: String,
+    #[serde(default)]
+    pub program: Vec<String>,
+    #[serde(default)]
+    pub subcommand: Vec<String>,
+    #[serde(default)]
+    pub any_flags: Vec<String>,
+    #[serde(default)]
+    pub all_flags: Vec<String>,
+    #[serde(default)]
+    pub not_flags: Vec<String>,
+    /// Any operand matches one of these (`*` and `?` globs).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// No operand matches one of these.
+    #[serde(default)]
+    pub not_args: Vec<String>,
+    /// Any path of these classes, under `access`.
+    #[serde(default)]
+    pub paths: Vec<String>,
+    #[serde(default)]
+    pub access: Vec<AccessSpec>,
+    /// Facts found by the classifier's detectors.
+    #[serde(default)]
+    pub facts: Vec<String>,
+    /// Last resort: a regex over the canonical command text.
+    #[serde(default)]
+    pub regex: Option<String>,
+    #[serde(default)]
+    pub tier: Option<TierSpec>,
+    #[serde(default)]
+    pub profile: Option<crate::Profile>,
+    #[serde(default)]
+    pub network: Option<bool>,
+    /// Roles the rule applies to; empty means every role.
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub preconditions: Option<Preconditions>,
+    /// Decision when a precondition fails (HOLD unless stated).
+    #[serde(default)]
+    pub on_precondition_failure: Option<RuleDecision>,
+    #[serde(default, rename = "match")]
+    pub matches: Vec<String>,
+    #[serde(default)]
+    pub not_match: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UidSpec {
+    pub uid: u32,
+    pub roles: Vec<String>,
+    pub default_role: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialSpec {
+    pub name: String,
+    pub env: String,
+    #[serde(default)]
+    pub from_file: Option<String>,
+    #[serde(default)]
+    pub from_env: Option<String>,
+    #[serde(default)]
+    pub from_command: Option<Vec<String>>,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub programs: Vec<String>,
+}
+
+/// A parse failure located in its file.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct ParseError {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// Parses `text` as `T`, locating any error by line.
+pub fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, ParseError> {
+    toml::from_str(text).map_err(|e| ParseError {
+        file: file.to_owned(),
+        line: e.span().map_or(1, |s| line_of(text, s.start)),
+        message: e.message().trim().to_owned(),
+    })
+}
+
+/// 1-based line number of byte `offset`.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// Line where `needle` (a quoted string value) first appears, for errors found
+/// after deserializing (a bad example, a bad regex).
+pub fn line_of_value(text: &str, needle: &str) -> usize {
+    let quoted = format!("{needle:?}");
+    text.find(&quoted)
+        .or_else(|| text.find(needle))
+        .map_or(1, |at| line_of(text, at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_is_reported_with_its_line() {
+        let text = "[limits]\ntimeout_secs = 1\noutput_cap_bytes = 1\nrlimit_fsize_bytes = 1\nrlimit_nofile = 1\nrlimit_cpu_secs = 1\nbogus = 2\n";
+        let err = parse::<OperatorFile>("policy.toml", text).unwrap_err();
+        assert_eq!(err.line, 7, "{err}");
+        assert!(err.to_string().starts_with("policy.toml:7:"), "{err}");
+        assert!(err.message.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn credential_and_uid_shapes_are_strict() {
+        let ok = "[[uid]]\nuid = 1000\nroles = [\"agent\"]\ndefault_role = \"agent\"\n\n[[credentials]]\nname = \"gh\"\nenv = \"GH_TOKEN\"\nfrom_file = \"/etc/praxis/gh\"\nroles = [\"agent\"]\nprograms = [\"gh\"]\n";
+        let parsed: OperatorFile = parse("policy.toml", ok).unwrap();
+        assert_eq!(parsed.uid[0].default_role, "agent");
+        let bad = "[[credentials]]\nname = \"gh\"\nenv = \"GH_TOKEN\"\nsecret = \"x\"\n";
+        assert_eq!(parse::<OperatorFile>("policy.toml", bad).unwrap_err().line, 4);
+    }
+}
