@@ -104,7 +104,7 @@ impl Contract {
         let value = strict::parse(text).map_err(|why| Veto {
             code: self.veto.invalid_json.clone(),
             path: String::from("$"),
-            reason: format!("not strict JSON: {why}"),
+            reason: format!("$ is not strict JSON: {why}"),
         })?;
         if let Some(path) = self.forbidden_at(&value, "$") {
             return Err(Veto {
