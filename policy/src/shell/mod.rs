@@ -4,6 +4,16 @@
 //! removed as the shell would), wrappers unwrapped, nested scripts (`sh -c`,
 //! literal `eval`, substitutions, here-docs fed to shells) parsed recursively,
 //! plus the reasons the text itself must be held ([`Script::holds`]).
+//!
+//! Conventions the classifier relies on:
+//! - A process substitution used as a word (`bash <(curl …)`) is a dynamic
+//!   [`Word`] whose text starts with `<(` or `>(`; its commands are listed with
+//!   [`Origin::ProcessSubstitution`].
+//! - `git` global options are stripped so `args[0]` is the subcommand; those
+//!   with a value are kept in `wrappers` as `git -c key=value`, `git -C dir`,
+//!   `git --git-dir=dir`, … so `-c core.hooksPath=` or `-c alias.x=!cmd` stay visible.
+//! - A shell given a here-doc or here-string and no script operand stays in
+//!   the list with its [`Feed`]; the body's commands follow with [`Origin::FedScript`].
 
 use serde::Serialize;
 
