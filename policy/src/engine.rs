@@ -98,7 +98,11 @@ pub enum LoadError {
     #[error("{file}: {message}")]
     Invalid { file: String, message: String },
     #[error("{file}:{line}: {message}")]
-    At { file: String, line: usize, message: String },
+    At {
+        file: String,
+        line: usize,
+        message: String,
+    },
     /// Several rule examples failed; each is located.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Examples(Vec<LoadError>),
@@ -106,7 +110,11 @@ pub enum LoadError {
 
 impl From<config::ParseError> for LoadError {
     fn from(e: config::ParseError) -> LoadError {
-        LoadError::At { file: e.file, line: e.line, message: e.message }
+        LoadError::At {
+            file: e.file,
+            line: e.line,
+            message: e.message,
+        }
     }
 }
 
@@ -127,7 +135,10 @@ pub mod example_context {
             in_git_work_tree: true,
             git_branch: Some("feature/x".to_owned()),
             git_default_branch: Some("main".to_owned()),
-            praxis_dirs: vec![PathBuf::from("/home/dev/.config/praxis"), PathBuf::from("/home/dev/.local/state/praxis")],
+            praxis_dirs: vec![
+                PathBuf::from("/home/dev/.config/praxis"),
+                PathBuf::from("/home/dev/.local/state/praxis"),
+            ],
             resolution_skipped: true,
             ..Context::default()
         }
@@ -145,15 +156,25 @@ pub struct Policy {
 }
 
 fn invalid(file: &str, message: impl Into<String>) -> LoadError {
-    LoadError::Invalid { file: file.to_owned(), message: message.into() }
+    LoadError::Invalid {
+        file: file.to_owned(),
+        message: message.into(),
+    }
 }
 
 fn at(source: &Source<'_>, needle: &str, message: impl Into<String>) -> LoadError {
-    LoadError::At { file: source.name.to_owned(), line: config::line_of_value(source.text, needle), message: message.into() }
+    LoadError::At {
+        file: source.name.to_owned(),
+        line: config::line_of_value(source.text, needle),
+        message: message.into(),
+    }
 }
 
 fn patterns(source: &Source<'_>, entries: &[String]) -> Result<Vec<PathPattern>, LoadError> {
-    entries.iter().map(|e| PathPattern::parse(e).map_err(|m| at(source, e, m))).collect()
+    entries
+        .iter()
+        .map(|e| PathPattern::parse(e).map_err(|m| at(source, e, m)))
+        .collect()
 }
 
 fn absolute_dirs(source: &Source<'_>, entries: &[String]) -> Result<Vec<String>, LoadError> {
@@ -163,7 +184,11 @@ fn absolute_dirs(source: &Source<'_>, entries: &[String]) -> Result<Vec<String>,
             if e.starts_with('/') && !e.contains('*') {
                 Ok(crate::classify::paths::normalize(e))
             } else {
-                Err(at(source, e, format!("`{e}` must be an absolute directory")))
+                Err(at(
+                    source,
+                    e,
+                    format!("`{e}` must be an absolute directory"),
+                ))
             }
         })
         .collect()
@@ -171,7 +196,10 @@ fn absolute_dirs(source: &Source<'_>, entries: &[String]) -> Result<Vec<String>,
 
 /// Lowercase, digits and `_`/`-`: names of roles.
 fn valid_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
 fn build_tables(source: &Source<'_>, file: &PatternsFile) -> Result<Tables, LoadError> {
@@ -186,9 +214,16 @@ fn build_tables(source: &Source<'_>, file: &PatternsFile) -> Result<Tables, Load
             .iter()
             .map(|e| {
                 if e.starts_with('/') || e.starts_with('~') || e.is_empty() {
-                    Err(at(source, e, format!("protected name `{e}` must be relative")))
+                    Err(at(
+                        source,
+                        e,
+                        format!("protected name `{e}` must be relative"),
+                    ))
                 } else {
-                    Ok(e.split('/').filter(|c| !c.is_empty()).map(str::to_owned).collect())
+                    Ok(e.split('/')
+                        .filter(|c| !c.is_empty())
+                        .map(str::to_owned)
+                        .collect())
                 }
             })
             .collect::<Result<_, _>>()?,
@@ -198,10 +233,21 @@ fn build_tables(source: &Source<'_>, file: &PatternsFile) -> Result<Tables, Load
     };
     let programs = ProgramTable::build(&file.programs).map_err(|m| invalid(source.name, m))?;
     let i = &file.interpreters;
-    let (languages, language_of) = Tables::build_interpreters(i).map_err(|m| invalid(source.name, m))?;
-    for name in i.shells.iter().chain(&i.fetchers).chain(language_of.keys()).chain(&file.builtins.names) {
+    let (languages, language_of) =
+        Tables::build_interpreters(i).map_err(|m| invalid(source.name, m))?;
+    for name in i
+        .shells
+        .iter()
+        .chain(&i.fetchers)
+        .chain(language_of.keys())
+        .chain(&file.builtins.names)
+    {
         if programs.get(name).is_none() {
-            return Err(at(source, name, format!("`{name}` has no [[program]] entry")));
+            return Err(at(
+                source,
+                name,
+                format!("`{name}` has no [[program]] entry"),
+            ));
         }
     }
     Ok(Tables {
@@ -210,51 +256,108 @@ fn build_tables(source: &Source<'_>, file: &PatternsFile) -> Result<Tables, Load
         builtins: file.builtins.names.iter().cloned().collect(),
         shells: i.shells.iter().cloned().collect(),
         fetchers: i.fetchers.iter().cloned().collect(),
-        decoders: i.decoders.iter().map(|d| (d.program.clone(), d.flags.clone())).collect::<HashMap<_, _>>(),
+        decoders: i
+            .decoders
+            .iter()
+            .map(|d| (d.program.clone(), d.flags.clone()))
+            .collect::<HashMap<_, _>>(),
         local_hosts: i.local_hosts.clone(),
         languages,
         language_of,
     })
 }
 
-fn compile_rules(source: &Source<'_>, specs: &[config::RuleSpec], out: &mut Vec<(Rule, usize)>, file_index: usize) -> Result<(), LoadError> {
+fn compile_rules(
+    source: &Source<'_>,
+    specs: &[config::RuleSpec],
+    out: &mut Vec<(Rule, usize)>,
+    file_index: usize,
+) -> Result<(), LoadError> {
     for spec in specs {
-        let rule = Rule::compile(spec).map_err(|m| at(source, &spec.id, format!("rule `{}`: {m}", spec.id)))?;
+        let rule = Rule::compile(spec)
+            .map_err(|m| at(source, &spec.id, format!("rule `{}`: {m}", spec.id)))?;
         out.push((rule, file_index));
     }
     Ok(())
 }
 
-fn validate_operator(source: &Source<'_>, file: &OperatorFile, roles: &BTreeMap<String, RolePosture>) -> Result<(), LoadError> {
+fn validate_operator(
+    source: &Source<'_>,
+    file: &OperatorFile,
+    roles: &BTreeMap<String, RolePosture>,
+) -> Result<(), LoadError> {
     for uid in &file.uid {
         for role in uid.roles.iter().chain(std::iter::once(&uid.default_role)) {
             if !roles.contains_key(role) {
-                return Err(at(source, role, format!("uid {}: unknown role `{role}`", uid.uid)));
+                return Err(at(
+                    source,
+                    role,
+                    format!("uid {}: unknown role `{role}`", uid.uid),
+                ));
             }
         }
         if !uid.roles.contains(&uid.default_role) {
-            return Err(at(source, &uid.default_role, format!("uid {}: default_role must be one of its roles", uid.uid)));
+            return Err(at(
+                source,
+                &uid.default_role,
+                format!("uid {}: default_role must be one of its roles", uid.uid),
+            ));
         }
     }
     let mut names = HashSet::new();
     for cred in &file.credentials {
         if !names.insert(cred.name.as_str()) {
-            return Err(at(source, &cred.name, format!("credential `{}` is declared twice", cred.name)));
+            return Err(at(
+                source,
+                &cred.name,
+                format!("credential `{}` is declared twice", cred.name),
+            ));
         }
-        let sources = usize::from(cred.from_file.is_some()) + usize::from(cred.from_env.is_some()) + usize::from(cred.from_command.is_some());
+        let sources = usize::from(cred.from_file.is_some())
+            + usize::from(cred.from_env.is_some())
+            + usize::from(cred.from_command.is_some());
         if sources != 1 {
-            return Err(at(source, &cred.name, format!("credential `{}` needs exactly one of from_file, from_env, from_command", cred.name)));
+            return Err(at(
+                source,
+                &cred.name,
+                format!(
+                    "credential `{}` needs exactly one of from_file, from_env, from_command",
+                    cred.name
+                ),
+            ));
         }
-        let env_ok = cred.env.bytes().next().is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
-            && cred.env.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+        let env_ok = cred
+            .env
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+            && cred
+                .env
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
         if !env_ok {
-            return Err(at(source, &cred.env, format!("credential `{}`: `{}` is not an environment variable name", cred.name, cred.env)));
+            return Err(at(
+                source,
+                &cred.env,
+                format!(
+                    "credential `{}`: `{}` is not an environment variable name",
+                    cred.name, cred.env
+                ),
+            ));
         }
         if cred.from_command.as_ref().is_some_and(Vec::is_empty) {
-            return Err(at(source, &cred.name, format!("credential `{}`: from_command is empty", cred.name)));
+            return Err(at(
+                source,
+                &cred.name,
+                format!("credential `{}`: from_command is empty", cred.name),
+            ));
         }
         if let Some(role) = cred.roles.iter().find(|r| !roles.contains_key(*r)) {
-            return Err(at(source, role, format!("credential `{}`: unknown role `{role}`", cred.name)));
+            return Err(at(
+                source,
+                role,
+                format!("credential `{}`: unknown role `{role}`", cred.name),
+            ));
         }
     }
     Ok(())
@@ -274,7 +377,10 @@ impl Policy {
     pub fn load(patterns: Source<'_>, operator: Option<Source<'_>>) -> Result<Policy, LoadError> {
         let file: PatternsFile = config::parse(patterns.name, patterns.text)?;
         if file.meta.version != 1 {
-            return Err(invalid(patterns.name, format!("unsupported patterns version {}", file.meta.version)));
+            return Err(invalid(
+                patterns.name,
+                format!("unsupported patterns version {}", file.meta.version),
+            ));
         }
         let tables = build_tables(&patterns, &file)?;
         let mut roles = file.roles.clone();
@@ -295,13 +401,20 @@ impl Policy {
         let sources = [Some(patterns), operator];
         for name in roles.keys() {
             if !valid_name(name) {
-                return Err(invalid(patterns.name, format!("role name `{name}` must be lowercase letters, digits, `-` or `_`")));
+                return Err(invalid(
+                    patterns.name,
+                    format!("role name `{name}` must be lowercase letters, digits, `-` or `_`"),
+                ));
             }
         }
         for (rule, idx) in &compiled {
             if let Some(role) = rule_unknown_role(rule, &roles) {
                 let src = sources[*idx].as_ref().unwrap_or(&patterns);
-                return Err(at(src, &rule.id, format!("rule `{}`: unknown role `{role}`", rule.id)));
+                return Err(at(
+                    src,
+                    &rule.id,
+                    format!("rule `{}`: unknown role `{role}`", rule.id),
+                ));
             }
         }
         if let (Some(src), Some(op)) = (&operator, &op_file) {
@@ -309,7 +422,8 @@ impl Policy {
         }
         let origins: Vec<usize> = compiled.iter().map(|(_, i)| *i).collect();
         let ids: Vec<String> = compiled.iter().map(|(r, _)| r.id.clone()).collect();
-        let rules = RuleSet::new(compiled.into_iter().map(|(r, _)| r).collect()).map_err(|m| invalid(patterns.name, m))?;
+        let rules = RuleSet::new(compiled.into_iter().map(|(r, _)| r).collect())
+            .map_err(|m| invalid(patterns.name, m))?;
         let mut hasher = Sha256::new();
         for src in sources.iter().flatten() {
             hasher.update(src.name.as_bytes());
@@ -339,7 +453,13 @@ impl Policy {
 
     /// The built-in `patterns.toml` alone.
     pub fn builtin() -> Result<Policy, LoadError> {
-        Policy::load(Source { name: "patterns.toml", text: BUILTIN_PATTERNS }, None)
+        Policy::load(
+            Source {
+                name: "patterns.toml",
+                text: BUILTIN_PATTERNS,
+            },
+            None,
+        )
     }
 
     /// Every rule's `match` examples must match it, `not_match` ones must not,
@@ -354,7 +474,11 @@ impl Policy {
                     let got = self.rule_matches_any(rule, &script, &ctx);
                     if got != want {
                         let verb = if want { "does not match" } else { "matches" };
-                        failures.push(at(&source_of(&rule.id), example, format!("rule `{}` {verb} its example `{example}`", rule.id)));
+                        failures.push(at(
+                            &source_of(&rule.id),
+                            example,
+                            format!("rule `{}` {verb} its example `{example}`", rule.id),
+                        ));
                     }
                 }
             }
@@ -368,7 +492,11 @@ impl Policy {
 
     fn rule_matches_any(&self, rule: &Rule, script: &Script, ctx: &Context) -> bool {
         let facts = classify_script(script, &self.tables, &dirs(ctx).frame());
-        script.commands.iter().zip(&facts).any(|(cmd, f)| rule.matches(f, &display_command(cmd)))
+        script
+            .commands
+            .iter()
+            .zip(&facts)
+            .any(|(cmd, f)| rule.matches(f, &display_command(cmd)))
     }
 
     pub fn analyze(&self, request: &Request<'_>) -> Analysis {
@@ -379,7 +507,12 @@ impl Policy {
         Analysis { script }
     }
 
-    pub fn decide(&self, request: &Request<'_>, analysis: &Analysis, context: &Context) -> Decision {
+    pub fn decide(
+        &self,
+        request: &Request<'_>,
+        analysis: &Analysis,
+        context: &Context,
+    ) -> Decision {
         let Some(posture) = self.roles.get(request.role) else {
             return self.whole_hold(format!("unknown role `{}`", request.role), "role.unknown");
         };
@@ -411,13 +544,25 @@ impl Policy {
             commands,
             policy_revision: self.revision.clone(),
         };
-        let worst = judged.iter().map(|j| j.verdict).max().unwrap_or(Verdict::Allow);
+        let worst = judged
+            .iter()
+            .map(|j| j.verdict)
+            .max()
+            .unwrap_or(Verdict::Allow);
         for j in &judged {
             decision.tier = decision.tier.max(j.tier);
             decision.profile = decision.profile.max(j.profile);
             decision.network |= j.network;
         }
-        if let Some(first) = judged.iter().find(|j| j.verdict == worst) {
+        // The reason comes from a rule that decided, when one did, over a tier posture.
+        let by_rule = |j: &&Judged| {
+            j.verdict == worst && j.rule_ids.iter().any(|id| !id.starts_with("posture."))
+        };
+        if let Some(first) = judged
+            .iter()
+            .find(by_rule)
+            .or_else(|| judged.iter().find(|j| j.verdict == worst))
+        {
             decision.decision = worst;
             decision.reason = first.reason.clone();
         }
@@ -456,7 +601,15 @@ impl Policy {
 
     /// STOP rules, then the default preconditions, then HOLD rules, then ALLOW
     /// rules (with their preconditions), then the role's posture for the tier.
-    fn judge(&self, cmd: &SimpleCommand, f: &Facts, text: &str, role: &str, posture: &RolePosture, ctx: &Context) -> Judged {
+    fn judge(
+        &self,
+        cmd: &SimpleCommand,
+        f: &Facts,
+        text: &str,
+        role: &str,
+        posture: &RolePosture,
+        ctx: &Context,
+    ) -> Judged {
         let matched: Vec<&Rule> = self
             .rules
             .matching(f, text)
@@ -465,15 +618,33 @@ impl Policy {
             .filter(|r| r.applies_to(role))
             .collect();
         let base_tier = f.tier.unwrap_or(Tier::HighRisk);
-        let tier = matched.iter().filter_map(|r| r.tier).fold(base_tier, Tier::max);
-        let default_profile = if tier == Tier::ReadOnly { Profile::ReadOnly } else { Profile::WorkspaceWrite };
-        let mut out = Judged { verdict: Verdict::Hold, tier, rule_ids: Vec::new(), reason: String::new(), profile: default_profile, network: f.network };
+        let tier = matched
+            .iter()
+            .filter_map(|r| r.tier)
+            .fold(base_tier, Tier::max);
+        let default_profile = if tier == Tier::ReadOnly {
+            Profile::ReadOnly
+        } else {
+            Profile::WorkspaceWrite
+        };
+        let mut out = Judged {
+            verdict: Verdict::Hold,
+            tier,
+            rule_ids: Vec::new(),
+            reason: String::new(),
+            profile: default_profile,
+            network: f.network,
+        };
         let decided_by = |out: &mut Judged, verdict: Verdict, rules: &[&Rule]| {
             out.verdict = verdict;
             out.rule_ids = rules.iter().map(|r| r.id.clone()).collect();
             out.reason = rules[0].reason.clone();
         };
-        let stops: Vec<&Rule> = matched.iter().copied().filter(|r| r.verdict == Verdict::Stop).collect();
+        let stops: Vec<&Rule> = matched
+            .iter()
+            .copied()
+            .filter(|r| r.verdict == Verdict::Stop)
+            .collect();
         if !stops.is_empty() {
             decided_by(&mut out, Verdict::Stop, &stops);
             return out;
@@ -483,7 +654,11 @@ impl Policy {
             out.reason = reason;
             return out;
         }
-        let holds: Vec<&Rule> = matched.iter().copied().filter(|r| r.verdict == Verdict::Hold).collect();
+        let holds: Vec<&Rule> = matched
+            .iter()
+            .copied()
+            .filter(|r| r.verdict == Verdict::Hold)
+            .collect();
         if !holds.is_empty() {
             decided_by(&mut out, Verdict::Hold, &holds);
             return out;
@@ -515,22 +690,44 @@ impl Policy {
             Tier::ExternalSideEffect => posture.external_side_effect,
             Tier::HighRisk => posture.high_risk,
         };
-        out.verdict = if p == Posture::Allow { Verdict::Allow } else { Verdict::Hold };
+        out.verdict = if p == Posture::Allow {
+            Verdict::Allow
+        } else {
+            Verdict::Hold
+        };
         out.rule_ids = vec![format!("posture.{}", tier.as_str())];
-        let verb = if p == Posture::Allow { "allowed" } else { "held for approval" };
-        out.reason = format!("{} ({} {} {verb} for role {role})", f.note, tier.label(), tier.as_str());
+        let verb = if p == Posture::Allow {
+            "allowed"
+        } else {
+            "held for approval"
+        };
+        out.reason = format!(
+            "{} ({} {} {verb} for role {role})",
+            f.note,
+            tier.label(),
+            tier.as_str()
+        );
         out
     }
 
     /// Every command's program must resolve on `PATH` outside the trees the
     /// request can write (shell builtins need no resolution).
     fn resolution(&self, cmd: &SimpleCommand, ctx: &Context) -> Result<(), String> {
-        if cmd.program.is_empty() || cmd.invoked_as.contains('/') || self.tables.builtins.contains(&cmd.program) {
+        if cmd.program.is_empty()
+            || cmd.invoked_as.contains('/')
+            || self.tables.builtins.contains(&cmd.program)
+        {
             return Ok(());
         }
         match ctx.resolved.get(&cmd.program) {
-            Some(Resolution::Found { in_writable_root: false, .. }) => Ok(()),
-            Some(Resolution::Found { path, in_writable_root: true }) => Err(format!(
+            Some(Resolution::Found {
+                in_writable_root: false,
+                ..
+            }) => Ok(()),
+            Some(Resolution::Found {
+                path,
+                in_writable_root: true,
+            }) => Err(format!(
                 "`{}` resolves to {}, inside a writable tree: a planted binary could shadow the real one",
                 cmd.program,
                 path.display()
@@ -569,7 +766,11 @@ impl Policy {
             return Vec::new();
         }
         let facts = classify_script(&analysis.script, &self.tables, &dirs(context).frame());
-        let mut out: Vec<PathBuf> = facts.iter().flat_map(|f| f.paths.iter()).filter_map(|p| p.path.as_ref().map(PathBuf::from)).collect();
+        let mut out: Vec<PathBuf> = facts
+            .iter()
+            .flat_map(|f| f.paths.iter())
+            .filter_map(|p| p.path.as_ref().map(PathBuf::from))
+            .collect();
         out.sort();
         out.dedup();
         out
@@ -577,13 +778,22 @@ impl Policy {
 }
 
 fn rule_unknown_role<'r>(rule: &'r Rule, roles: &BTreeMap<String, RolePosture>) -> Option<&'r str> {
-    rule.roles().iter().find(|r| !roles.contains_key(*r)).map(String::as_str)
+    rule.roles()
+        .iter()
+        .find(|r| !roles.contains_key(*r))
+        .map(String::as_str)
 }
 
 /// The simple command as text, for display, audit and regex rules.
 pub fn display_command(cmd: &SimpleCommand) -> String {
-    let mut out = String::with_capacity(cmd.invoked_as.len() + cmd.args.iter().map(|a| a.text.len() + 1).sum::<usize>());
-    out.push_str(if cmd.invoked_as.is_empty() { &cmd.program } else { &cmd.invoked_as });
+    let mut out = String::with_capacity(
+        cmd.invoked_as.len() + cmd.args.iter().map(|a| a.text.len() + 1).sum::<usize>(),
+    );
+    out.push_str(if cmd.invoked_as.is_empty() {
+        &cmd.program
+    } else {
+        &cmd.invoked_as
+    });
     for a in &cmd.args {
         out.push(' ');
         out.push_str(&a.text);
@@ -600,7 +810,9 @@ struct Dirs {
 }
 
 fn text_of(p: &Path) -> Option<String> {
-    p.to_str().filter(|s| s.starts_with('/')).map(crate::classify::paths::normalize)
+    p.to_str()
+        .filter(|s| s.starts_with('/'))
+        .map(crate::classify::paths::normalize)
 }
 
 fn dirs(ctx: &Context) -> Dirs {
@@ -614,6 +826,11 @@ fn dirs(ctx: &Context) -> Dirs {
 
 impl Dirs {
     fn frame(&self) -> Frame<'_> {
-        Frame { cwd: self.cwd.as_deref(), home: &self.home, workspace: self.workspace.as_deref(), praxis_dirs: &self.praxis }
+        Frame {
+            cwd: self.cwd.as_deref(),
+            home: &self.home,
+            workspace: self.workspace.as_deref(),
+            praxis_dirs: &self.praxis,
+        }
     }
 }

@@ -1,10 +1,13 @@
 //! The built-in patterns load, their examples hold, and load errors are located.
 
 use praxis_policy::engine::example_context;
-use praxis_policy::{CommandText, Policy, Request, Source, Verdict, BUILTIN_PATTERNS};
+use praxis_policy::{BUILTIN_PATTERNS, CommandText, Policy, Request, Source, Verdict};
 
 fn judge(policy: &Policy, command: &str, role: &str) -> praxis_policy::Decision {
-    let request = Request { command: CommandText::Shell(command), role };
+    let request = Request {
+        command: CommandText::Shell(command),
+        role,
+    };
     let analysis = policy.analyze(&request);
     policy.decide(&request, &analysis, &example_context::context())
 }
@@ -24,16 +27,43 @@ fn a_broken_example_is_a_load_error_naming_rule_and_example() {
         1,
     );
     assert_ne!(broken, BUILTIN_PATTERNS, "the example to break is gone");
-    let err = Policy::load(Source { name: "patterns.toml", text: &broken }, None).unwrap_err().to_string();
-    assert!(err.contains("host-power") && err.contains("ls -la"), "{err}");
+    let err = Policy::load(
+        Source {
+            name: "patterns.toml",
+            text: &broken,
+        },
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("host-power") && err.contains("ls -la"),
+        "{err}"
+    );
     assert!(err.starts_with("patterns.toml:"), "{err}");
 }
 
 #[test]
 fn an_unknown_key_is_a_load_error_with_its_line() {
-    let text = BUILTIN_PATTERNS.replacen("[meta]\nversion = 1\n", "[meta]\nversion = 1\nsurprise = true\n", 1);
-    let line = text.lines().position(|l| l.starts_with("surprise")).unwrap() + 1;
-    let err = Policy::load(Source { name: "patterns.toml", text: &text }, None).unwrap_err().to_string();
+    let text = BUILTIN_PATTERNS.replacen(
+        "[meta]\nversion = 1\n",
+        "[meta]\nversion = 1\nsurprise = true\n",
+        1,
+    );
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("surprise"))
+        .unwrap()
+        + 1;
+    let err = Policy::load(
+        Source {
+            name: "patterns.toml",
+            text: &text,
+        },
+        None,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.starts_with(&format!("patterns.toml:{line}:")), "{err}");
     assert!(err.contains("surprise"), "{err}");
 }
@@ -43,19 +73,34 @@ fn operator_policy_is_validated_and_changes_the_revision() {
     let builtin = Policy::builtin().unwrap();
     let operator = "[[uid]]\nuid = 1000\nroles = [\"agent\", \"ci\"]\ndefault_role = \"agent\"\n";
     let with_op = Policy::load(
-        Source { name: "patterns.toml", text: BUILTIN_PATTERNS },
-        Some(Source { name: "policy.toml", text: operator }),
+        Source {
+            name: "patterns.toml",
+            text: BUILTIN_PATTERNS,
+        },
+        Some(Source {
+            name: "policy.toml",
+            text: operator,
+        }),
     )
     .unwrap();
     assert_ne!(builtin.revision(), with_op.revision());
     let bad_role = "[[uid]]\nuid = 1000\nroles = [\"wizard\"]\ndefault_role = \"wizard\"\n";
     let err = Policy::load(
-        Source { name: "patterns.toml", text: BUILTIN_PATTERNS },
-        Some(Source { name: "policy.toml", text: bad_role }),
+        Source {
+            name: "patterns.toml",
+            text: BUILTIN_PATTERNS,
+        },
+        Some(Source {
+            name: "policy.toml",
+            text: bad_role,
+        }),
     )
     .unwrap_err()
     .to_string();
-    assert!(err.starts_with("policy.toml:3:") && err.contains("wizard"), "{err}");
+    assert!(
+        err.starts_with("policy.toml:3:") && err.contains("wizard"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -78,12 +123,27 @@ match = ["kubectl delete pod x"]
 not_match = ["kubectl get pods"]
 "#;
     let policy = Policy::load(
-        Source { name: "patterns.toml", text: BUILTIN_PATTERNS },
-        Some(Source { name: "policy.toml", text: operator }),
+        Source {
+            name: "patterns.toml",
+            text: BUILTIN_PATTERNS,
+        },
+        Some(Source {
+            name: "policy.toml",
+            text: operator,
+        }),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(judge(&policy, "kubectl delete pod x", "deployer").decision, Verdict::Stop);
-    assert_eq!(judge(&policy, "kubectl delete pod x", "agent").decision, Verdict::Hold);
-    assert_eq!(judge(&policy, "gh pr create --title x", "deployer").decision, Verdict::Allow);
+    assert_eq!(
+        judge(&policy, "kubectl delete pod x", "deployer").decision,
+        Verdict::Stop
+    );
+    assert_eq!(
+        judge(&policy, "kubectl delete pod x", "agent").decision,
+        Verdict::Hold
+    );
+    assert_eq!(
+        judge(&policy, "gh pr create --title x", "deployer").decision,
+        Verdict::Allow
+    );
     assert_eq!(judge(&policy, "ls", "nobody").decision, Verdict::Hold);
 }

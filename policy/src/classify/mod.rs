@@ -81,7 +81,11 @@ impl Fact {
     }
 
     pub fn names(set: u32) -> Vec<&'static str> {
-        FACTS.iter().filter(|(f, _)| set & f.bit() != 0).map(|(_, n)| *n).collect()
+        FACTS
+            .iter()
+            .filter(|(f, _)| set & f.bit() != 0)
+            .map(|(_, n)| *n)
+            .collect()
     }
 }
 
@@ -191,11 +195,14 @@ pub struct Tables {
 }
 
 impl Tables {
-    pub fn build_interpreters(spec: &Interpreters) -> Result<(Vec<Language>, HashMap<String, usize>), String> {
+    pub fn build_interpreters(
+        spec: &Interpreters,
+    ) -> Result<(Vec<Language>, HashMap<String, usize>), String> {
         let mut languages = Vec::new();
         let mut language_of = HashMap::new();
         for lang in &spec.languages {
-            let danger = AhoCorasick::new(&lang.danger).map_err(|e| format!("language {}: {e}", lang.name))?;
+            let danger = AhoCorasick::new(&lang.danger)
+                .map_err(|e| format!("language {}: {e}", lang.name))?;
             for p in &lang.programs {
                 language_of.insert(p.clone(), languages.len());
             }
@@ -231,7 +238,10 @@ impl Tables {
                 || cmd.args.iter().any(|a| {
                     flags.iter().any(|f| {
                         a.text == *f
-                            || (f.len() == 2 && !a.text.starts_with("--") && a.text.starts_with('-') && a.text[1..].contains(&f[1..]))
+                            || (f.len() == 2
+                                && !a.text.starts_with("--")
+                                && a.text.starts_with('-')
+                                && a.text[1..].contains(&f[1..]))
                     })
                 })
         })
@@ -250,7 +260,11 @@ struct Parsed<'a> {
 
 fn parse_args<'a>(args: &'a [Word], value_flags: &[String]) -> Parsed<'a> {
     let takes_value = |f: &str| value_flags.iter().any(|v| v == f);
-    let mut out = Parsed { flags: Vec::new(), operands: Vec::new(), values: Vec::new() };
+    let mut out = Parsed {
+        flags: Vec::new(),
+        operands: Vec::new(),
+        values: Vec::new(),
+    };
     let mut i = 0;
     let mut only_operands = false;
     while i < args.len() {
@@ -315,7 +329,10 @@ fn parse_args<'a>(args: &'a [Word], value_flags: &[String]) -> Parsed<'a> {
 /// Whether the words (operands) start with `pattern` (words may be `*` globs).
 fn sub_matches(pattern: &[String], operands: &[&Word]) -> bool {
     pattern.len() <= operands.len()
-        && pattern.iter().zip(operands).all(|(p, w)| table::glob_match(p, &w.text))
+        && pattern
+            .iter()
+            .zip(operands)
+            .all(|(p, w)| table::glob_match(p, &w.text))
 }
 
 struct Classifier<'t, 'f> {
@@ -329,45 +346,103 @@ impl Classifier<'_, '_> {
             // Standard input or output.
             return;
         }
-        let located = self.tables.paths.locate(word, self.frame, matches!(access, Access::Delete));
+        let located = self
+            .tables
+            .paths
+            .locate(word, self.frame, matches!(access, Access::Delete));
         if located.classes & PathClass::HarmlessDevice.bit() != 0 {
             return;
         }
         if access != Access::Read {
             let outside = located.classes & PathClass::OutsideWorkspace.bit() != 0;
-            let tier = if outside { Tier::HighRisk } else { Tier::ReversibleWrite };
+            let tier = if outside {
+                Tier::HighRisk
+            } else {
+                Tier::ReversibleWrite
+            };
             facts.raise(tier, || {
-                let place = if outside { "outside the workspace" } else { "inside the workspace" };
+                let place = if outside {
+                    "outside the workspace"
+                } else {
+                    "inside the workspace"
+                };
                 format!("{} `{}` {place}", access.as_str(), word.text)
             });
         }
-        facts.paths.push(PathUse { text: word.text.clone(), path: located.path, access, classes: located.classes });
+        facts.paths.push(PathUse {
+            text: word.text.clone(),
+            path: located.path,
+            access,
+            classes: located.classes,
+        });
     }
 
     /// Adds the paths among `operands` as `role` says. `script_first`: the
     /// first operand is a pattern or script, not a file.
-    fn add_operand_paths(&self, facts: &mut Facts, role: Operands, operands: &[&Word], script_first: bool) {
+    fn add_operand_paths(
+        &self,
+        facts: &mut Facts,
+        role: Operands,
+        operands: &[&Word],
+        script_first: bool,
+    ) {
         let n = operands.len();
-        let files = if script_first && n > 0 { &operands[1..] } else { operands };
+        let files = if script_first && n > 0 {
+            &operands[1..]
+        } else {
+            operands
+        };
         match role {
             Operands::None => {}
-            Operands::Read => operands.iter().for_each(|w| self.add_path(facts, w, Access::Read)),
-            Operands::ReadAfterFirst => files.iter().for_each(|w| self.add_path(facts, w, Access::Read)),
-            Operands::WriteAfterFirst => files.iter().for_each(|w| self.add_path(facts, w, Access::Write)),
-            Operands::Create => operands.iter().for_each(|w| self.add_path(facts, w, Access::Create)),
-            Operands::Write => operands.iter().for_each(|w| self.add_path(facts, w, Access::Write)),
-            Operands::Append => operands.iter().for_each(|w| self.add_path(facts, w, Access::Append)),
-            Operands::Delete => operands.iter().for_each(|w| self.add_path(facts, w, Access::Delete)),
-            Operands::MetaAfterFirst => operands.iter().skip(1).for_each(|w| self.add_path(facts, w, Access::Meta)),
-            Operands::CreateAfterFirst => operands.iter().skip(1).for_each(|w| self.add_path(facts, w, Access::Create)),
+            Operands::Read => operands
+                .iter()
+                .for_each(|w| self.add_path(facts, w, Access::Read)),
+            Operands::ReadAfterFirst => files
+                .iter()
+                .for_each(|w| self.add_path(facts, w, Access::Read)),
+            Operands::WriteAfterFirst => files
+                .iter()
+                .for_each(|w| self.add_path(facts, w, Access::Write)),
+            Operands::Create => operands
+                .iter()
+                .for_each(|w| self.add_path(facts, w, Access::Create)),
+            Operands::Write => operands
+                .iter()
+                .for_each(|w| self.add_path(facts, w, Access::Write)),
+            Operands::Append => operands
+                .iter()
+                .for_each(|w| self.add_path(facts, w, Access::Append)),
+            Operands::Delete => operands
+                .iter()
+                .for_each(|w| self.add_path(facts, w, Access::Delete)),
+            Operands::MetaAfterFirst => operands
+                .iter()
+                .skip(1)
+                .for_each(|w| self.add_path(facts, w, Access::Meta)),
+            Operands::CreateAfterFirst => operands
+                .iter()
+                .skip(1)
+                .for_each(|w| self.add_path(facts, w, Access::Create)),
             Operands::Copy | Operands::Move => {
-                let source = if role == Operands::Copy { Access::Read } else { Access::Delete };
+                let source = if role == Operands::Copy {
+                    Access::Read
+                } else {
+                    Access::Delete
+                };
                 for (i, w) in operands.iter().enumerate() {
                     let remote = is_remote(&w.text);
                     if remote {
                         facts.set(Fact::RemoteOperand);
                     } else {
-                        self.add_path(facts, w, if i + 1 == n && n > 1 { Access::Write } else { source });
+                        self.add_path(
+                            facts,
+                            w,
+                            if i + 1 == n && n > 1 {
+                                Access::Write
+                            } else {
+                                source
+                            },
+                        );
                     }
                 }
             }
@@ -400,20 +475,42 @@ impl Classifier<'_, '_> {
 
     fn table_entry(&self, program: &str, entry: &Program, args: &[Word], facts: &mut Facts) {
         let parsed = parse_args(args, &entry.takes_value);
-        let sub = entry.subs.iter().find(|s| sub_matches(&s.words, &parsed.operands));
+        let sub = entry
+            .subs
+            .iter()
+            .find(|s| sub_matches(&s.words, &parsed.operands));
         let sub_len = sub.map_or(0, |s| s.words.len());
         let rest = &parsed.operands[sub_len..];
         let bare = rest.is_empty();
         let mut tier: TableTier = match sub {
-            Some(s) => if bare { s.bare_tier.unwrap_or(s.tier) } else { s.tier },
-            None => if bare && parsed.operands.is_empty() { entry.bare_tier.unwrap_or(entry.tier) } else { entry.tier },
+            Some(s) => {
+                if bare {
+                    s.bare_tier.unwrap_or(s.tier)
+                } else {
+                    s.tier
+                }
+            }
+            None => {
+                if bare && parsed.operands.is_empty() {
+                    entry.bare_tier.unwrap_or(entry.tier)
+                } else {
+                    entry.tier
+                }
+            }
         };
         let mut operands = sub.and_then(|s| s.operands).unwrap_or(entry.operands);
         facts.network = sub.and_then(|s| s.network).unwrap_or(entry.network);
-        let first_word = parsed.operands.first().map(|w| w.text.as_str()).unwrap_or("");
+        let first_word = parsed
+            .operands
+            .first()
+            .map(|w| w.text.as_str())
+            .unwrap_or("");
         for raise in &entry.flags {
             let applies = (raise.subs.is_empty() || raise.subs.iter().any(|s| s == first_word))
-                && raise.flags.iter().any(|f| parsed.flags.iter().any(|g| g == f));
+                && raise
+                    .flags
+                    .iter()
+                    .any(|f| parsed.flags.iter().any(|g| g == f));
             if applies {
                 if let Some(t) = raise.tier {
                     tier = match (tier, t) {
@@ -432,14 +529,25 @@ impl Classifier<'_, '_> {
             (Some(t), None) => format!("`{program}` is {}", t.as_str()),
         };
         facts.sub = match sub {
-            Some(s) => parsed.operands[..s.words.len()].iter().map(|w| w.text.clone()).collect(),
-            None => parsed.operands.first().map(|w| vec![w.text.clone()]).unwrap_or_default(),
+            Some(s) => parsed.operands[..s.words.len()]
+                .iter()
+                .map(|w| w.text.clone())
+                .collect(),
+            None => parsed
+                .operands
+                .first()
+                .map(|w| vec![w.text.clone()])
+                .unwrap_or_default(),
         };
         let script_in_flags = parsed.flags.iter().any(|f| entry.script_flags.contains(f));
         self.add_operand_paths(facts, operands, rest, !script_in_flags);
         for (flag, value) in &parsed.values {
             if entry.output_flags.contains(flag) {
-                let w = Word { text: (*value).to_owned(), dynamic: value.contains('$'), glob: false };
+                let w = Word {
+                    text: (*value).to_owned(),
+                    dynamic: value.contains('$'),
+                    glob: false,
+                };
                 self.add_path(facts, &w, Access::Write);
             }
         }
@@ -449,20 +557,36 @@ impl Classifier<'_, '_> {
     }
 
     /// Program-specific structure no table can express.
-    fn detectors(&self, program: &str, args: &[Word], values: &[(String, &str)], facts: &mut Facts) {
+    fn detectors(
+        &self,
+        program: &str,
+        args: &[Word],
+        values: &[(String, &str)],
+        facts: &mut Facts,
+    ) {
         match program {
             "sed" | "gsed" => {
-                let scripts: Vec<String> = if values.iter().any(|(f, _)| f == "-e" || f == "--expression") {
-                    values.iter().filter(|(f, _)| f == "-e" || f == "--expression").map(|(_, v)| (*v).to_owned()).collect()
-                } else {
-                    facts.sub.first().cloned().into_iter().collect()
-                };
+                let scripts: Vec<String> =
+                    if values.iter().any(|(f, _)| f == "-e" || f == "--expression") {
+                        values
+                            .iter()
+                            .filter(|(f, _)| f == "-e" || f == "--expression")
+                            .map(|(_, v)| (*v).to_owned())
+                            .collect()
+                    } else {
+                        facts.sub.first().cloned().into_iter().collect()
+                    };
                 for script in &scripts {
                     self.sed_script(script, facts);
                 }
             }
             "awk" | "gawk" | "mawk" | "nawk" => {
-                if let Some(script) = facts.sub.first().cloned().filter(|_| !values.iter().any(|(f, _)| f == "-f")) {
+                if let Some(script) = facts
+                    .sub
+                    .first()
+                    .cloned()
+                    .filter(|_| !values.iter().any(|(f, _)| f == "-f"))
+                {
                     self.awk_script(&script, facts);
                 }
             }
@@ -472,13 +596,27 @@ impl Classifier<'_, '_> {
                     if facts.operands.iter().any(|op| op.starts_with('+')) {
                         facts.set(Fact::GitForceRefspec);
                     }
-                    if facts.operands.iter().any(|op| op.len() > 1 && op.starts_with(':')) {
+                    if facts
+                        .operands
+                        .iter()
+                        .any(|op| op.len() > 1 && op.starts_with(':'))
+                    {
                         facts.set(Fact::GitDeleteRefspec);
                     }
                 }
                 Some("config") => {
-                    let reads = ["--get", "--get-all", "--get-regexp", "-l", "--list", "--show-origin", "--get-urlmatch"];
-                    if facts.operands.len() >= 2 && !facts.flags.iter().any(|f| reads.contains(&f.as_str())) {
+                    let reads = [
+                        "--get",
+                        "--get-all",
+                        "--get-regexp",
+                        "-l",
+                        "--list",
+                        "--show-origin",
+                        "--get-urlmatch",
+                    ];
+                    if facts.operands.len() >= 2
+                        && !facts.flags.iter().any(|f| reads.contains(&f.as_str()))
+                    {
                         facts.set(Fact::GitConfigWrite);
                     }
                 }
@@ -487,7 +625,12 @@ impl Classifier<'_, '_> {
             _ => {}
         }
         if self.tables.fetchers.contains(program) {
-            let urls: Vec<&str> = facts.operands.iter().map(String::as_str).filter(|o| !o.is_empty()).collect();
+            let urls: Vec<&str> = facts
+                .operands
+                .iter()
+                .map(String::as_str)
+                .filter(|o| !o.is_empty())
+                .collect();
             if !urls.is_empty() && urls.iter().all(|u| self.is_local_url(u)) {
                 facts.set(Fact::LocalUrls);
             }
@@ -503,7 +646,10 @@ impl Classifier<'_, '_> {
         } else {
             host_port.split(':').next().unwrap_or("")
         };
-        self.tables.local_hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+        self.tables
+            .local_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host))
     }
 
     fn sed_script(&self, script: &str, facts: &mut Facts) {
@@ -541,7 +687,11 @@ impl Classifier<'_, '_> {
 
     fn awk_script(&self, script: &str, facts: &mut Facts) {
         let compact: String = script.chars().filter(|c| !c.is_whitespace()).collect();
-        if compact.contains("system(") || compact.contains("|&") || compact.contains("|\"") || compact.contains("|getline") {
+        if compact.contains("system(")
+            || compact.contains("|&")
+            || compact.contains("|\"")
+            || compact.contains("|getline")
+        {
             facts.set(Fact::CodeExecution);
         }
         // `print > "file"` and `print >> "file"` write that file.
@@ -560,7 +710,11 @@ impl Classifier<'_, '_> {
                 && let Some(end) = script[j + 1..].find('"')
             {
                 let target = &script[j + 1..j + 1 + end];
-                let access = if append { Access::Append } else { Access::Write };
+                let access = if append {
+                    Access::Append
+                } else {
+                    Access::Write
+                };
                 self.add_path(facts, &literal(target), access);
                 i = j + 1 + end + 1;
                 continue;
@@ -577,12 +731,20 @@ impl Classifier<'_, '_> {
         let deletes = args.iter().enumerate().any(|(i, a)| {
             a.text == "-delete"
                 || (matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
-                    && args.get(i + 1).is_some_and(|n| matches!(n.text.as_str(), "rm" | "shred" | "unlink" | "rmdir")))
+                    && args.get(i + 1).is_some_and(|n| {
+                        matches!(n.text.as_str(), "rm" | "shred" | "unlink" | "rmdir")
+                    }))
         });
-        let access = if deletes { Access::Delete } else { Access::Read };
+        let access = if deletes {
+            Access::Delete
+        } else {
+            Access::Read
+        };
         if deletes {
             facts.set(Fact::FindDelete);
-            facts.raise(Tier::ReversibleWrite, || "find deletes what it matches".to_owned());
+            facts.raise(Tier::ReversibleWrite, || {
+                "find deletes what it matches".to_owned()
+            });
         }
         let starts = &args[..expr_start];
         if starts.is_empty() {
@@ -592,8 +754,10 @@ impl Classifier<'_, '_> {
             self.add_path(facts, w, access);
         }
         for (i, a) in args.iter().enumerate() {
-            if matches!(a.text.as_str(), "-fprint" | "-fprint0" | "-fprintf" | "-fls")
-                && let Some(target) = args.get(i + 1)
+            if matches!(
+                a.text.as_str(),
+                "-fprint" | "-fprint0" | "-fprintf" | "-fls"
+            ) && let Some(target) = args.get(i + 1)
             {
                 self.add_path(facts, target, Access::Write);
             }
@@ -614,14 +778,19 @@ impl Classifier<'_, '_> {
                 }
                 break;
             }
-            if let Some(attached) = lang.inline_flags.iter().find_map(|f| t.strip_prefix(f.as_str()).filter(|r| f.starts_with("--") && r.starts_with('='))) {
+            if let Some(attached) = lang.inline_flags.iter().find_map(|f| {
+                t.strip_prefix(f.as_str())
+                    .filter(|r| f.starts_with("--") && r.starts_with('='))
+            }) {
                 code.push(&attached[1..]);
                 break;
             }
             if t == "-m" && lang.value_flags.iter().any(|f| f == "-m") {
                 // `python -m pip …` is pip; any other module runs like a script.
                 if let Some(module) = args.get(i) {
-                    if self.tables.programs.contains(&module.text) && self.tables.language(&module.text).is_none() {
+                    if self.tables.programs.contains(&module.text)
+                        && self.tables.language(&module.text).is_none()
+                    {
                         return self.argv(&module.text.clone(), &args[i + 1..], facts);
                     }
                     script = Some(module);
@@ -662,7 +831,10 @@ impl Classifier<'_, '_> {
             facts.tier = Some(Tier::ReadOnly);
             facts.note = format!("{} asked only for information", lang.name);
         }
-        if args.iter().any(|a| a.dynamic && (a.text.starts_with("<(") || a.text.starts_with("$("))) {
+        if args
+            .iter()
+            .any(|a| a.dynamic && (a.text.starts_with("<(") || a.text.starts_with("$(")))
+        {
             // Judged against substitutions in `stdin_and_substitutions`.
             facts.set(Fact::InlineCode);
         }
@@ -677,7 +849,12 @@ fn skip_sed_address(s: &str) -> &str {
         match b[i] {
             b'0'..=b'9' | b',' | b'$' | b'~' | b'+' | b'!' | b' ' | b'{' | b'}' => i += 1,
             b'/' | b'\\' => {
-                let delim = if b[i] == b'\\' { i += 1; b.get(i).copied().unwrap_or(b'/') } else { b'/' };
+                let delim = if b[i] == b'\\' {
+                    i += 1;
+                    b.get(i).copied().unwrap_or(b'/')
+                } else {
+                    b'/'
+                };
                 i += 1;
                 while i < b.len() && b[i] != delim {
                     i += if b[i] == b'\\' { 2 } else { 1 };
@@ -716,7 +893,9 @@ fn sed_substitute_flags(s: &str) -> Option<(&str, &str)> {
         return None;
     }
     let rest = s.get(i.min(s.len())..)?;
-    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric())).unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric()))
+        .unwrap_or(rest.len());
     let flags = &rest[..end];
     let tail = match flags.find('w') {
         Some(w) => &rest[w + 1..],
@@ -726,11 +905,19 @@ fn sed_substitute_flags(s: &str) -> Option<(&str, &str)> {
 }
 
 fn literal(text: &str) -> Word {
-    Word { text: text.to_owned(), dynamic: text.contains(['$', '`']), glob: false }
+    Word {
+        text: text.to_owned(),
+        dynamic: text.contains(['$', '`']),
+        glob: false,
+    }
 }
 
 fn sub_word(of: &Word, text: &str) -> Word {
-    Word { text: text.to_owned(), dynamic: of.dynamic, glob: of.glob }
+    Word {
+        text: text.to_owned(),
+        dynamic: of.dynamic,
+        glob: of.glob,
+    }
 }
 
 /// `host:path`, `user@host:path`, `rsync://…`: an operand on another host.
@@ -753,8 +940,14 @@ pub fn classify_script(script: &Script, tables: &Tables, frame: &Frame<'_>) -> V
     let mut cwd: Option<String> = frame.cwd.map(str::to_owned);
     let mut out = Vec::with_capacity(script.commands.len());
     for cmd in &script.commands {
-        let local = Frame { cwd: cwd.as_deref(), ..frame.clone() };
-        let classifier = Classifier { tables, frame: &local };
+        let local = Frame {
+            cwd: cwd.as_deref(),
+            ..frame.clone()
+        };
+        let classifier = Classifier {
+            tables,
+            frame: &local,
+        };
         out.push(classifier.command(cmd, script));
         if (cmd.program == "cd" || cmd.program == "pushd") && cmd.origin == Origin::TopLevel {
             cwd = next_cwd(cmd, &local, tables);
@@ -765,7 +958,10 @@ pub fn classify_script(script: &Script, tables: &Tables, frame: &Frame<'_>) -> V
 }
 
 fn next_cwd(cmd: &SimpleCommand, frame: &Frame<'_>, tables: &Tables) -> Option<String> {
-    let target = cmd.args.iter().find(|a| !a.text.starts_with('-') || a.text == "-");
+    let target = cmd
+        .args
+        .iter()
+        .find(|a| !a.text.starts_with('-') || a.text == "-");
     match target {
         None => Some(frame.home.to_owned()),
         Some(w) if w.dynamic || w.text == "-" => None,
@@ -781,7 +977,9 @@ fn mark_fork_bombs(script: &Script, facts: &mut [Facts]) {
         }
         if let Feed::Pipe { from } = &cmd.stdin
             && from.iter().any(|&j| {
-                script.commands.get(j).is_some_and(|src| src.program == cmd.program && src.origin == Origin::FunctionBody)
+                script.commands.get(j).is_some_and(|src| {
+                    src.program == cmd.program && src.origin == Origin::FunctionBody
+                })
             })
         {
             facts[i].set(Fact::ForkBomb);
@@ -791,7 +989,10 @@ fn mark_fork_bombs(script: &Script, facts: &mut [Facts]) {
 
 impl Classifier<'_, '_> {
     fn command(&self, cmd: &SimpleCommand, script: &Script) -> Facts {
-        let mut facts = Facts { tier: Some(Tier::ReadOnly), ..Facts::default() };
+        let mut facts = Facts {
+            tier: Some(Tier::ReadOnly),
+            ..Facts::default()
+        };
         if cmd.escalated {
             facts.set(Fact::Escalated);
         }
@@ -801,18 +1002,29 @@ impl Classifier<'_, '_> {
             facts.program = cmd.program.clone();
             facts.set(Fact::WorkspaceScript);
             facts.tier = Some(Tier::ReversibleWrite);
-            facts.note = format!("`{}` lives in a writable tree and runs sandboxed", cmd.invoked_as);
+            facts.note = format!(
+                "`{}` lives in a writable tree and runs sandboxed",
+                cmd.invoked_as
+            );
         } else if cmd.invoked_as.contains('/') && !cmd.invoked_as.starts_with('/') {
             facts.program = cmd.program.clone();
             facts.set(Fact::UnknownProgram);
             facts.tier = None;
             facts.note = format!("`{}` lies outside the workspace", cmd.invoked_as);
-        } else if self.tables.is_shell(&cmd.program) || cmd.program == "source" || cmd.program == "." {
+        } else if self.tables.is_shell(&cmd.program)
+            || cmd.program == "source"
+            || cmd.program == "."
+        {
             self.shell(cmd, &mut facts);
         } else {
             self.argv(&cmd.program, &cmd.args, &mut facts);
         }
-        if self.tables.programs.get(&facts.program).is_some_and(|p| p.interactive) {
+        if self
+            .tables
+            .programs
+            .get(&facts.program)
+            .is_some_and(|p| p.interactive)
+        {
             facts.set(Fact::Interactive);
         }
         if cmd.wrappers.iter().any(|w| w == "xargs" || w == "parallel") {
@@ -869,7 +1081,9 @@ impl Classifier<'_, '_> {
                     facts.set(Fact::PipeToShell);
                     facts.note = "text from another command runs as a shell script".to_owned();
                 }
-                Feed::Inherited if cmd.origin == Origin::FedScript || facts.flags.iter().any(|f| f == "--version") => {}
+                Feed::Inherited
+                    if cmd.origin == Origin::FedScript
+                        || facts.flags.iter().any(|f| f == "--version") => {}
                 Feed::Inherited => {
                     facts.set(Fact::Interactive);
                     facts.tier = None;
@@ -882,30 +1096,49 @@ impl Classifier<'_, '_> {
     /// Operands arriving on stdin (`xargs rm`): the targets are whatever the
     /// feeding command lists. Only a `find` over known directories says where.
     fn stdin_operands(&self, cmd: &SimpleCommand, script: &Script, facts: &mut Facts) {
-        let Some(entry) = self.tables.programs.get(&facts.program) else { return };
+        let Some(entry) = self.tables.programs.get(&facts.program) else {
+            return;
+        };
         let access = match entry.operands {
             Operands::Delete | Operands::Move => Access::Delete,
             Operands::Write | Operands::WriteAfterFirst | Operands::Copy => Access::Write,
             Operands::Append => Access::Append,
             Operands::Create | Operands::CreateAfterFirst => Access::Create,
             Operands::MetaAfterFirst => Access::Meta,
-            Operands::None | Operands::Read | Operands::ReadAfterFirst | Operands::KeyValue => return,
+            Operands::None | Operands::Read | Operands::ReadAfterFirst | Operands::KeyValue => {
+                return;
+            }
         };
         facts.set(Fact::StdinOperands);
         let sources: Vec<&SimpleCommand> = match &cmd.stdin {
-            Feed::Pipe { from } => from.iter().filter_map(|&j| script.commands.get(j)).collect(),
+            Feed::Pipe { from } => from
+                .iter()
+                .filter_map(|&j| script.commands.get(j))
+                .collect(),
             _ => Vec::new(),
         };
         let from_find = !sources.is_empty() && sources.iter().all(|s| s.program == "find");
         if from_find {
             for src in sources {
-                let starts: Vec<&Word> = src.args.iter().take_while(|a| !a.text.starts_with('-') && a.text != "(" && a.text != "!").collect();
+                let starts: Vec<&Word> = src
+                    .args
+                    .iter()
+                    .take_while(|a| !a.text.starts_with('-') && a.text != "(" && a.text != "!")
+                    .collect();
                 let dot = literal(".");
-                let starts = if starts.is_empty() { vec![&dot] } else { starts };
+                let starts = if starts.is_empty() {
+                    vec![&dot]
+                } else {
+                    starts
+                };
                 for w in starts {
                     // The found entries lie below the start directory: a filtered
                     // glob there (`*?`), not the directory itself.
-                    let below = Word { text: format!("{}/*?", w.text.trim_end_matches('/')), dynamic: w.dynamic, glob: true };
+                    let below = Word {
+                        text: format!("{}/*?", w.text.trim_end_matches('/')),
+                        dynamic: w.dynamic,
+                        glob: true,
+                    };
                     self.add_path(facts, &below, access);
                 }
             }
@@ -917,29 +1150,44 @@ impl Classifier<'_, '_> {
     /// Code reaching a shell or interpreter through stdin or a substitution.
     fn fed_code(&self, cmd: &SimpleCommand, script: &Script, facts: &mut Facts) {
         let lang = self.tables.language(&cmd.program);
-        let is_shell = self.tables.is_shell(&cmd.program) || cmd.program == "source" || cmd.program == ".";
+        let is_shell =
+            self.tables.is_shell(&cmd.program) || cmd.program == "source" || cmd.program == ".";
         if lang.is_none() && !is_shell {
             return;
         }
-        let substituted = cmd.args.iter().any(|a| a.dynamic && (a.text.contains("<(") || a.text.contains("$(") || a.text.contains('`')));
+        let substituted = cmd.args.iter().any(|a| {
+            a.dynamic && (a.text.contains("<(") || a.text.contains("$(") || a.text.contains('`'))
+        });
         if substituted
             && script.commands.iter().any(|c| {
-                matches!(c.origin, Origin::ProcessSubstitution | Origin::CommandSubstitution) && self.tables.emits_fetched(c)
+                matches!(
+                    c.origin,
+                    Origin::ProcessSubstitution | Origin::CommandSubstitution
+                ) && self.tables.emits_fetched(c)
             })
         {
             facts.set(Fact::FetchToInterpreter);
         }
         match &cmd.stdin {
             Feed::Pipe { from } => {
-                let sources: Vec<&SimpleCommand> = from.iter().filter_map(|&j| script.commands.get(j)).collect();
+                let sources: Vec<&SimpleCommand> = from
+                    .iter()
+                    .filter_map(|&j| script.commands.get(j))
+                    .collect();
                 if sources.iter().any(|s| self.tables.emits_fetched(s)) {
                     facts.set(Fact::FetchToInterpreter);
                 } else if let Some(lang) = lang {
-                    let reads_stdin = facts.operands.is_empty() || facts.operands.first().is_some_and(|o| o == "-");
+                    let reads_stdin = facts.operands.is_empty()
+                        || facts.operands.first().is_some_and(|o| o == "-");
                     if reads_stdin && !facts.has(Fact::InlineCode) {
                         facts.set(Fact::InlineCode);
-                        facts.raise(Tier::ReversibleWrite, || format!("{} code piped in runs sandboxed", lang.name));
-                        if sources.iter().any(|s| s.args.iter().any(|a| lang.danger.is_match(&a.text))) {
+                        facts.raise(Tier::ReversibleWrite, || {
+                            format!("{} code piped in runs sandboxed", lang.name)
+                        });
+                        if sources
+                            .iter()
+                            .any(|s| s.args.iter().any(|a| lang.danger.is_match(&a.text)))
+                        {
                             facts.set(Fact::InlineCodeDanger);
                         }
                     }
@@ -948,7 +1196,9 @@ impl Classifier<'_, '_> {
             Feed::HereDoc { body } => self.fed_text(lang, body, facts),
             Feed::HereString { body } => self.fed_text(lang, &body.text, facts),
             Feed::Inherited => {
-                let bare = facts.operands.is_empty() && facts.flags.is_empty() && !facts.has(Fact::InlineCode);
+                let bare = facts.operands.is_empty()
+                    && facts.flags.is_empty()
+                    && !facts.has(Fact::InlineCode);
                 if lang.is_some() && bare && cmd.origin != Origin::FedScript {
                     facts.set(Fact::Interactive);
                     facts.note = "an interactive interpreter cannot be judged".to_owned();
@@ -963,7 +1213,9 @@ impl Classifier<'_, '_> {
             && reads_stdin
         {
             facts.set(Fact::InlineCode);
-            facts.raise(Tier::ReversibleWrite, || format!("{} here-document runs sandboxed", lang.name));
+            facts.raise(Tier::ReversibleWrite, || {
+                format!("{} here-document runs sandboxed", lang.name)
+            });
             if lang.danger.is_match(body) {
                 facts.set(Fact::InlineCodeDanger);
             }

@@ -71,7 +71,10 @@ impl PathClass {
 
     /// Names of the classes in `set`, for explanations.
     pub fn names(set: Classes) -> Vec<&'static str> {
-        ALL.iter().filter(|(c, _)| set & c.bit() != 0).map(|(_, n)| *n).collect()
+        ALL.iter()
+            .filter(|(c, _)| set & c.bit() != 0)
+            .map(|(_, n)| *n)
+            .collect()
     }
 }
 
@@ -102,7 +105,11 @@ impl PathPattern {
         if rest.contains(['*', '?', '[']) {
             return Err(format!("path `{entry}` may only glob with a trailing `*`"));
         }
-        Ok(PathPattern { under_home, rest: rest.to_owned(), prefix })
+        Ok(PathPattern {
+            under_home,
+            rest: rest.to_owned(),
+            prefix,
+        })
     }
 
     /// Whether `path` (normalized, absolute) is this entry or inside it.
@@ -110,7 +117,9 @@ impl PathPattern {
         let rest_of = |base: &str| -> Option<usize> {
             // `base` is "" for `/`-rooted entries, home otherwise.
             let p = path.strip_prefix(base)?;
-            let p = p.strip_prefix('/').or(if p.is_empty() { Some("") } else { None })?;
+            let p = p
+                .strip_prefix('/')
+                .or(if p.is_empty() { Some("") } else { None })?;
             let tail = p.strip_prefix(self.rest.as_str())?;
             Some(path.len() - tail.len())
         };
@@ -118,7 +127,9 @@ impl PathPattern {
         if self.under_home && home.is_empty() {
             return false;
         }
-        let Some(end) = rest_of(base) else { return false };
+        let Some(end) = rest_of(base) else {
+            return false;
+        };
         let tail = &path[end..];
         if self.prefix {
             return true;
@@ -155,7 +166,8 @@ pub fn is_within(path: &str, dir: &str) -> bool {
     if dir == "/" {
         return true;
     }
-    path.strip_prefix(dir).is_some_and(|t| t.is_empty() || t.starts_with('/'))
+    path.strip_prefix(dir)
+        .is_some_and(|t| t.is_empty() || t.starts_with('/'))
 }
 
 /// Number of components (`/` is 0, `/etc` is 1).
@@ -255,13 +267,17 @@ impl PathLists {
         let path = normalize(&absolute);
         let mut found = self.classes_of(&path, contents, frame, deleting);
         if filtered {
-            found &= !(PathClass::Root.bit() | PathClass::Home.bit() | PathClass::WorkspaceRoot.bit());
+            found &=
+                !(PathClass::Root.bit() | PathClass::Home.bit() | PathClass::WorkspaceRoot.bit());
             if found & PathClass::Workspace.bit() != 0 {
                 found &= !PathClass::Protected.bit();
             }
         }
         classes |= found;
-        Located { path: Some(path), classes }
+        Located {
+            path: Some(path),
+            classes,
+        }
     }
 
     fn classes_of(&self, path: &str, contents: bool, frame: &Frame<'_>, deleting: bool) -> Classes {
@@ -276,7 +292,11 @@ impl PathLists {
         if path == "/" {
             c |= PathClass::Root.bit() | PathClass::SystemDir.bit() | PathClass::SystemPath.bit();
         }
-        if frame.praxis_dirs.iter().any(|d| is_within(path, d) || (deleting && is_within(d, path))) {
+        if frame
+            .praxis_dirs
+            .iter()
+            .any(|d| is_within(path, d) || (deleting && is_within(d, path)))
+        {
             c |= PathClass::Praxis.bit();
         }
         if self.secrets.iter().any(|p| p.covers(path, home)) {
@@ -340,7 +360,10 @@ impl PathLists {
 }
 
 fn unknown(classes: Classes) -> Located {
-    Located { path: None, classes: classes | PathClass::OutsideWorkspace.bit() | PathClass::Unknown.bit() }
+    Located {
+        path: None,
+        classes: classes | PathClass::OutsideWorkspace.bit() | PathClass::Unknown.bit(),
+    }
 }
 
 #[cfg(test)]
@@ -362,7 +385,11 @@ mod tests {
     }
 
     fn word(text: &str) -> Word {
-        Word { text: text.into(), dynamic: text.contains('$'), glob: text.contains(['*', '?']) }
+        Word {
+            text: text.into(),
+            dynamic: text.contains('$'),
+            glob: text.contains(['*', '?']),
+        }
     }
 
     fn classes(text: &str, deleting: bool) -> Vec<&'static str> {
@@ -394,7 +421,10 @@ mod tests {
     #[test]
     fn classifies_workspace_and_home() {
         assert_eq!(classes("target", true), vec!["workspace"]);
-        assert_eq!(classes("..", true), vec!["workspace", "workspace_root", "protected"]);
+        assert_eq!(
+            classes("..", true),
+            vec!["workspace", "workspace_root", "protected"]
+        );
         assert_eq!(classes("../../other", false), vec!["outside_workspace"]);
         assert_eq!(classes("/tmp/x", false), vec!["scratch"]);
         assert_eq!(classes("/tmp", true), vec!["outside_workspace"]);
@@ -409,7 +439,10 @@ mod tests {
 
     #[test]
     fn dynamic_words_keep_their_literal_directory() {
-        assert_eq!(classes("$DIR", true), vec!["outside_workspace", "dynamic", "unknown"]);
+        assert_eq!(
+            classes("$DIR", true),
+            vec!["outside_workspace", "dynamic", "unknown"]
+        );
         assert_eq!(classes("build/$x", true), vec!["workspace", "dynamic"]);
         let home_dynamic = classes("~/$x", true);
         assert!(home_dynamic.contains(&"home") && home_dynamic.contains(&"dynamic"));

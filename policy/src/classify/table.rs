@@ -81,7 +81,12 @@ impl ProgramTable {
                 bare_tier: spec.bare_tier.map(tier),
                 operands: spec.operands,
                 network: spec.network,
-                takes_value: spec.value_flags.iter().chain(&spec.output_flags).cloned().collect(),
+                takes_value: spec
+                    .value_flags
+                    .iter()
+                    .chain(&spec.output_flags)
+                    .cloned()
+                    .collect(),
                 output_flags: spec.output_flags.clone(),
                 script_flags: spec.script_flags.clone(),
                 interactive: spec.interactive,
@@ -115,7 +120,11 @@ impl ProgramTable {
         if let Some(&i) = self.by_name.get(name) {
             return Some(&self.programs[i]);
         }
-        if let Some((_, i)) = self.by_prefix.iter().find(|(p, _)| name.starts_with(p.as_str())) {
+        if let Some((_, i)) = self
+            .by_prefix
+            .iter()
+            .find(|(p, _)| name.starts_with(p.as_str()))
+        {
             return Some(&self.programs[*i]);
         }
         let stripped = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');

@@ -400,7 +400,11 @@ pub fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T
 /// 1-based line number of byte `offset`.
 pub fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// Line where `needle` (a quoted string value) first appears, for errors found
@@ -431,6 +435,9 @@ mod tests {
         let parsed: OperatorFile = parse("policy.toml", ok).unwrap();
         assert_eq!(parsed.uid[0].default_role, "agent");
         let bad = "[[credentials]]\nname = \"gh\"\nenv = \"GH_TOKEN\"\nsecret = \"x\"\n";
-        assert_eq!(parse::<OperatorFile>("policy.toml", bad).unwrap_err().line, 4);
+        assert_eq!(
+            parse::<OperatorFile>("policy.toml", bad).unwrap_err().line,
+            4
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! rule states must hold (program, subcommand, flags, operands, path classes,
 //! detector facts, and as a last resort a regex over the command text).
 
+pub mod cases;
 pub mod config;
 
 use std::collections::HashMap;
@@ -54,7 +55,11 @@ fn verdict(d: RuleDecision) -> Verdict {
 }
 
 fn access_bits(a: AccessSpec) -> u8 {
-    let change = Access::Create.bit() | Access::Write.bit() | Access::Append.bit() | Access::Delete.bit() | Access::Meta.bit();
+    let change = Access::Create.bit()
+        | Access::Write.bit()
+        | Access::Append.bit()
+        | Access::Delete.bit()
+        | Access::Meta.bit();
     match a {
         AccessSpec::Read => Access::Read.bit(),
         AccessSpec::Create => Access::Create.bit(),
@@ -70,11 +75,15 @@ impl Rule {
     pub fn compile(spec: &RuleSpec) -> Result<Rule, String> {
         let mut paths = 0;
         for name in &spec.paths {
-            paths |= PathClass::from_name(name).ok_or_else(|| format!("unknown path class `{name}`"))?.bit();
+            paths |= PathClass::from_name(name)
+                .ok_or_else(|| format!("unknown path class `{name}`"))?
+                .bit();
         }
         let mut facts = 0;
         for name in &spec.facts {
-            facts |= Fact::from_name(name).ok_or_else(|| format!("unknown fact `{name}`"))?.bit();
+            facts |= Fact::from_name(name)
+                .ok_or_else(|| format!("unknown fact `{name}`"))?
+                .bit();
         }
         let regex = spec
             .regex
@@ -107,7 +116,11 @@ impl Rule {
             verdict: verdict(spec.decision),
             reason: spec.reason.clone(),
             programs: spec.program.clone(),
-            subcommands: spec.subcommand.iter().map(|s| s.split_whitespace().map(str::to_owned).collect()).collect(),
+            subcommands: spec
+                .subcommand
+                .iter()
+                .map(|s| s.split_whitespace().map(str::to_owned).collect())
+                .collect(),
             any_flags: spec.any_flags.clone(),
             all_flags: spec.all_flags.clone(),
             not_flags: spec.not_flags.clone(),
@@ -154,7 +167,8 @@ impl Rule {
             && !words().any(|w| self.not_args.iter().any(|p| glob_match(p, w)))
             && (self.paths == 0
                 || f.paths.iter().any(|p| {
-                    p.classes & self.paths != 0 && (self.access == 0 || self.access & p.access.bit() != 0)
+                    p.classes & self.paths != 0
+                        && (self.access == 0 || self.access & p.access.bit() != 0)
                 }))
             && (self.facts == 0 || f.facts & self.facts != 0)
             && self.regex.as_ref().is_none_or(|r| r.is_match(text))
@@ -162,7 +176,9 @@ impl Rule {
 
     /// Checks the rule's preconditions against the context; Err names the failed one.
     pub fn check_preconditions(&self, f: &Facts, ctx: &Context) -> Result<(), String> {
-        let Some(pre) = &self.preconditions else { return Ok(()) };
+        let Some(pre) = &self.preconditions else {
+            return Ok(());
+        };
         if pre.in_git_work_tree && !ctx.in_git_work_tree {
             return Err("the working directory is not in a git work tree".to_owned());
         }
@@ -171,7 +187,8 @@ impl Rule {
                 return Err("no branch is checked out".to_owned());
             };
             let protected = pre.branch_not_in.iter().any(|b| {
-                b == branch || (b == "$default" && ctx.git_default_branch.as_deref() == Some(branch))
+                b == branch
+                    || (b == "$default" && ctx.git_default_branch.as_deref() == Some(branch))
             });
             if protected {
                 return Err(format!("branch `{branch}` is protected"));
@@ -184,7 +201,11 @@ impl Rule {
             }
         }
         if pre.paths_exist
-            && let Some(p) = f.paths.iter().find(|p| !p.path.as_ref().is_some_and(|abs| ctx.existing.iter().any(|e| e.as_os_str() == abs.as_str())))
+            && let Some(p) = f.paths.iter().find(|p| {
+                !p.path
+                    .as_ref()
+                    .is_some_and(|abs| ctx.existing.iter().any(|e| e.as_os_str() == abs.as_str()))
+            })
         {
             return Err(format!("`{}` does not exist", p.text));
         }
@@ -214,7 +235,10 @@ impl RuleSet {
             }
         }
         rules.sort_by_key(|r| std::cmp::Reverse(r.verdict));
-        let mut set = RuleSet { rules, ..RuleSet::default() };
+        let mut set = RuleSet {
+            rules,
+            ..RuleSet::default()
+        };
         for (i, r) in set.rules.iter().enumerate() {
             if r.programs.is_empty() || r.programs.iter().any(|p| p.contains(['*', '?'])) {
                 set.everywhere.push(i);
@@ -229,7 +253,10 @@ impl RuleSet {
 
     /// Indices of the rules whose criteria match, in evaluation order.
     pub fn matching(&self, f: &Facts, text: &str) -> Vec<usize> {
-        let indexed = self.by_program.get(&f.program).map_or(&[][..], Vec::as_slice);
+        let indexed = self
+            .by_program
+            .get(&f.program)
+            .map_or(&[][..], Vec::as_slice);
         let mut out: Vec<usize> = indexed
             .iter()
             .chain(self.everywhere.iter())
