@@ -405,6 +405,22 @@ pub async fn run(
             } => {},
         }
     }
+    // What is already in a pipe still open after the drain is taken without
+    // waiting: a loaded daemon may first look at the pipe after the deadline.
+    for (is_stderr, pipe, buf) in [
+        (false, &mut stdout, &mut out_buf),
+        (true, &mut stderr, &mut err_buf),
+    ] {
+        while let Some(p) = pipe.as_ref() {
+            match p.try_read(buf) {
+                Ok(n) if n > 0 => {
+                    let deliver = output.chunk(is_stderr, &buf[..n]);
+                    connected = send(writer, connected, is_stderr, deliver).await;
+                }
+                _ => *pipe = None,
+            }
+        }
+    }
     if ended_because.is_none() {
         ended_because = registration.slot().ended_because().map(str::to_owned);
     }

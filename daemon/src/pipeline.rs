@@ -322,7 +322,7 @@ fn judge(
         &analysis,
         &gathered.context,
     );
-    trail.argv_redacted = Some(redact::for_audit(&decision));
+    trail.argv_redacted = Some(redact::for_audit(daemon, &decision));
     Ok(Decided {
         decision,
         policy,

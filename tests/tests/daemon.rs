@@ -1,125 +1,14 @@
 //! End to end: a real praxisd in scratch XDG dirs, driven by the real
 //! praxis-run and praxis binaries (built by `make test` before the tests run).
 
+mod common;
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin(name: &str) -> PathBuf {
-    // target/debug/deps/<test> → target/debug/<name>
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join(name);
-    assert!(
-        path.is_file(),
-        "{} not built; run `cargo build --workspace` first",
-        path.display()
-    );
-    path
-}
-
-/// A daemon in a scratch home; SIGTERM then SIGKILL on drop.
-struct Daemon {
-    dir: tempfile::TempDir,
-    child: Option<Child>,
-}
-
-impl Daemon {
-    fn start() -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
-        for sub in ["home/work", "run", "state", "config"] {
-            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-        }
-        let mut d = Daemon { dir, child: None };
-        d.spawn();
-        d
-    }
-
-    fn spawn(&mut self) {
-        let child = self
-            .cmd(&bin("praxisd"))
-            .arg("--user")
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while UnixStream::connect(self.socket()).is_err() {
-            assert!(Instant::now() < deadline, "praxisd did not come up");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn cmd(&self, program: &Path) -> Command {
-        let mut c = Command::new(program);
-        let p = self.dir.path();
-        c.env("HOME", p.join("home"))
-            .env("XDG_RUNTIME_DIR", p.join("run"))
-            .env("XDG_STATE_HOME", p.join("state"))
-            .env("XDG_CONFIG_HOME", p.join("config"))
-            .env("PRAXIS_SYSTEM", "0")
-            .env_remove("PRAXIS_SOCKET")
-            .current_dir(p.join("home/work"));
-        c
-    }
-
-    fn socket(&self) -> PathBuf {
-        self.dir.path().join("run/praxis/praxisd.sock")
-    }
-
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("state/praxis/audit.db")
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(&bin("praxis-run"))
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn praxis(&self, args: &[&str]) -> Output {
-        self.cmd(&bin("praxis")).args(args).output().unwrap()
-    }
-
-    fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c.id() as i32),
-                nix::sys::signal::SIGTERM,
-            );
-            let deadline = Instant::now() + Duration::from_secs(3);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = c.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn signal_json(out: &Output) -> serde_json::Value {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON line in {stderr}"));
-    serde_json::from_str(line).unwrap()
-}
+use common::{Daemon, bin, signal_json};
 
 #[test]
 fn allowed_commands_keep_their_exit_status_and_stdin() {

@@ -1,0 +1,190 @@
+//! Shared by the end-to-end tests: a real praxisd in scratch XDG dirs, driven
+//! by the real praxis-run and praxis binaries (built by `make test` before
+//! the tests run).
+
+#![allow(dead_code)] // each test file uses its own part of the harness
+
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A built binary of the workspace.
+pub fn bin(name: &str) -> PathBuf {
+    // target/debug/deps/<test> → target/debug/<name>
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join(name);
+    assert!(
+        path.is_file(),
+        "{} not built; run `cargo build --workspace` first",
+        path.display()
+    );
+    path
+}
+
+/// A daemon in a scratch home; SIGTERM then SIGKILL on drop.
+pub struct Daemon {
+    pub dir: tempfile::TempDir,
+    child: Option<Child>,
+    /// Extra environment of the daemon (its own, for `--from-env` credentials).
+    daemon_env: Vec<(String, String)>,
+}
+
+impl Daemon {
+    pub fn start() -> Daemon {
+        Daemon::start_with(&[], &[])
+    }
+
+    /// Starts with `files` (name, text) written to the config dir first and
+    /// `env` added to the daemon's environment.
+    pub fn start_with(files: &[(&str, &str)], env: &[(&str, &str)]) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["home/work", "run", "state", "config/praxis"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        for (name, text) in files {
+            std::fs::write(dir.path().join("config/praxis").join(name), text).unwrap();
+        }
+        let mut d = Daemon {
+            dir,
+            child: None,
+            daemon_env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        d.spawn();
+        d
+    }
+
+    pub fn spawn(&mut self) {
+        let child = self
+            .cmd(&bin("praxisd"))
+            .envs(self.daemon_env.clone())
+            .arg("--user")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while UnixStream::connect(self.socket()).is_err() {
+            assert!(Instant::now() < deadline, "praxisd did not come up");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// A command in the scratch environment, in the workspace.
+    pub fn cmd(&self, program: &Path) -> Command {
+        let mut c = Command::new(program);
+        let p = self.dir.path();
+        c.env("HOME", p.join("home"))
+            .env("XDG_RUNTIME_DIR", p.join("run"))
+            .env("XDG_STATE_HOME", p.join("state"))
+            .env("XDG_CONFIG_HOME", p.join("config"))
+            .env("PRAXIS_SYSTEM", "0")
+            .env_remove("PRAXIS_SOCKET")
+            .env_remove("PRAXIS_SESSION")
+            .current_dir(p.join("home/work"));
+        c
+    }
+
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("home/work")
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("run/praxis/praxisd.sock")
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("state/praxis/audit.db")
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(&bin("praxis-run"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    pub fn praxis(&self, args: &[&str]) -> Output {
+        self.cmd(&bin("praxis")).args(args).output().unwrap()
+    }
+
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Audit events as JSON objects (column → value), oldest first.
+    pub fn events(&self) -> Vec<serde_json::Value> {
+        let conn = rusqlite::Connection::open(self.db()).unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT kind, request_id, decision, reason, approval_id, credentials, detail, uid
+                 FROM events ORDER BY seq",
+            )
+            .unwrap();
+        stmt.query_map([], |row| {
+            let text = |i: usize| row.get::<_, Option<String>>(i);
+            let json = |t: Option<String>| {
+                t.and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
+            };
+            Ok(serde_json::json!({
+                "kind": text(0)?, "request_id": text(1)?, "decision": text(2)?,
+                "reason": text(3)?, "approval_id": text(4)?,
+                "credentials": json(text(5)?), "detail": json(text(6)?),
+                "uid": row.get::<_, Option<i64>>(7)?,
+            }))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    }
+
+    /// Events of one kind.
+    pub fn events_of_kind(&self, kind: &str) -> Vec<serde_json::Value> {
+        self.events()
+            .into_iter()
+            .filter(|e| e["kind"] == kind)
+            .collect()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::SIGTERM,
+            );
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The audit-signal JSON line praxis-run writes to stderr for a refusal.
+pub fn signal_json(out: &Output) -> serde_json::Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line in {stderr}"));
+    serde_json::from_str(line).unwrap()
+}
+
+/// Whether `needle` occurs anywhere in `hay`.
+pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
