@@ -11,13 +11,13 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 
 use nix::sys::signal::{SigSet, Signal};
-use praxis_proto::{ClientMsg, DecisionFrame, ExecRequest, Verdict};
+use praxis_proto::{ClientMsg, DecisionFrame, ExecRequest, Subject, Verdict};
 use praxis_shim::args::{self, Args, USAGE};
 use praxis_shim::client::{self, ClientError};
 use praxis_shim::contract;
-use praxis_shim::exec::{self, EXIT_HOLD, Outcome, Sink};
+use praxis_shim::exec::{self, EXIT_HOLD, EXIT_STOP, Outcome, Sink};
 use praxis_shim::hook;
-use praxis_shim::judge::Caller;
+use praxis_shim::judge::{self, Caller};
 use praxis_shim::mcp;
 
 /// Writes the audit signal for a command that did not run: one JSON object on
@@ -221,6 +221,62 @@ fn run_plan(args: &[String]) -> i32 {
     verdict.code
 }
 
+/// `praxis-run judge [--json] (-c CMD | -- ARGV)`: the daemon's decision on a
+/// command, audited, without running it. Exit 0 ALLOW, 125 HOLD, 126 STOP.
+fn run_judge(args: &[String]) -> i32 {
+    const JUDGE_USAGE: &str = "usage: praxis-run judge [--json] [--session S] [--runtime R] [--tool-call-id T] (-c 'CMD' | -- ARGV...)";
+    let opts = match sub_opts(args, JUDGE_USAGE) {
+        Ok(opts) => opts,
+        Err(code) => return code,
+    };
+    let command = match args::parse(opts.rest.into_iter()) {
+        Ok(Args {
+            command: Some(command),
+            ..
+        }) => command,
+        _ => {
+            eprintln!("{JUDGE_USAGE}");
+            return EXIT_HOLD;
+        }
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let judged = judge::judge(Subject::Command { command }, &cwd, &opts.caller);
+    let (json, code) = match &judged {
+        Ok(frame) if frame.decision == Verdict::Allow => (
+            serde_json::json!({
+                "decision": "ALLOW",
+                "reason": frame.reason,
+                "request_id": frame.request_id,
+                "tier": frame.tier,
+                "rule_ids": frame.rule_ids,
+            }),
+            0,
+        ),
+        Ok(frame) => (
+            exec::refusal_json(frame.decision, &frame.reason, Some(frame)),
+            if frame.decision == Verdict::Stop {
+                EXIT_STOP
+            } else {
+                EXIT_HOLD
+            },
+        ),
+        Err(e) => (
+            exec::refusal_json(Verdict::Hold, &e.to_string(), None),
+            EXIT_HOLD,
+        ),
+    };
+    if opts.json {
+        println!("{json}");
+    } else {
+        println!(
+            "{}: {}",
+            json["decision"].as_str().unwrap_or("HOLD"),
+            json["reason"].as_str().unwrap_or("")
+        );
+    }
+    code
+}
+
 /// `praxis-run mcp`: the MCP server on stdin/stdout until stdin closes.
 fn run_mcp(args: &[String]) -> i32 {
     const MCP_USAGE: &str = "usage: praxis-run mcp [--session S] [--role R]";
@@ -256,6 +312,7 @@ fn main() {
         Some((sub, rest)) if sub == "hook" => run_hook(rest),
         Some((sub, rest)) if sub == "plan" => run_plan(rest),
         Some((sub, rest)) if sub == "mcp" => run_mcp(rest),
+        Some((sub, rest)) if sub == "judge" => run_judge(rest),
         _ => match args::parse(argv.into_iter()) {
             Ok(args) => run(args),
             Err(why) => {
