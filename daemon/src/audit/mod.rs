@@ -45,13 +45,19 @@
 //! recomputes; it also compares the last `seq` with the highest one SQLite
 //! ever assigned (`sqlite_sequence`) to notice rows cut from the end.
 //!
+//! A chain proves history unchanged relative to a hash known elsewhere (the
+//! running daemon's head, an exported copy, a SIEM). Someone able to rewrite
+//! the file and recompute every later hash is caught only against such a
+//! copy, which is why `export` exists.
+//!
 //! # Writing
 //!
 //! One writer thread owns the write connection and commits in groups: it
 //! drains every queued append into one transaction. A second thread moves
-//! the WAL into the main file in the background. Every append call returns only after its COMMIT, so an
-//! [`Appended`] is proof the event is in the file; an error means it is not,
-//! and the caller must treat the request as HOLD.
+//! the WAL into the main file in the background. Every append call returns
+//! only after its COMMIT, so an [`Appended`] is proof the event is in the
+//! file; an error means it is not, and the caller must treat the request as
+//! HOLD.
 
 mod checkpoint;
 mod event;
