@@ -7,6 +7,7 @@ pub mod contract;
 pub mod exec;
 pub mod explain;
 pub mod hook;
+pub mod install;
 pub mod judge;
 pub mod mcp;
 pub mod operator;

@@ -54,6 +54,9 @@ pub enum OperatorCmd {
     /// Brokered credentials: references the daemon resolves at exec time.
     #[command(subcommand)]
     Cred(CredCmd),
+    /// Add the praxis hooks to an agent runtime's configuration.
+    #[command(subcommand)]
+    Install(crate::install::InstallCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -483,6 +486,7 @@ pub fn run(cmd: OperatorCmd) -> i32 {
             simple(OperatorRequest::Deny { request_id, note })
         }
         OperatorCmd::Cred(cmd) => cred(cmd),
+        OperatorCmd::Install(cmd) => crate::install::run(cmd),
         OperatorCmd::Kill { release: true, .. } => simple(OperatorRequest::Release),
         OperatorCmd::Kill { reason, .. } => simple(OperatorRequest::Kill { reason }),
         OperatorCmd::Status { json } => status(json),
