@@ -342,14 +342,26 @@ struct Classifier<'t, 'f> {
 
 impl Classifier<'_, '_> {
     fn add_path(&self, facts: &mut Facts, word: &Word, access: Access) {
+        self.add_path_as(facts, word, access, matches!(access, Access::Delete), 0);
+    }
+
+    /// Adds a path. `deleting`: the path itself goes away (so an ancestor of a
+    /// protected name counts). `drop`: classes that do not apply (entries
+    /// *below* a directory are not the directory itself).
+    fn add_path_as(
+        &self,
+        facts: &mut Facts,
+        word: &Word,
+        access: Access,
+        deleting: bool,
+        drop: Classes,
+    ) {
         if word.text == "-" {
             // Standard input or output.
             return;
         }
-        let located = self
-            .tables
-            .paths
-            .locate(word, self.frame, matches!(access, Access::Delete));
+        let mut located = self.tables.paths.locate(word, self.frame, deleting);
+        located.classes &= !drop;
         if located.classes & PathClass::HarmlessDevice.bit() != 0 {
             return;
         }
@@ -746,12 +758,15 @@ impl Classifier<'_, '_> {
                 "find deletes what it matches".to_owned()
             });
         }
-        let starts = &args[..expr_start];
-        if starts.is_empty() {
-            self.add_path(facts, &literal("."), access);
-        }
+        let dot = literal(".");
+        let starts: Vec<&Word> = if expr_start == 0 {
+            vec![&dot]
+        } else {
+            args[..expr_start].iter().collect()
+        };
         for w in starts {
-            self.add_path(facts, w, access);
+            // What find deletes lies below its start directory.
+            self.add_path_as(facts, w, access, false, PathClass::WorkspaceRoot.bit());
         }
         for (i, a) in args.iter().enumerate() {
             if matches!(
@@ -1132,14 +1147,8 @@ impl Classifier<'_, '_> {
                     starts
                 };
                 for w in starts {
-                    // The found entries lie below the start directory: a filtered
-                    // glob there (`*?`), not the directory itself.
-                    let below = Word {
-                        text: format!("{}/*?", w.text.trim_end_matches('/')),
-                        dynamic: w.dynamic,
-                        glob: true,
-                    };
-                    self.add_path(facts, &below, access);
+                    // The found entries lie below the start directory.
+                    self.add_path_as(facts, w, access, false, PathClass::WorkspaceRoot.bit());
                 }
             }
         } else {
