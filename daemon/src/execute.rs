@@ -204,15 +204,13 @@ async fn send(writer: &mut Writer, connected: bool, is_stderr: bool, bytes: Vec<
 fn watch_client(mut reader: OwnedReadHalf) -> oneshot::Receiver<&'static str> {
     let (tx, rx) = oneshot::channel();
     tokio::spawn(async move {
-        let why = loop {
-            match conn::read_frame(&mut reader).await {
-                Ok(frame) => match frame.parse_message::<ClientMsg>() {
-                    Ok(ClientMsg::Cancel) => break "cancelled by the client",
-                    // Anything else mid-run is a protocol violation: end the run.
-                    _ => break "protocol violation by the client",
-                },
-                Err(_) => break "client disconnected",
-            }
+        let why = match conn::read_frame(&mut reader).await {
+            Ok(frame) => match frame.parse_message::<ClientMsg>() {
+                Ok(ClientMsg::Cancel) => "cancelled by the client",
+                // Anything else mid-run is a protocol violation: end the run.
+                _ => "protocol violation by the client",
+            },
+            Err(_) => "client disconnected",
         };
         let _ = tx.send(why);
     });

@@ -81,12 +81,11 @@ pub fn watch(daemon: Arc<Daemon>) -> Result<(), String> {
             loop {
                 match inotify.read_events() {
                     Ok(events) => {
-                        if events.iter().any(|e| {
+                        let ours = events.iter().any(|e| {
                             e.name.as_deref().map(Path::new) == Some(Path::new(POLICY_FILE))
-                        }) {
-                            if let Err(why) = reload(&daemon, "file change", None) {
-                                tracing::warn!("{why}");
-                            }
+                        });
+                        if ours && let Err(why) = reload(&daemon, "file change", None) {
+                            tracing::warn!("{why}");
                         }
                     }
                     Err(nix::Error::EINTR) => {}

@@ -259,7 +259,10 @@ fn events(
         }
         Err(e) => return report(&e),
     }
-    while follow {
+    if !follow {
+        return 0;
+    }
+    loop {
         std::thread::sleep(FOLLOW_EVERY);
         if let Err(e) = client::operator(
             OperatorRequest::AuditAfter {
@@ -271,7 +274,6 @@ fn events(
             return report(&e);
         }
     }
-    0
 }
 
 fn verify() -> i32 {

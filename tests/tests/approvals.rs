@@ -118,11 +118,7 @@ fn a_push_runs_once_per_approval_and_twice_at_most() {
             .contains("retry budget exhausted")
     );
     assert!(signal_json(&third)["approve_with"].is_null());
-    let refused = approve(
-        &d,
-        &signal_json(&third)["request_id"].as_str().unwrap(),
-        &[],
-    );
+    let refused = approve(&d, signal_json(&third)["request_id"].as_str().unwrap(), &[]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("STOP cannot be approved"));
     // Another session has its own budget.
