@@ -376,3 +376,57 @@ fn post_tool_use_and_stop_are_recorded() {
         2
     );
 }
+
+#[test]
+fn install_adds_the_hooks_idempotently_keeping_others() {
+    let d = Daemon::start();
+    let settings = d.work().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"permissions":{"allow":["Bash(ls:*)"]},"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"lint.sh"}]}]}}"#,
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let out = d
+            .cmd(&bin("praxis"))
+            .args(["install", "claude-code", "--project"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(v["permissions"]["allow"][0], "Bash(ls:*)");
+    let pre = v["hooks"]["PreToolUse"].as_array().unwrap();
+    assert_eq!(pre.len(), 2, "{v}");
+    assert_eq!(pre[0]["hooks"][0]["command"], "lint.sh");
+    let ours = pre[1]["hooks"][0]["command"].as_str().unwrap();
+    assert!(ours.ends_with("praxis-run' hook claude-code"), "{ours}");
+    assert_eq!(v["hooks"]["PostToolUse"].as_array().unwrap().len(), 1);
+    assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 1);
+
+    let out = d
+        .cmd(&bin("praxis"))
+        .args(["install", "codex"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.home().join(".codex/hooks.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["hooks"]["PreToolUse"][0]["matcher"], "Bash");
+    assert!(
+        v["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with("hook codex")
+    );
+}
