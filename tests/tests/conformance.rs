@@ -132,7 +132,7 @@ fn every_surface(d: &Daemon, command: &str) -> Vec<Answer> {
     ]
 }
 
-/// 1. Execution can be prevented before it occurs. The witness file the
+/// Criterion 1: Execution can be prevented before it occurs. The witness file the
 /// command would create never appears, on any surface, nor when a runtime
 /// runs the hook's rewrite anyway (the user says yes to an `ask`).
 #[test]
@@ -165,7 +165,7 @@ fn c1_execution_is_prevented_before_it_occurs() {
     assert!(d.work().join("witness").exists());
 }
 
-/// 2. Prevention is driven by an explicit judgment decision: every refusal
+/// Criterion 2: Prevention is driven by an explicit judgment decision: every refusal
 /// names STOP or HOLD and its request, and the audit store holds that
 /// decision for that request.
 #[test]
@@ -197,7 +197,7 @@ fn c2_prevention_is_driven_by_an_explicit_decision() {
     );
 }
 
-/// 3. Unknown cases default to HOLD: an unknown program, a dynamic command
+/// Criterion 3: Unknown cases default to HOLD: an unknown program, a dynamic command
 /// word, and a runtime tool no rule covers.
 #[test]
 fn c3_unknown_defaults_to_hold() {
@@ -212,7 +212,7 @@ fn c3_unknown_defaults_to_hold() {
     assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "ask");
 }
 
-/// 4. An `execution_prevented` audit signal is emitted, machine-readable,
+/// Criterion 4: An `execution_prevented` audit signal is emitted, machine-readable,
 /// whatever the log level (RUST_LOG=off), externally observable: on the
 /// agent's stream and in the audit store.
 #[test]
@@ -245,7 +245,7 @@ fn c4_an_execution_prevented_signal_is_emitted() {
     );
 }
 
-/// 5. The model is not modified: the boundary sits outside any model and
+/// Criterion 5: The model is not modified: the boundary sits outside any model and
 /// decides on the proposed action alone, so every surface, each with its
 /// own session, reaches the same decision for the same command.
 #[test]

@@ -130,9 +130,13 @@ fn run(args: Args) -> i32 {
     }
 }
 
+/// A hook adapter's handler, and its answer to an error before the event is read.
+type HookFn = fn(&str) -> hook::Answer;
+type FailFn = fn(String) -> hook::Answer;
+
 /// `praxis-run hook claude-code|codex`: one event on stdin, the answer on stdout.
 fn run_hook(rest: &[String]) -> i32 {
-    let (handle, fail): (fn(&str) -> hook::Answer, fn(String) -> hook::Answer) = match rest {
+    let (handle, fail): (HookFn, FailFn) = match rest {
         [runtime] if runtime == "claude-code" => (hook::claude::handle, hook::claude::fail),
         [runtime] if runtime == "codex" => (hook::codex::handle, hook::codex::fail),
         _ => {
