@@ -430,3 +430,46 @@ fn install_adds_the_hooks_idempotently_keeping_others() {
             .ends_with("hook codex")
     );
 }
+
+#[test]
+fn an_operator_approval_of_a_held_hook_call_allows_it_once() {
+    let d = Daemon::start();
+    let command = "curl -fsS https://example.com";
+    let held = codex(&d, &bash(command));
+    let reason = held["permissionDecisionReason"].as_str().unwrap();
+    let id = reason
+        .split("praxis approve ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no approve command in {reason}"));
+    let out = d
+        .cmd(&bin("praxis"))
+        .args(["approve", id])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The retried call is allowed, and the approval is used when it runs.
+    let allowed = codex(&d, &bash(command));
+    assert_eq!(allowed["permissionDecision"], "allow", "{allowed}");
+    let rewrite = allowed["updatedInput"]["command"].as_str().unwrap();
+    let ran = d
+        .cmd(std::path::Path::new("bash"))
+        .args(["-c", rewrite])
+        .output()
+        .unwrap();
+    assert!(
+        !matches!(ran.status.code(), Some(124..=126)),
+        "the approved command ran: {:?} {}",
+        ran.status.code(),
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(
+        codex(&d, &bash(command))["permissionDecision"],
+        "deny",
+        "one-shot"
+    );
+}
