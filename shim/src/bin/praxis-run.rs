@@ -4,6 +4,11 @@
 //! `praxis-run [--role R] [--session ID] [--timeout S] (-c 'CMD' | -- ARGV…)`,
 //! also callable as a shell (`-c`, `-lc`, `-l -c`, `-ic`).
 //!
+//! Agent-runtime subcommands (a program of the same name runs with `-- NAME`):
+//! `hook claude-code|codex` (one hook event on stdin), `mcp` (stdio MCP
+//! server), `plan --contract ID` (a planner output on stdin), `judge [--json]
+//! (-c CMD | -- ARGV)` (the decision, audited, nothing run).
+//!
 //! Exit status: the command's; 128+n for signal n; 124 timeout; 125 HOLD and
 //! every fail-closed error; 126 STOP.
 
