@@ -10,6 +10,7 @@ use crate::classify::paths::{Frame, PathLists, PathPattern};
 use crate::classify::table::ProgramTable;
 use crate::classify::{Facts, Tables, classify_script};
 use crate::decision::{CommandJudgment, Decision};
+use crate::redact::{BUILTIN_RULES, RedactConfig, Redactor};
 use crate::rules::config::{self, OperatorFile, PatternsFile, Posture, RolePosture};
 use crate::rules::{Rule, RuleSet};
 use crate::shell::{self, Script, SimpleCommand};
@@ -153,6 +154,7 @@ pub struct Policy {
     tables: Tables,
     rules: RuleSet,
     roles: BTreeMap<String, RolePosture>,
+    redactor: Redactor,
 }
 
 fn invalid(file: &str, message: impl Into<String>) -> LoadError {
@@ -431,6 +433,13 @@ impl Policy {
             hasher.update(src.text.as_bytes());
             hasher.update([0]);
         }
+        let redactor = build_redactor(
+            &patterns,
+            file.redact,
+            operator
+                .as_ref()
+                .zip(op_file.as_ref().and_then(|o| o.redact.clone())),
+        )?;
         let p = &file.paths;
         let policy = Policy {
             revision: hex::encode(hasher.finalize()),
@@ -443,6 +452,7 @@ impl Policy {
             tables,
             rules,
             roles,
+            redactor,
         };
         policy.check_examples(|id| {
             let at_index = ids.iter().position(|x| x == id).map_or(0, |i| origins[i]);
@@ -524,7 +534,7 @@ impl Policy {
             let text = display_command(cmd);
             let j = self.judge(cmd, f, &text, request.role, posture, context);
             commands.push(CommandJudgment {
-                command: text,
+                command: self.redactor.redact_str(&text).into_owned(),
                 program: f.program.clone(),
                 verdict: j.verdict,
                 tier: j.tier,
@@ -558,11 +568,12 @@ impl Policy {
         let by_rule = |j: &&Judged| {
             j.verdict == worst && j.rule_ids.iter().any(|id| !id.starts_with("posture."))
         };
-        if let Some(first) = judged
+        // Else the reason of the highest tier among the most severe.
+        let highest = judged
             .iter()
-            .find(by_rule)
-            .or_else(|| judged.iter().find(|j| j.verdict == worst))
-        {
+            .filter(|j| j.verdict == worst)
+            .max_by_key(|j| j.tier);
+        if let Some(first) = judged.iter().find(by_rule).or(highest) {
             decision.decision = worst;
             decision.reason = first.reason.clone();
         }
@@ -750,6 +761,11 @@ impl Policy {
         &self.limits
     }
 
+    /// The redactor built from the policy's `[redact]` rules.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     /// Roles this policy defines.
     pub fn roles(&self) -> impl Iterator<Item = &str> {
         self.roles.keys().map(String::as_str)
@@ -775,6 +791,26 @@ impl Policy {
         out.dedup();
         out
     }
+}
+
+/// The patterns' `[redact]` section (else the redactor's built-in rules), plus
+/// the operator's extra rules.
+fn build_redactor(
+    patterns: &Source<'_>,
+    section: Option<RedactConfig>,
+    operator: Option<(&Source<'_>, RedactConfig)>,
+) -> Result<Redactor, LoadError> {
+    let mut config = match section {
+        Some(c) => c,
+        None => RedactConfig::from_toml(BUILTIN_RULES)
+            .map_err(|e| invalid(patterns.name, format!("built-in redaction rules: {e}")))?,
+    };
+    let mut file = patterns.name;
+    if let Some((src, extra)) = operator {
+        config.rules.extend(extra.rules);
+        file = src.name;
+    }
+    Redactor::new(&config).map_err(|e| invalid(file, e.to_string()))
 }
 
 fn rule_unknown_role<'r>(rule: &'r Rule, roles: &BTreeMap<String, RolePosture>) -> Option<&'r str> {

@@ -147,3 +147,25 @@ not_match = ["kubectl get pods"]
     );
     assert_eq!(judge(&policy, "ls", "nobody").decision, Verdict::Hold);
 }
+
+#[test]
+fn displayed_commands_are_redacted() {
+    let policy = Policy::builtin().unwrap();
+    let token = "ghp_0123456789abcdefABCDEF0123456789abcd";
+    let d = judge(
+        &policy,
+        &format!("curl -H 'Authorization: Bearer {token}' https://api.github.com/user"),
+        "agent",
+    );
+    assert_eq!(d.commands.len(), 1);
+    assert!(
+        !d.commands[0].command.contains(token),
+        "{}",
+        d.commands[0].command
+    );
+    assert!(
+        d.commands[0].command.contains("[REDACTED:"),
+        "{}",
+        d.commands[0].command
+    );
+}

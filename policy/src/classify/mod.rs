@@ -376,7 +376,7 @@ impl Classifier<'_, '_> {
                 let place = if outside {
                     "outside the workspace"
                 } else {
-                    "inside the workspace"
+                    "inside a writable tree"
                 };
                 format!("{} `{}` {place}", access.as_str(), word.text)
             });

@@ -22,9 +22,9 @@ pub struct PatternsFile {
     pub programs: Vec<ProgramSpec>,
     #[serde(default, rename = "rule")]
     pub rules: Vec<RuleSpec>,
-    /// The redactor's rules; deserialized and validated by the redactor.
+    /// The redactor's rules; when absent, the redactor's built-in rules.
     #[serde(default)]
-    pub redact: Option<toml::Table>,
+    pub redact: Option<crate::redact::RedactConfig>,
 }
 
 /// The operator's `policy.toml`: roles, uid map, extra rules, limits, credential grants.
@@ -41,8 +41,9 @@ pub struct OperatorFile {
     pub rules: Vec<RuleSpec>,
     #[serde(default)]
     pub credentials: Vec<CredentialSpec>,
+    /// Extra redaction rules, added to the built-in ones.
     #[serde(default)]
-    pub redact: Option<toml::Table>,
+    pub redact: Option<crate::redact::RedactConfig>,
 }
 
 /// Shell builtins: commands that need no `PATH` lookup.
