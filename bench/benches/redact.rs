@@ -5,7 +5,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use praxis_policy::redact::{BUILTIN_RULES, RedactConfig, Redactor};
+use praxis_policy::redact::{Redactor, builtin_config};
 
 const INPUT_BYTES: usize = 1 << 20;
 const CHUNK: usize = 4 * 1024;
@@ -53,7 +53,7 @@ fn brokered() -> Vec<(String, Vec<u8>)> {
 }
 
 fn bench(c: &mut Criterion) {
-    let config = RedactConfig::from_toml(BUILTIN_RULES).expect("shipped rules parse");
+    let config = builtin_config().expect("shipped rules parse");
     let rules = Redactor::new(&config).expect("shipped rules load");
     let values = brokered();
     let pairs: Vec<(&str, &[u8])> = values

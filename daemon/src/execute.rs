@@ -264,8 +264,8 @@ pub async fn not_started(
 
 /// The output redactor of one command: the policy's secret rules plus its
 /// brokered values, whose encoded forms it masks too.
-fn redactor(daemon: &Daemon, permit: &Permit) -> Result<Redactor, String> {
-    let base = daemon.redactor.as_ref().map_err(Clone::clone)?;
+fn redactor(permit: &Permit) -> Result<Redactor, String> {
+    let base = permit.policy.redactor();
     if permit.brokered.is_empty() {
         return Ok(base.clone());
     }
@@ -287,7 +287,7 @@ pub async fn run(
     writer: &mut Writer,
 ) -> Executed {
     let began = Instant::now();
-    let redactor = match redactor(daemon, &permit) {
+    let redactor = match redactor(&permit) {
         Ok(r) => r,
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };

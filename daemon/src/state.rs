@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use praxis_policy::Policy;
-use praxis_policy::redact::{BUILTIN_RULES, RedactConfig, Redactor};
+use praxis_policy::redact::{Redactor, builtin_config};
 
 use crate::audit::{Appended, AuditStore, Durability, Event};
 use crate::children::Children;
@@ -43,14 +43,14 @@ pub struct Daemon {
     pub self_test: Result<String, String>,
     /// Set by SIGTERM: no new work.
     pub draining: AtomicBool,
-    /// The redactor of output, notes and logs: the shipped secret rules.
-    /// `Err` means output cannot be masked, so nothing runs.
+    /// The shipped secret rules, for notes and logs while no policy is loaded;
+    /// commands use their policy's redactor. `Err`: nothing can be masked.
     pub redactor: Result<Redactor, String>,
 }
 
 /// The shipped secret rules, compiled and checked against their examples.
 pub fn base_redactor() -> Result<Redactor, String> {
-    RedactConfig::from_toml(BUILTIN_RULES)
+    builtin_config()
         .and_then(|config| Redactor::new(&config))
         .map_err(|e| format!("redactor: {}", crate::errors::one_line(&e)))
 }
@@ -91,8 +91,12 @@ impl Daemon {
             .unwrap_or_else(|poison| poison.into_inner()) = Ok(policy);
     }
 
-    /// `text` with every secret the redactor knows masked (for notes and logs).
+    /// `text` with every secret the policy in force (else the shipped rules)
+    /// knows masked, for notes and logs.
     pub fn redact(&self, text: &str) -> String {
+        if let Ok(policy) = self.policy() {
+            return policy.redactor().redact_str(text).into_owned();
+        }
         match &self.redactor {
             Ok(r) => r.redact_str(text).into_owned(),
             Err(_) => String::from("[REDACTED: redactor unavailable]"),

@@ -10,7 +10,7 @@ use crate::classify::paths::{Frame, PathLists, PathPattern};
 use crate::classify::table::ProgramTable;
 use crate::classify::{Facts, Tables, classify_script};
 use crate::decision::{CommandJudgment, Decision};
-use crate::redact::{BUILTIN_RULES, RedactConfig, Redactor};
+use crate::redact::{RedactConfig, Redactor};
 use crate::rules::config::{self, OperatorFile, PatternsFile, Posture, RolePosture};
 use crate::rules::{Rule, RuleSet};
 use crate::shell::{self, Script, SimpleCommand};
@@ -793,8 +793,8 @@ impl Policy {
     }
 }
 
-/// The patterns' `[redact]` section (else the redactor's built-in rules), plus
-/// the operator's extra rules.
+/// The patterns' `[redact]` section (else the built-in one), plus the
+/// operator's extra rules.
 fn build_redactor(
     patterns: &Source<'_>,
     section: Option<RedactConfig>,
@@ -802,7 +802,7 @@ fn build_redactor(
 ) -> Result<Redactor, LoadError> {
     let mut config = match section {
         Some(c) => c,
-        None => RedactConfig::from_toml(BUILTIN_RULES)
+        None => crate::redact::builtin_config()
             .map_err(|e| invalid(patterns.name, format!("built-in redaction rules: {e}")))?,
     };
     let mut file = patterns.name;

@@ -32,8 +32,15 @@ pub use stream::StreamRedactor;
 use known::KnownValues;
 use rule::{Allowlist, Hit, Rule};
 
-/// The shipped redaction rules (the policy's `[redact]` section).
-pub const BUILTIN_RULES: &str = include_str!("../../secrets.toml");
+/// The shipped redaction rules: the `[redact]` section of the built-in
+/// `patterns.toml`.
+pub fn builtin_config() -> Result<RedactConfig, RedactError> {
+    let mut patterns: toml::Table = toml::from_str(crate::BUILTIN_PATTERNS)?;
+    let section = patterns
+        .remove("redact")
+        .ok_or(RedactError::MissingSection)?;
+    Ok(section.try_into()?)
+}
 
 /// Smallest stream window accepted from a policy.
 const MIN_STREAM_WINDOW: usize = 256;
@@ -43,6 +50,8 @@ const MIN_STREAM_WINDOW: usize = 256;
 pub enum RedactError {
     #[error("redact rules: {0}")]
     Parse(#[from] toml::de::Error),
+    #[error("the built-in patterns have no [redact] section")]
+    MissingSection,
     #[error("redact rule id {id:?} must be non-empty ASCII letters, digits, '-' or '_'")]
     BadRuleId { id: String },
     #[error("redact rule {rule:?} is declared twice")]
