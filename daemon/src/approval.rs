@@ -9,12 +9,23 @@
 //! committing the run's audit intent, guarded so that it succeeds once: a
 //! second run, concurrent or later, finds it gone and stays HOLD.
 //!
+//! A runtime that asks its own user (Claude Code's `ask`) gets a one-time
+//! approval token instead, minted when the daemon judges the held command
+//! for it: a random 128-bit value, stored only as its SHA-256, bound to the
+//! request digest and the session, valid for [`TOKEN_TTL_SECS`], and used
+//! only when presented (`praxis-run --approval-token`). The user's yes runs
+//! the rewrite carrying it; the run consumes it in its intent's transaction
+//! like any approval. Neither minting nor presenting works from inside a
+//! command praxis runs, so an agent's commands cannot obtain or replay one.
+//!
 //! The retry budget counts executions per session and request digest, in the
 //! same transaction. A tier with a limit (T2/T3: 2 by default) is STOP once
 //! the limit is reached, and a STOP is never approvable. A steer-only role
 //! turns a policy HOLD into an ALLOW with an advisory line; it never touches
 //! a STOP, the budget included.
 
+use std::fs::File;
+use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -58,6 +69,20 @@ CREATE TABLE IF NOT EXISTS approvals (
     expiry_recorded INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS approvals_digest ON approvals(digest);
+CREATE TABLE IF NOT EXISTS prompt_tokens (
+    id TEXT PRIMARY KEY,
+    token_sha256 TEXT NOT NULL UNIQUE,
+    request_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    session TEXT NOT NULL,
+    runtime TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    consumed_ms INTEGER,
+    consumed_by TEXT,
+    withdrawn INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS prompt_tokens_digest ON prompt_tokens(digest);
 CREATE TABLE IF NOT EXISTS retry_budget (
     session TEXT NOT NULL,
     digest TEXT NOT NULL,
@@ -71,8 +96,40 @@ pub const APPROVAL_GONE: &str = "the approval was already used or has expired";
 /// Why an intent's transaction refused to count: the budget is spent.
 pub const BUDGET_SPENT: &str = "retry budget exhausted";
 
+/// Audit kind of a minted one-time token.
+pub const MINTED: &str = "approval_minted";
 /// Longest approval lifetime an operator may grant.
 const MAX_TTL_SECS: u64 = 7 * 24 * 3600;
+/// Lifetime of a one-time token: long enough for a user to read the prompt.
+pub const TOKEN_TTL_SECS: i64 = 10 * 60;
+/// Prefix of the one-time tokens.
+pub const TOKEN_PREFIX: &str = "pxa-";
+
+/// Who gave the approval a run consumes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Approver {
+    /// An operator, with `praxis approve`.
+    Operator,
+    /// The user, in the permission prompt of the named runtime.
+    Prompt(String),
+}
+
+impl Approver {
+    /// How the audit record names the approver.
+    pub fn label(&self) -> String {
+        match self {
+            Approver::Operator => String::from("operator"),
+            Approver::Prompt(runtime) => format!("{runtime} prompt"),
+        }
+    }
+}
+
+/// An approval a run consumes: its id and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Approval {
+    pub id: String,
+    pub by: Approver,
+}
 
 /// What the approval stage settled about a request, for the intent record.
 #[derive(Clone, Debug, Default)]
@@ -86,7 +143,9 @@ pub struct Ticket {
     /// Credentials the request gets when it runs.
     pub grants: Vec<CredentialSpec>,
     /// The approval this run consumes.
-    pub approval: Option<String>,
+    pub approval: Option<Approval>,
+    /// The one-time token the request presented, if any.
+    pub presented_token: Option<String>,
     /// The execution limit this run counts against.
     pub budget: Option<u32>,
     /// The advisory line of a steer-only role's lifted HOLD.
@@ -161,6 +220,67 @@ enum Found {
     Expired(String),
 }
 
+/// SHA-256 of a token, as stored: the token itself is never written.
+fn token_sha256(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// The unconsumed token row matching `token`, `digest` and `session`: its
+/// id, the runtime it was minted for, and its expiry.
+fn find_token(
+    daemon: &Daemon,
+    token: &str,
+    digest: &str,
+    session: &str,
+) -> Result<Option<(String, String, i64)>, AuditError> {
+    let hash = token_sha256(token);
+    daemon.audit.read(|conn| {
+        conn.query_row(
+            "SELECT id, runtime, expires_ms FROM prompt_tokens
+             WHERE token_sha256 = ?1 AND digest = ?2 AND session = ?3
+               AND consumed_ms IS NULL AND withdrawn = 0",
+            [&hash, digest, session],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()
+    })
+}
+
+/// Whether `peer` may be a command praxis runs (an unknown pid may be).
+fn inside(daemon: &Daemon, peer: &Peer) -> bool {
+    peer.pid
+        .is_none_or(|pid| daemon.children.contains_process(pid))
+}
+
+/// Why a presented token lifts nothing, or the approval it gives.
+fn presented(
+    daemon: &Daemon,
+    trail: &Trail,
+    ticket: &Ticket,
+    token: &str,
+    digest: &str,
+) -> Result<Approval, String> {
+    if inside(daemon, &trail.peer) {
+        return Err(String::from(
+            "an approval token is not accepted from inside a command praxis runs",
+        ));
+    }
+    match find_token(daemon, token, digest, &ticket.session) {
+        Ok(Some((id, runtime, expires))) if expires > now_ms() => Ok(Approval {
+            id,
+            by: Approver::Prompt(runtime),
+        }),
+        Ok(Some((id, _, _))) => Err(format!("approval token {id} expired unused")),
+        Ok(None) => Err(String::from(
+            "the approval token does not apply: it was used already, or was minted for another command or session",
+        )),
+        Err(e) => Err(format!(
+            "approval tokens unreadable: {}",
+            errors::one_line(&e)
+        )),
+    }
+}
+
 fn find_approval(daemon: &Daemon, digest: &str) -> Result<Option<Found>, AuditError> {
     let now = now_ms();
     daemon.audit.read(|conn| {
@@ -181,6 +301,74 @@ fn find_approval(daemon: &Daemon, digest: &str) -> Result<Option<Found>, AuditEr
             }
         }))
     })
+}
+
+/// Mints a one-time token for a policy HOLD judged for a runtime that asks
+/// its user, and records `approval_minted` in the transaction that stores it
+/// (the hash only). Returns the token, for the runtime's prompt alone.
+pub async fn mint(daemon: &Daemon, trail: &Trail, ticket: &Ticket) -> Result<String, String> {
+    if inside(daemon, &trail.peer) {
+        return Err(String::from(
+            "no approval token is minted for a request from inside a command praxis runs",
+        ));
+    }
+    let digest = ticket
+        .digest
+        .clone()
+        .ok_or_else(|| String::from("the request has no digest"))?;
+    let mut random = [0u8; 16];
+    File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut random))
+        .map_err(|e| format!("no randomness for an approval token: {e}"))?;
+    let token = format!("{TOKEN_PREFIX}{}", hex::encode(random));
+    let id = ids::approval_id();
+    let runtime = trail
+        .runtime
+        .clone()
+        .unwrap_or_else(|| String::from("runtime"));
+    let now = now_ms();
+    let expires = now.saturating_add(TOKEN_TTL_SECS * 1000);
+    let mut detail = serde_json::Map::new();
+    detail.insert("digest".into(), digest.clone().into());
+    detail.insert("token_session".into(), ticket.session.clone().into());
+    detail.insert("ttl_secs".into(), TOKEN_TTL_SECS.into());
+    detail.insert(
+        "approved_by".into(),
+        Approver::Prompt(runtime.clone()).label().into(),
+    );
+    let event = Event {
+        approval_id: Some(id.clone()),
+        reason: Some(format!(
+            "one-time approval token for {runtime}'s permission prompt: this request, in session {}, once, within {TOKEN_TTL_SECS}s",
+            ticket.session
+        )),
+        detail: Some(detail),
+        ..crate::audit_stage::base(EventKind::Other(String::from(MINTED)), trail)
+    };
+    let row = (
+        id,
+        token_sha256(&token),
+        trail.request_id.clone(),
+        digest,
+        ticket.session.clone(),
+        runtime,
+    );
+    let op: TxOp = Box::new(move |tx| {
+        tx.execute(
+            "INSERT INTO prompt_tokens
+               (id, token_sha256, request_id, digest, session, runtime, created_ms, expires_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![row.0, row.1, row.2, row.3, row.4, row.5, now, expires],
+        )
+        .map(drop)
+        .map_err(|e| errors::one_line(&e))
+    });
+    daemon
+        .audit
+        .append_with_async(event, Durability::Full, op)
+        .await
+        .map_err(|e| errors::one_line(&e))
+        .map(|_| token)
 }
 
 fn executions(daemon: &Daemon, session: &str, digest: &str) -> Result<u32, AuditError> {
@@ -245,9 +433,24 @@ pub async fn apply(daemon: &Arc<Daemon>, gate: Gate, trail: &Trail, ticket: &mut
         ticket.advisory = Some(advisory.clone());
         return Gate::Allow(held.lift(Some(advisory)));
     }
+    if let Some(token) = ticket.presented_token.clone() {
+        match presented(daemon, trail, ticket, &token, &digest) {
+            Ok(approval) => {
+                ticket.approval = Some(approval);
+                return Gate::Allow(held.lift(None));
+            }
+            Err(why) => {
+                held.refusal.reason = format!("{} ({why})", held.refusal.reason);
+                return Gate::Held(held);
+            }
+        }
+    }
     match find_approval(daemon, &digest) {
         Ok(Some(Found::Usable(id))) => {
-            ticket.approval = Some(id);
+            ticket.approval = Some(Approval {
+                id,
+                by: Approver::Operator,
+            });
             Gate::Allow(held.lift(None))
         }
         Ok(Some(Found::Expired(id))) => {
@@ -302,16 +505,32 @@ pub fn allow_op(ticket: &Ticket, request_id: &str) -> Option<TxOp> {
     Some(Box::new(move |tx| {
         let now = now_ms();
         let sql = |e: rusqlite::Error| errors::one_line(&e);
-        if let Some(id) = approval {
+        if let Some(Approval { id, by }) = approval {
+            let table = match by {
+                Approver::Operator => "approvals",
+                Approver::Prompt(_) => "prompt_tokens",
+            };
             let consumed = tx
                 .execute(
-                    "UPDATE approvals SET consumed_ms = ?1, consumed_by = ?2
-                     WHERE id = ?3 AND consumed_ms IS NULL AND withdrawn = 0 AND expires_ms > ?1",
+                    &format!(
+                        "UPDATE {table} SET consumed_ms = ?1, consumed_by = ?2
+                         WHERE id = ?3 AND consumed_ms IS NULL AND withdrawn = 0 AND expires_ms > ?1"
+                    ),
                     params![now, request_id, id],
                 )
                 .map_err(sql)?;
             if consumed != 1 {
                 return Err(APPROVAL_GONE.to_owned());
+            }
+            if let Approver::Prompt(_) = by {
+                // The user's yes answers the held judgment the token was minted for.
+                tx.execute(
+                    "UPDATE pending SET resolution = 'approved'
+                     WHERE resolution IS NULL
+                       AND request_id = (SELECT request_id FROM prompt_tokens WHERE id = ?1)",
+                    [&id],
+                )
+                .map_err(sql)?;
             }
         }
         if let Some((limit, digest, session)) = budget {
@@ -605,12 +824,16 @@ pub fn deny(daemon: &Daemon, peer: &Peer, request_id: &str, note: Option<&str>) 
             [&request, &digest],
         )
         .map_err(sql)?;
-        tx.execute(
-            "UPDATE approvals SET withdrawn = 1 WHERE digest = ?1 AND consumed_ms IS NULL",
-            [&digest],
-        )
-        .map(drop)
-        .map_err(sql)
+        for table in ["approvals", "prompt_tokens"] {
+            tx.execute(
+                &format!(
+                    "UPDATE {table} SET withdrawn = 1 WHERE digest = ?1 AND consumed_ms IS NULL"
+                ),
+                [&digest],
+            )
+            .map_err(sql)?;
+        }
+        Ok(())
     });
     match daemon.audit.append_with(event, Durability::Full, op) {
         Ok(_) => OperatorReply::Done {

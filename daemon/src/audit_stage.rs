@@ -61,12 +61,15 @@ fn detail(ticket: &Ticket) -> serde_json::Map<String, serde_json::Value> {
     if let Some(advisory) = &ticket.advisory {
         detail.insert("advisory".into(), advisory.clone().into());
     }
+    if let Some(approval) = &ticket.approval {
+        detail.insert("approved_by".into(), approval.by.label().into());
+    }
     detail
 }
 
 fn allowed(trail: &Trail, ticket: &Ticket, d: &Decision) -> Event {
     let reason = match (&ticket.approval, &ticket.advisory) {
-        (Some(id), _) => format!("approved ({id}): {}", d.reason),
+        (Some(a), _) => format!("approved by the {} ({}): {}", a.by.label(), a.id, d.reason),
         (None, Some(_)) => format!("steer-only role `{}`: {}", trail.role, d.reason),
         (None, None) => d.reason.clone(),
     };
@@ -76,7 +79,7 @@ fn allowed(trail: &Trail, ticket: &Ticket, d: &Decision) -> Event {
         reason: Some(reason),
         rule_ids: Some(d.rule_ids.clone()),
         profile: Some(d.profile.as_str().to_owned()),
-        approval_id: ticket.approval.clone(),
+        approval_id: ticket.approval.as_ref().map(|a| a.id.clone()),
         credentials: (!ticket.grants.is_empty()).then(|| ticket.names()),
         detail: Some(detail(ticket)),
         ..base(EventKind::Decided, trail)
@@ -138,11 +141,12 @@ pub async fn intent(daemon: &Daemon, gate: Gate, trail: &Trail, ticket: &Ticket)
     let (tier, profile) = (d.tier, d.profile);
     match append(daemon, event, durability(tier), op).await {
         Ok(()) => {
-            if let Some(id) = &ticket.approval {
+            if let Some(approval) = &ticket.approval {
                 let event = Event {
-                    approval_id: Some(id.clone()),
-                    reason: Some(String::from(
-                        "consumed by this request's intent record, in its transaction",
+                    approval_id: Some(approval.id.clone()),
+                    reason: Some(format!(
+                        "approval by the {} consumed by this request's intent record, in its transaction",
+                        approval.by.label()
                     )),
                     ..base(EventKind::ApprovalConsumed, trail)
                 };

@@ -68,6 +68,7 @@ mod tests {
             tool_call_id: None,
             env: Vec::new(),
             timeout_secs: None,
+            approval_token: None,
         }
     }
 

@@ -9,17 +9,17 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use praxis_proto::{
-    Command, ExecRequest, FileAccess, JudgeRequest, NoteRequest, OperatorReply, ServerMsg, Subject,
-    Verdict,
+    Command, DecisionFrame, ExecRequest, FileAccess, JudgeRequest, NoteRequest, OperatorReply,
+    ServerMsg, Subject, Verdict,
 };
 
 use crate::audit::{Durability, Event, EventKind};
-use crate::audit_stage;
 use crate::conn::{Peer, Writer};
 use crate::ids;
 use crate::kill_switch;
 use crate::pipeline::{self, DEFAULT_ROLE, Gate, Inbound, Refusal, Trail};
 use crate::state::Daemon;
+use crate::{approval, audit_stage};
 
 /// Note kinds an adapter may record.
 pub const NOTE_KINDS: &[&str] = &[
@@ -75,9 +75,12 @@ pub async fn run(
     writer: &mut Writer,
 ) {
     daemon.counters.requests.fetch_add(1, Ordering::Relaxed);
-    let (trail, verdict, details) = match equivalent(&request.subject) {
+    let (trail, verdict, details, token) = match equivalent(&request.subject) {
         Some(command) => judged(daemon, peer, &request, command, cwd_dir).await,
-        None => unjudgeable(daemon, peer, &request).await,
+        None => {
+            let (trail, verdict, details) = unjudgeable(daemon, peer, &request).await;
+            (trail, verdict, details, None)
+        }
     };
     let counter = match verdict {
         Verdict::Allow => &daemon.counters.allowed,
@@ -85,7 +88,10 @@ pub async fn run(
         Verdict::Stop => &daemon.counters.stopped,
     };
     counter.fetch_add(1, Ordering::Relaxed);
-    let frame = pipeline::decision_frame(&trail, verdict, &details);
+    let frame = DecisionFrame {
+        approval_token: token,
+        ..pipeline::decision_frame(&trail, verdict, &details)
+    };
     let _ = writer.send(&ServerMsg::Decision(frame)).await;
 }
 
@@ -93,14 +99,17 @@ pub async fn run(
 /// retry budget. A refusal is recorded as an exec's is (a policy HOLD becomes
 /// pending, so `praxis approve` works on it). An ALLOW is recorded as judged
 /// only: an approval that lifted it is consumed when the command runs
-/// through praxis-run, not here.
+/// through praxis-run, not here. A policy HOLD of a command judged for an
+/// attended runtime also gets a one-time approval token, returned last.
 async fn judged(
     daemon: &Arc<Daemon>,
     peer: Peer,
     request: &JudgeRequest,
     command: Command,
     cwd_dir: OwnedFd,
-) -> (Trail, Verdict, Refusal) {
+) -> (Trail, Verdict, Refusal, Option<String>) {
+    // Only a command has a rewrite that can carry the token to a run.
+    let attended = request.attended && matches!(request.subject, Subject::Command { .. });
     let exec = ExecRequest {
         command,
         cwd: request.cwd.clone(),
@@ -110,6 +119,7 @@ async fn judged(
         tool_call_id: request.tool_call_id.clone(),
         env: request.env.clone(),
         timeout_secs: None,
+        approval_token: None,
     };
     // The permit of a judged request never runs; it gets no stdin of the client's.
     let stdin: OwnedFd = match std::fs::File::open("/dev/null") {
@@ -117,7 +127,7 @@ async fn judged(
         Err(e) => {
             let trail = trail_of(peer, request, &exec);
             let r = Refusal::unclassified(format!("cannot open /dev/null: {e}"));
-            return (trail, Verdict::Hold, r);
+            return (trail, Verdict::Hold, r, None);
         }
     };
     let inbound = Inbound {
@@ -130,18 +140,31 @@ async fn judged(
     let refused = match gate {
         Gate::Allow(permit) => {
             let mut details = Refusal::of(&permit.decision);
-            if let Some(id) = &ticket.approval {
+            if let Some(approval) = &ticket.approval {
                 details.reason = format!(
-                    "{} (approved by an operator: approval {id}, used when it runs)",
-                    details.reason
+                    "{} (approved by the {}: approval {}, used when it runs)",
+                    details.reason,
+                    approval.by.label(),
+                    approval.id
                 );
             }
             let verdict = record_allow(daemon, &trail, request, &details).await;
-            return (trail, verdict, details);
+            return (trail, verdict, details, None);
         }
         refused => audit_stage::intent(daemon, refused, &trail, &ticket).await,
     };
     let (verdict, details) = match refused {
+        Gate::Held(held) if attended => {
+            let mut details = held.into_refusal();
+            match approval::mint(daemon, &trail, &ticket).await {
+                Ok(token) => return (trail, Verdict::Hold, details, Some(token)),
+                // Still HOLD, the operator's approval still open: only the prompt is lost.
+                Err(why) => {
+                    details.reason = format!("{} (no approval token: {why})", details.reason)
+                }
+            }
+            (Verdict::Hold, details)
+        }
         Gate::Held(held) => (Verdict::Hold, held.into_refusal()),
         Gate::Hold(r) => (Verdict::Hold, r),
         Gate::Stop(r) => (Verdict::Stop, r),
@@ -153,7 +176,7 @@ async fn judged(
             )),
         ),
     };
-    (trail, verdict, details)
+    (trail, verdict, details, None)
 }
 
 fn trail_of(peer: Peer, request: &JudgeRequest, exec: &ExecRequest) -> Trail {
@@ -194,6 +217,7 @@ async fn unjudgeable(
         tool_call_id: request.tool_call_id.clone(),
         env: Vec::new(),
         timeout_secs: None,
+        approval_token: None,
     };
     let mut trail = trail_of(peer, request, &exec);
     trail.argv_redacted = Some(vec![name.clone()]);

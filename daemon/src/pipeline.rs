@@ -229,6 +229,7 @@ pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, approval::
     let mut ticket = approval::Ticket {
         role_why,
         session: approval::session_key(inbound.request.session.as_deref(), &inbound.peer),
+        presented_token: inbound.request.approval_token.clone(),
         ..approval::Ticket::default()
     };
     let mut trail = Trail {
@@ -435,5 +436,6 @@ pub fn decision_frame(trail: &Trail, verdict: praxis_proto::Verdict, r: &Refusal
         profile: r.profile.as_str().to_owned(),
         approve_with: (verdict == praxis_proto::Verdict::Hold && r.approvable)
             .then(|| format!("praxis approve {}", trail.request_id)),
+        approval_token: None,
     }
 }

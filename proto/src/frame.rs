@@ -164,6 +164,7 @@ mod tests {
             tool_call_id: None,
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             timeout_secs: Some(5),
+            approval_token: None,
         })
     }
 

@@ -46,6 +46,11 @@ pub struct ExecRequest {
     pub env: Vec<(String, String)>,
     /// Requested wall-clock limit; the daemon takes the lower of this and policy's.
     pub timeout_secs: Option<u64>,
+    /// A one-time approval token the daemon minted when it judged this exact
+    /// request for a runtime that asks its user. It only lifts a policy HOLD
+    /// of the same request digest and session, once; it never widens anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_token: Option<String>,
 }
 
 /// How a file tool touches its path.
@@ -91,6 +96,11 @@ pub struct JudgeRequest {
     pub runtime: Option<String>,
     pub tool_call_id: Option<String>,
     pub env: Vec<(String, String)>,
+    /// The runtime puts a HOLD to its human user (Claude Code's `ask`): the
+    /// daemon mints a one-time approval token for a held command, so that
+    /// the user's yes is the approval.
+    #[serde(default)]
+    pub attended: bool,
 }
 
 /// Something an adapter reports for the audit trail, with no decision to
@@ -136,6 +146,10 @@ pub struct DecisionFrame {
     pub profile: String,
     /// For HOLD: the operator command that would approve it.
     pub approve_with: Option<String>,
+    /// For a HOLD judged for an attended runtime: the one-time token that
+    /// runs this exact request once, in this session, if the user says yes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_token: Option<String>,
 }
 
 /// How a command ended.

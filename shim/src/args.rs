@@ -4,7 +4,7 @@
 use praxis_proto::Command;
 
 /// Usage line of a run.
-pub const USAGE: &str = "usage: praxis-run [--role R] [--session ID] [--runtime NAME] [--tool-call-id ID] [--timeout S] (-c 'CMD' | -- ARGV...)";
+pub const USAGE: &str = "usage: praxis-run [--role R] [--session ID] [--runtime NAME] [--tool-call-id ID] [--approval-token TOKEN] [--timeout S] (-c 'CMD' | -- ARGV...)";
 
 /// Options and command of a run.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -15,6 +15,9 @@ pub struct Args {
     pub runtime: Option<String>,
     /// The runtime's id of this tool call (else `PRAXIS_TOOL_CALL_ID`).
     pub tool_call_id: Option<String>,
+    /// A one-time approval token minted for this exact request and session
+    /// (put there by the Claude Code hook's `ask` rewrite).
+    pub approval_token: Option<String>,
     pub timeout: Option<u64>,
     pub command: Option<Command>,
 }
@@ -30,6 +33,7 @@ pub fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--session" => out.session = Some(value("--session")?),
             "--runtime" => out.runtime = Some(value("--runtime")?),
             "--tool-call-id" => out.tool_call_id = Some(value("--tool-call-id")?),
+            "--approval-token" => out.approval_token = Some(value("--approval-token")?),
             "--timeout" => {
                 let v = value("--timeout")?;
                 out.timeout = Some(
@@ -98,8 +102,20 @@ mod tests {
                 "{form:?}"
             );
         }
-        let a = p(&["--role", "ci", "--timeout", "5", "--", "git", "status"]).unwrap();
+        let a = p(&[
+            "--role",
+            "ci",
+            "--approval-token",
+            "pxa-00",
+            "--timeout",
+            "5",
+            "--",
+            "git",
+            "status",
+        ])
+        .unwrap();
         assert_eq!(a.role.as_deref(), Some("ci"));
+        assert_eq!(a.approval_token.as_deref(), Some("pxa-00"));
         assert_eq!(a.timeout, Some(5));
         assert_eq!(
             a.command,

@@ -17,6 +17,9 @@ pub struct Caller {
     pub session: Option<String>,
     pub tool_call_id: Option<String>,
     pub role: Option<String>,
+    /// The runtime asks its user about a HOLD: a held command gets a
+    /// one-time approval token (see `JudgeRequest::attended`).
+    pub attended: bool,
 }
 
 /// Judges `subject` as if run from `cwd`; the daemon records the decision.
@@ -30,6 +33,7 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
         runtime: caller.runtime.clone(),
         tool_call_id: caller.tool_call_id.clone(),
         env: praxis_proto::forwarded_env(),
+        attended: caller.attended,
     };
     let stream = client::connect()?;
     client::send_first(&stream, &ClientMsg::Judge(request), &[cwd_dir.as_raw_fd()])?;

@@ -187,6 +187,7 @@ impl Server {
             tool_call_id: Some(call_id),
             env: praxis_proto::forwarded_env(),
             timeout_secs,
+            approval_token: None,
         };
         let mut out = Collected::default();
         match exec::run(request, stdin, cwd_dir, &mut out, |_| {}) {

@@ -116,6 +116,7 @@ fn run(args: Args) -> i32 {
             .or_else(|| std::env::var("PRAXIS_TOOL_CALL_ID").ok()),
         env: praxis_proto::forwarded_env(),
         timeout_secs: args.timeout,
+        approval_token: args.approval_token,
     };
     match exec::run(request, stdin, cwd_dir, &mut Terminal, forward_signals) {
         Ok(outcome) => {

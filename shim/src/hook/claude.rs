@@ -50,20 +50,24 @@ fn answer(input: &str) -> Result<Answer, HookError> {
 }
 
 fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
-    let judged = super::pre_tool_use(event, RUNTIME)?;
-    let frame = &judged.frame;
     let unattended = event
         .permission_mode
         .as_deref()
         .is_some_and(|m| UNATTENDED.contains(&m));
+    let judged = super::pre_tool_use(event, RUNTIME, !unattended)?;
+    let frame = &judged.frame;
     let decision = match (frame.decision, unattended) {
         (Verdict::Allow, _) => "allow",
         (Verdict::Hold, false) => "ask",
         (Verdict::Hold, true) | (Verdict::Stop, _) => "deny",
     };
-    let reason = match frame.decision {
-        Verdict::Allow => format!(
+    let reason = match (frame.decision, &frame.approval_token) {
+        (Verdict::Allow, _) => format!(
             "praxis ALLOW: {} (request {}, tier {}); runs through praxis-run",
+            frame.reason, frame.request_id, frame.tier
+        ),
+        (Verdict::Hold, Some(_)) if decision == "ask" => format!(
+            "praxis HOLD: {} (request {}, tier {}); saying yes approves this exact command once, in this session, and it runs through praxis-run",
             frame.reason, frame.request_id, frame.tier
         ),
         _ => refusal_reason(frame),

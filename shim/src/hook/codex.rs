@@ -37,7 +37,7 @@ fn answer(input: &str) -> Result<Answer, HookError> {
 }
 
 fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
-    let judged = super::pre_tool_use(event, RUNTIME)?;
+    let judged = super::pre_tool_use(event, RUNTIME, false)?;
     Ok(match (judged.frame.decision, &judged.rewrite) {
         (Verdict::Allow, Some(rewrite)) => {
             let mut input = event.tool_input.clone().unwrap_or_default();

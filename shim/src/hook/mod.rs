@@ -102,6 +102,7 @@ impl Event {
             session: Some(self.session_id.clone()),
             tool_call_id: self.tool_use_id.clone(),
             role: None,
+            attended: false,
         }
     }
 
@@ -198,11 +199,13 @@ pub struct PreToolUse {
 
 /// Judges the tool call of a PreToolUse event through the daemon. A Bash
 /// command that calls the operator CLI or carries a token is STOP whatever
-/// the policy says: an agent may not approve its own actions.
-pub fn pre_tool_use(event: &Event, runtime: &str) -> Result<PreToolUse, HookError> {
+/// the policy says: an agent may not approve its own actions. When the
+/// runtime is `attended` (it asks its user about a HOLD), a held Bash
+/// command's rewrite carries the one-time token the daemon minted for it.
+pub fn pre_tool_use(event: &Event, runtime: &str, attended: bool) -> Result<PreToolUse, HookError> {
     let tool = event.tool()?;
     let cwd = event.cwd()?;
-    let caller = event.caller(runtime);
+    let mut caller = event.caller(runtime);
     if tool != "Bash" {
         let frame = judge::judge(tool_subject(event, tool, &cwd)?, &cwd, &caller)?;
         return Ok(PreToolUse {
@@ -214,6 +217,8 @@ pub fn pre_tool_use(event: &Event, runtime: &str) -> Result<PreToolUse, HookErro
         .input_str("command")
         .ok_or_else(|| HookError::Malformed(String::from("Bash without a command string")))?;
     let shell = shell(text);
+    // No token is ever minted for a command that is STOP anyway.
+    caller.attended = attended && !shell.forged;
     let mut frame = judge::judge(
         Subject::Command {
             command: shell.command.clone(),
@@ -237,8 +242,9 @@ pub fn pre_tool_use(event: &Event, runtime: &str) -> Result<PreToolUse, HookErro
         frame.decision = Verdict::Stop;
         frame.reason = reason;
         frame.approve_with = None;
+        frame.approval_token = None;
     }
-    let rewrite = rewrite(&shell.command, &caller)?;
+    let rewrite = rewrite(&shell.command, &caller, frame.approval_token.as_deref())?;
     Ok(PreToolUse {
         frame,
         rewrite: Some(rewrite),
@@ -246,8 +252,13 @@ pub fn pre_tool_use(event: &Event, runtime: &str) -> Result<PreToolUse, HookErro
 }
 
 /// The command line that runs `command` through this praxis-run with the
-/// runtime's ids; bash runs it, with the caller's PATH.
-pub fn rewrite(command: &Command, caller: &Caller) -> Result<String, HookError> {
+/// runtime's ids (and the one-time approval token of a held command, if the
+/// daemon minted one); bash runs it, with the caller's PATH.
+pub fn rewrite(
+    command: &Command,
+    caller: &Caller,
+    token: Option<&str>,
+) -> Result<String, HookError> {
     let exe = std::env::current_exe().map_err(|e| HookError::Daemon(e.into()))?;
     let mut line = vec![words::quote(&exe.display().to_string())];
     let mut opt = |flag: &str, value: &Option<String>| {
@@ -259,6 +270,7 @@ pub fn rewrite(command: &Command, caller: &Caller) -> Result<String, HookError> 
     opt("--session", &caller.session);
     opt("--runtime", &caller.runtime);
     opt("--tool-call-id", &caller.tool_call_id);
+    opt(TOKEN_FLAG, &token.map(str::to_owned));
     match command {
         Command::Shell(script) => {
             line.push(String::from("-c"));
