@@ -173,7 +173,179 @@ fn claude_hold_asks_and_denies_when_nobody_will_be_asked() {
                 .contains("praxis approve r-"),
             "{out}"
         );
+        assert!(out.get("updatedInput").is_none(), "{mode}: {out}");
     }
+    // Only the prompt a human answers got a token.
+    assert_eq!(minted(&d).len(), 1);
+}
+
+/// The `approval_minted` events of the audit log.
+fn minted(d: &Daemon) -> Vec<Value> {
+    d.events()
+        .into_iter()
+        .filter(|e| e["kind"] == "approval_minted")
+        .collect()
+}
+
+/// Asks the Claude Code hook about `command` in session `sess-1`: an `ask`
+/// whose rewrite carries a token. Returns the rewrite and the token.
+fn asked_with_token(d: &Daemon, command: &str) -> (String, String) {
+    let out = claude(d, &bash(command));
+    assert_eq!(out["permissionDecision"], "ask", "{out}");
+    let reason = out["permissionDecisionReason"].as_str().unwrap();
+    assert!(reason.contains("saying yes approves"), "{reason}");
+    let rewrite = out["updatedInput"]["command"].as_str().unwrap().to_owned();
+    let token = rewrite
+        .split("--approval-token '")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .unwrap_or_else(|| panic!("no token in {rewrite}"))
+        .to_owned();
+    assert!(
+        token.starts_with("pxa-") && token.len() == 4 + 32,
+        "{token}"
+    );
+    (rewrite, token)
+}
+
+fn bash_in(d: &Daemon, line: &str) -> std::process::Output {
+    d.cmd(std::path::Path::new("bash"))
+        .args(["-c", line])
+        .output()
+        .unwrap()
+}
+
+/// praxis-run's exit codes for timeout, HOLD and STOP: the command did not run.
+const NOT_RUN: std::ops::RangeInclusive<i32> = 124..=126;
+
+#[test]
+fn the_users_yes_in_claude_codes_prompt_is_a_one_time_approval() {
+    let d = Daemon::start();
+    let command = "git push origin main";
+    let (rewrite, token) = asked_with_token(&d, command);
+    let mint = minted(&d);
+    assert_eq!(mint.len(), 1);
+    assert_eq!(mint[0]["session"], "sess-1");
+    assert_eq!(mint[0]["detail"]["approved_by"], "claude-code prompt");
+
+    // The agent writing the rewrite itself is STOP, and uses nothing up.
+    let forged = claude(&d, &bash(&rewrite));
+    assert_eq!(forged["permissionDecision"], "deny", "{forged}");
+    assert!(
+        forged["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("STOP")
+    );
+    assert_eq!(minted(&d).len(), 1, "no token for a forged command");
+
+    // The user said yes: Claude Code runs the rewrite, and it runs, once.
+    let ran = bash_in(&d, &rewrite);
+    let code = ran.status.code().unwrap();
+    assert!(
+        !NOT_RUN.contains(&code),
+        "the approved command ran: {code} {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let events = d.events();
+    let allowed: Vec<&Value> = events
+        .iter()
+        .filter(|e| {
+            e["kind"] == "decided"
+                && e["decision"] == "ALLOW"
+                && e["detail"]["approved_by"] == "claude-code prompt"
+        })
+        .collect();
+    assert_eq!(allowed.len(), 1, "{events:?}");
+    let run_id = allowed[0]["request_id"].as_str().unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "approval_consumed" && e["request_id"] == run_id)
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "finished" && e["request_id"] == run_id)
+    );
+
+    // The same rewrite again: the token is spent, so it is HOLD.
+    let again = bash_in(&d, &rewrite);
+    assert_eq!(again.status.code(), Some(125));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("does not apply"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+
+    // The token itself is never written, only its hash.
+    for file in ["audit.db", "audit.db-wal"] {
+        let path = d.dir.path().join("state/praxis").join(file);
+        if let Ok(bytes) = std::fs::read(&path) {
+            assert!(
+                !bytes.windows(token.len()).any(|w| w == token.as_bytes()),
+                "{file} holds the token"
+            );
+        }
+    }
+    let verify = d
+        .cmd(&bin("praxis"))
+        .args(["audit", "verify"])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
+#[test]
+fn a_prompt_token_applies_only_to_its_command_and_session() {
+    let d = Daemon::start();
+    let (rewrite, token) = asked_with_token(&d, "git push origin main");
+    let run = |session: &str, command: &str| {
+        d.praxis_run(
+            &[
+                "--session",
+                session,
+                "--approval-token",
+                &token,
+                "-c",
+                command,
+            ],
+            "",
+        )
+    };
+    for (session, command) in [
+        ("sess-1", "git push origin dev"),
+        ("sess-2", "git push origin main"),
+    ] {
+        let out = run(session, command);
+        assert_eq!(out.status.code(), Some(125), "{session} {command}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("does not apply"));
+    }
+    // A made-up token does nothing either.
+    let out = d.praxis_run(
+        &[
+            "--session",
+            "sess-1",
+            "--approval-token",
+            "pxa-00000000000000000000000000000000",
+            "-c",
+            "git push origin main",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(125));
+    // None of that used the token up: the user's yes still works.
+    let ran = bash_in(&d, &rewrite);
+    let code = ran.status.code().unwrap();
+    assert!(
+        !NOT_RUN.contains(&code),
+        "{code} {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
 }
 
 #[test]
