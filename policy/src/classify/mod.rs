@@ -1205,9 +1205,9 @@ impl Classifier<'_, '_> {
             Feed::HereDoc { body } => self.fed_text(lang, body, facts),
             Feed::HereString { body } => self.fed_text(lang, &body.text, facts),
             Feed::Inherited => {
-                let bare = facts.operands.is_empty()
-                    && facts.flags.is_empty()
-                    && !facts.has(Fact::InlineCode);
+                // Judged on the words as given: `python3 -m pytest` hands its
+                // arguments to the module, which leaves the facts bare.
+                let bare = cmd.args.is_empty() && !facts.has(Fact::InlineCode);
                 if lang.is_some() && bare && cmd.origin != Origin::FedScript {
                     facts.set(Fact::Interactive);
                     facts.note = "an interactive interpreter cannot be judged".to_owned();

@@ -68,6 +68,8 @@ fn compound_commands_and_their_conditions() {
     assert_eq!(programs(&s), ["id", "n", "b"]);
     let s = clean("[[ -f $(a) ]] && b");
     assert_eq!(programs(&s), ["a", "b"]);
+    let s = clean("if [ -f Cargo.toml ]; then cargo test; fi");
+    assert_eq!(programs(&s), ["[", "cargo"]);
 }
 
 #[test]

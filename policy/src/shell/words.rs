@@ -78,11 +78,17 @@ fn has_substitution_marker(s: &str) -> bool {
     s.contains("$(") || s.contains('`')
 }
 
+/// Whether unquoted text is a pathname pattern. A `[` only opens a bracket
+/// expression when a `]` follows, so the `[` of `[ -f x ]` is a plain word.
+fn is_glob_pattern(t: &str) -> bool {
+    t.contains(['*', '?']) || t.find('[').is_some_and(|i| t[i + 1..].contains(']'))
+}
+
 fn append_piece(raw: &str, p: &WordPieceWithSource, quoted: bool, out: &mut Canon) {
     let source = raw.get(p.start_index..p.end_index).unwrap_or_default();
     match &p.piece {
         WordPiece::Text(t) => {
-            if !quoted && t.contains(['*', '?', '[']) {
+            if !quoted && is_glob_pattern(t) {
                 out.word.glob = true;
             }
             out.word.text.push_str(t);
@@ -303,6 +309,8 @@ mod tests {
         assert!(canon("*.txt").word.glob);
         assert!(canon("/bin/r?").word.glob);
         assert!(canon("[ab]").word.glob);
+        assert!(!canon("[").word.glob, "the test command is not a pattern");
+        assert!(canon("/bin/[mr]m").word.glob);
         assert!(!canon("'*.txt'").word.glob);
         assert!(!canon("\"a?\"").word.glob);
         assert!(!canon(r"\*").word.glob);
