@@ -259,13 +259,18 @@ fn agents_cannot_approve_and_steer_only_roles_get_an_advisory() {
         assert!(pending_ids(&d).contains(&id), "{role} approved it: {out:?}");
     }
     assert!(d.events_of_kind("approved").is_empty());
-    // The director's run did execute, inside the sandbox, and was refused there.
+    // The policy itself stops an operator command in an agent's shell, and a
+    // steer-only role never lifts a STOP.
     let inside = d.run(&["--role", "director", "-c", &approve_cmd]);
+    assert_eq!(inside.status.code(), Some(126), "{inside:?}");
     assert!(
-        String::from_utf8_lossy(&inside.stderr).contains("advisory"),
+        signal_json(&inside)["rule_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "operator-command"),
         "{inside:?}"
     );
-    assert!(!inside.status.success(), "{inside:?}");
 
     // The director's HOLD runs, with the advisory line; it is still audited.
     let out = push_in(&d, &d.work(), &["--role", "director"]);
