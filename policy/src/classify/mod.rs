@@ -1034,6 +1034,9 @@ impl Classifier<'_, '_> {
         } else {
             self.argv(&cmd.program, &cmd.args, &mut facts);
         }
+        if cmd.program == "git" && git_config_override(cmd) {
+            facts.set(Fact::GitConfigWrite);
+        }
         if self
             .tables
             .programs
@@ -1230,4 +1233,64 @@ impl Classifier<'_, '_> {
             }
         }
     }
+}
+
+/// Whether a git run configures itself with `-c key=value`, `--config-env`,
+/// `--exec-path` or `GIT_*` variables that can run commands (hooks path,
+/// pager, ssh command, aliases …). Only keys that cannot run anything are
+/// plain.
+fn git_config_override(cmd: &SimpleCommand) -> bool {
+    const PLAIN: &[&str] = &[
+        "user.",
+        "color.",
+        "advice.",
+        "log.",
+        "init.defaultbranch",
+        "commit.gpgsign",
+        "tag.gpgsign",
+        "core.quotepath",
+        "core.autocrlf",
+        "pull.rebase",
+        "safe.directory",
+        "diff.renames",
+        "merge.conflictstyle",
+    ];
+    const RUNS_COMMANDS: &[&str] = &[
+        "GIT_SSH_COMMAND",
+        "GIT_SSH",
+        "GIT_PAGER",
+        "GIT_EDITOR",
+        "GIT_SEQUENCE_EDITOR",
+        "GIT_EXTERNAL_DIFF",
+        "GIT_ASKPASS",
+        "GIT_EXEC_PATH",
+        "GIT_PROXY_COMMAND",
+        "GIT_TEMPLATE_DIR",
+    ];
+    let plain_key = |setting: &str| {
+        let key = setting
+            .split('=')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        PLAIN.iter().any(|p| match p.strip_suffix('.') {
+            Some(section) => key
+                .strip_prefix(section)
+                .is_some_and(|k| k.starts_with('.')),
+            None => key == *p,
+        })
+    };
+    let by_option = cmd
+        .wrappers
+        .iter()
+        .filter_map(|w| w.strip_prefix("git "))
+        .any(|w| match w.strip_prefix("-c ") {
+            Some(setting) => !plain_key(setting),
+            None => w.starts_with("--config-env") || w.starts_with("--exec-path"),
+        });
+    let by_env = cmd
+        .assignments
+        .iter()
+        .any(|(name, _)| name.starts_with("GIT_CONFIG") || RUNS_COMMANDS.contains(&name.as_str()));
+    by_option || by_env
 }
