@@ -20,7 +20,7 @@ pub mod pipeline;
 pub mod policy;
 pub mod preconditions;
 pub mod redact;
-pub mod roles;
 pub mod reload;
+pub mod roles;
 pub mod server;
 pub mod state;

@@ -11,7 +11,10 @@ pub enum Resolution {
     NotFound,
     /// Resolved to `path`; `in_writable_root` is true when that file sits inside a
     /// tree the sandboxed command could write (a planted `git` or `ls`).
-    Found { path: PathBuf, in_writable_root: bool },
+    Found {
+        path: PathBuf,
+        in_writable_root: bool,
+    },
 }
 
 /// Everything `policy` may know about the host when deciding.

@@ -21,6 +21,7 @@ pub mod verdict;
 pub use context::{Context, Resolution};
 pub use decision::{CommandJudgment, Decision};
 pub use engine::{
-    Analysis, BUILTIN_PATTERNS, CommandText, Limits, LoadError, Policy, Request, SandboxLists, Source,
+    Analysis, BUILTIN_PATTERNS, CommandText, Limits, LoadError, Policy, Request, SandboxLists,
+    Source,
 };
 pub use verdict::{Profile, Tier, Verdict};

@@ -84,15 +84,23 @@ mod tests {
     fn severity_orders_stop_above_hold_above_allow() {
         assert!(Verdict::Stop > Verdict::Hold && Verdict::Hold > Verdict::Allow);
         assert_eq!(
-            [Verdict::Allow, Verdict::Stop, Verdict::Hold].into_iter().max(),
+            [Verdict::Allow, Verdict::Stop, Verdict::Hold]
+                .into_iter()
+                .max(),
             Some(Verdict::Stop)
         );
     }
 
     #[test]
     fn wire_names_match_the_spec() {
-        assert_eq!(serde_json::to_string(&Tier::ExternalSideEffect).unwrap(), "\"external_side_effect\"");
+        assert_eq!(
+            serde_json::to_string(&Tier::ExternalSideEffect).unwrap(),
+            "\"external_side_effect\""
+        );
         assert_eq!(serde_json::to_string(&Verdict::Hold).unwrap(), "\"HOLD\"");
-        assert_eq!(serde_json::to_string(&Profile::WorkspaceWrite).unwrap(), "\"workspace-write\"");
+        assert_eq!(
+            serde_json::to_string(&Profile::WorkspaceWrite).unwrap(),
+            "\"workspace-write\""
+        );
     }
 }
