@@ -123,6 +123,18 @@ fn via_mcp(d: &Daemon, command: &str) -> Answer {
     }
 }
 
+/// A hook rewrite as a runtime would run it had the user not said yes: the
+/// `--approval-token 'pxa-…'` argument removed.
+fn without_approval_token(rewrite: &str) -> String {
+    match rewrite.split_once(" --approval-token '") {
+        Some((head, tail)) => {
+            let rest = tail.split_once('\'').map_or("", |(_, rest)| rest);
+            format!("{head}{rest}")
+        }
+        None => rewrite.to_owned(),
+    }
+}
+
 fn every_surface(d: &Daemon, command: &str) -> Vec<Answer> {
     vec![
         via_praxis_run(d, command),
@@ -134,7 +146,8 @@ fn every_surface(d: &Daemon, command: &str) -> Vec<Answer> {
 
 /// Criterion 1: Execution can be prevented before it occurs. The witness file the
 /// command would create never appears, on any surface, nor when a runtime
-/// runs the hook's rewrite anyway (the user says yes to an `ask`).
+/// runs the hook's rewrite without the one-time token that only the user's
+/// yes to an `ask` hands over.
 #[test]
 fn c1_execution_is_prevented_before_it_occurs() {
     let d = Daemon::start();
@@ -145,9 +158,10 @@ fn c1_execution_is_prevented_before_it_occurs() {
         for answer in every_surface(&d, command) {
             assert_ne!(answer.decision, "ALLOW", "{command}: {answer:?}");
             if let Some(rewrite) = &answer.rewrite {
+                let rewrite = without_approval_token(rewrite);
                 let ran = d
                     .cmd(Path::new("bash"))
-                    .args(["-c", rewrite])
+                    .args(["-c", &rewrite])
                     .output()
                     .unwrap();
                 assert!(matches!(ran.status.code(), Some(125 | 126)), "{answer:?}");
