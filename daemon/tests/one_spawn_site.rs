@@ -74,7 +74,13 @@ fn only_the_sandbox_spawns() {
         }
         let text = fs::read_to_string(file).unwrap();
         for (n, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
+            // clap's argument builder shares the name; spelled in full it is
+            // not a process.
+            let code = line
+                .split("//")
+                .next()
+                .unwrap_or("")
+                .replace("clap::Command::new(", "");
             for needle in &needles {
                 if code.contains(needle.as_str()) {
                     offenders.push(format!("{rel}:{}: {}", n + 1, line.trim()));
