@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: build release test lint fmt bench demo clean
+.PHONY: build release test lint fmt bench demo clean deb deb-check bench-process
 
 build:
 	$(CARGO) build --workspace --bins
@@ -26,6 +26,26 @@ bench: release
 
 demo: release
 	bash scripts/demo.sh target/release
+
+# Whole-process comparisons (exec, hook, peers, kill switch, 64 clients);
+# writes bench/results/<date>.md and the README's Benchmarks table.
+bench-process: release
+	bash bench/whole_process.sh target/release
+
+# Debian package in target/debian/: the three binaries, the systemd unit,
+# /etc/praxis config, man pages and completions.
+CARGO_DEB_VERSION ?= 3.8.0
+DEB_GEN := $(or $(CARGO_TARGET_DIR),target)/release/generated
+deb: release
+	$(CARGO) deb --version >/dev/null 2>&1 || $(CARGO) install cargo-deb --version $(CARGO_DEB_VERSION) --locked
+	rm -rf $(DEB_GEN)
+	$(or $(CARGO_TARGET_DIR),target)/release/praxis generate --man $(DEB_GEN)/man --completions $(DEB_GEN)/completions
+	gzip -9n $(DEB_GEN)/man/*.1
+	$(CARGO) deb -p praxis-shim --no-build
+
+# Builds the package and checks its layout in a scratch root.
+deb-check: deb
+	bash packaging/check-deb.sh
 
 clean:
 	$(CARGO) clean
