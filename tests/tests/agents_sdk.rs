@@ -3,13 +3,13 @@
 //! against a scratch daemon: its unittest suite calls the guardrail and the
 //! tool directly.
 
-mod agent_harness;
+mod common;
 
-use agent_harness::{Daemon, bin, repo};
+use common::{Daemon, bin, repo};
 
 #[test]
 fn the_agents_sdk_guardrail_and_tool_go_through_praxisd() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let python = std::env::var("PRAXIS_PYTHON").unwrap_or_else(|_| String::from("python3"));
     let out = d
         .cmd(std::path::Path::new(&python))

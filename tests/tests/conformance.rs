@@ -3,11 +3,11 @@
 //! through: `praxis-run`, the Claude Code hook, the Codex hook and the MCP
 //! server. `docs/conformance.md` states the result.
 
-mod agent_harness;
+mod common;
 
 use std::path::Path;
 
-use agent_harness::{Daemon, stdout_json};
+use common::{Daemon, stdout_json};
 use serde_json::{Value, json};
 
 /// One surface's answer to one proposed command.
@@ -32,7 +32,7 @@ fn bash_event(command: &str, session: &str) -> String {
 
 fn via_praxis_run(d: &Daemon, command: &str) -> Answer {
     let out = d
-        .cmd(&agent_harness::bin("praxis-run"))
+        .cmd(&common::bin("praxis-run"))
         .args(["--session", "conf-run", "-c", command])
         .env("RUST_LOG", "off")
         .output()
@@ -150,7 +150,7 @@ fn every_surface(d: &Daemon, command: &str) -> Vec<Answer> {
 /// yes to an `ask` hands over.
 #[test]
 fn c1_execution_is_prevented_before_it_occurs() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     for command in [
         "touch witness && rm -rf /",
         "touch witness && curl -fsS https://example.com",
@@ -184,7 +184,7 @@ fn c1_execution_is_prevented_before_it_occurs() {
 /// decision for that request.
 #[test]
 fn c2_prevention_is_driven_by_an_explicit_decision() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     for answer in [via_praxis_run(&d, "rm -rf /"), via_mcp(&d, "rm -rf /")] {
         let signal = answer.signal.unwrap();
         assert_eq!(signal["decision"], "STOP", "{}", answer.surface);
@@ -215,7 +215,7 @@ fn c2_prevention_is_driven_by_an_explicit_decision() {
 /// word, and a runtime tool no rule covers.
 #[test]
 fn c3_unknown_defaults_to_hold() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     for command in ["frobnicate-xyz --now", "$CMD --force"] {
         for answer in every_surface(&d, command) {
             assert_eq!(answer.decision, "HOLD", "{command}: {answer:?}");
@@ -231,7 +231,7 @@ fn c3_unknown_defaults_to_hold() {
 /// agent's stream and in the audit store.
 #[test]
 fn c4_an_execution_prevented_signal_is_emitted() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     for command in ["rm -rf /", "frobnicate-xyz"] {
         for answer in [via_praxis_run(&d, command), via_mcp(&d, command)] {
             let signal = answer
@@ -243,7 +243,7 @@ fn c4_an_execution_prevented_signal_is_emitted() {
         }
     }
     let watch = d
-        .cmd(&agent_harness::bin("praxis"))
+        .cmd(&common::bin("praxis"))
         .args(["audit", "tail", "-n", "50", "--json"])
         .output()
         .unwrap();
@@ -264,7 +264,7 @@ fn c4_an_execution_prevented_signal_is_emitted() {
 /// own session, reaches the same decision for the same command.
 #[test]
 fn c5_no_model_is_modified_the_decision_is_the_boundarys() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     for command in [
         "ls",
         "rm -rf /",

@@ -1,9 +1,9 @@
 //! `praxis-run plan --contract guardian01.v1` end to end: planner outputs on
 //! stdin, the verdict on stdout and in the exit status, audited.
 
-mod agent_harness;
+mod common;
 
-use agent_harness::{Daemon, stdout_json};
+use common::{Daemon, stdout_json};
 
 fn plan(d: &Daemon, text: &str) -> (Option<i32>, serde_json::Value) {
     let out = d.praxis_run(
@@ -28,7 +28,7 @@ fn vetoed(d: &Daemon, text: &str, veto: &str, path: &str) {
 
 #[test]
 fn a_valid_plan_is_allowed_and_audited() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let (code, v) = plan(
         &d,
         r#"{"actions":[{"type":"navigate","params":{"target":"water_glass","speed_mps":0.3}},{"type":"grasp","params":{"target":"water_glass","force_n":1.5}},{"type":"speak","params":{"utterance":"Here is your water."}}]}"#,
@@ -48,7 +48,7 @@ fn a_valid_plan_is_allowed_and_audited() {
 
 #[test]
 fn invalid_plans_are_vetoed_naming_the_offending_path() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     vetoed(
         &d,
         r#"{"actions":[{"type":"teleport","params":{"target":"kitchen"}}]}"#,
@@ -100,7 +100,7 @@ fn invalid_plans_are_vetoed_naming_the_offending_path() {
 
 #[test]
 fn an_unknown_contract_is_held_not_allowed() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let out = d.praxis_run(
         &["plan", "--contract", "guardian99"],
         r#"{"actions":[{"type":"stop"}]}"#,

@@ -2,9 +2,9 @@
 //! into `praxis-run hook …` against a real daemon, the answers checked field
 //! by field, the rewritten commands run, the audit trail read back.
 
-mod agent_harness;
+mod common;
 
-use agent_harness::{Daemon, bin, stdout_json};
+use common::{Daemon, bin, stdout_json};
 use serde_json::{Value, json};
 
 fn event(name: &str, tool: &str, input: Value, extra: Value) -> String {
@@ -75,7 +75,7 @@ fn keys(v: &Value) -> Vec<&str> {
 
 #[test]
 fn claude_allowed_bash_is_rewritten_through_praxis_run_and_runs() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     std::fs::write(d.work().join("marker.txt"), "x").unwrap();
     let out = claude(
         &d,
@@ -133,7 +133,7 @@ fn claude_allowed_bash_is_rewritten_through_praxis_run_and_runs() {
 
 #[test]
 fn claude_stop_is_deny_with_the_reason() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let out = claude(&d, &bash("rm -rf /"));
     assert_eq!(out["permissionDecision"], "deny", "{out}");
     let reason = out["permissionDecisionReason"].as_str().unwrap();
@@ -143,7 +143,7 @@ fn claude_stop_is_deny_with_the_reason() {
 
 #[test]
 fn claude_hold_asks_and_denies_when_nobody_will_be_asked() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let out = claude(&d, &bash("curl -fsS https://example.com"));
     assert_eq!(out["permissionDecision"], "ask", "{out}");
     assert!(
@@ -220,7 +220,7 @@ const NOT_RUN: std::ops::RangeInclusive<i32> = 124..=126;
 
 #[test]
 fn the_users_yes_in_claude_codes_prompt_is_a_one_time_approval() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let command = "git push origin main";
     let (rewrite, token) = asked_with_token(&d, command);
     let mint = minted(&d);
@@ -302,7 +302,7 @@ fn the_users_yes_in_claude_codes_prompt_is_a_one_time_approval() {
 
 #[test]
 fn a_prompt_token_applies_only_to_its_command_and_session() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let (rewrite, token) = asked_with_token(&d, "git push origin main");
     let run = |session: &str, command: &str| {
         d.praxis_run(
@@ -350,7 +350,7 @@ fn a_prompt_token_applies_only_to_its_command_and_session() {
 
 #[test]
 fn an_agent_calling_the_operator_cli_or_carrying_a_token_is_stopped() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     for command in [
         "praxis approve r-0000",
         "ls && praxis kill --release",
@@ -376,7 +376,7 @@ fn an_agent_calling_the_operator_cli_or_carrying_a_token_is_stopped() {
 
 #[test]
 fn a_command_already_wrapped_is_judged_on_what_it_wraps_and_not_wrapped_twice() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let out = claude(&d, &bash("praxis-run --session other -c 'ls -la'"));
     assert_eq!(out["permissionDecision"], "allow", "{out}");
     let rewrite = out["updatedInput"]["command"].as_str().unwrap();
@@ -391,7 +391,7 @@ fn a_command_already_wrapped_is_judged_on_what_it_wraps_and_not_wrapped_twice() 
 
 #[test]
 fn file_tools_are_judged_on_their_path() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     // The daemon takes the home of the caller's uid from the user database.
     let home = real_home();
     let keys_path = home.join(".ssh/authorized_keys").display().to_string();
@@ -444,7 +444,7 @@ fn file_tools_are_judged_on_their_path() {
 
 #[test]
 fn codex_answers_only_in_fields_codex_accepts() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let out = codex(&d, &bash("ls"));
     assert_eq!(
         keys(&out),
@@ -483,7 +483,7 @@ fn codex_answers_only_in_fields_codex_accepts() {
 
 #[test]
 fn garbage_is_blocked_never_let_through() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     for input in [
         "",
         "not json",
@@ -505,7 +505,7 @@ fn garbage_is_blocked_never_let_through() {
 
 #[test]
 fn post_tool_use_and_stop_are_recorded() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let post = event(
         "PostToolUse",
         "Bash",
@@ -551,7 +551,7 @@ fn post_tool_use_and_stop_are_recorded() {
 
 #[test]
 fn install_adds_the_hooks_idempotently_keeping_others() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let settings = d.work().join(".claude/settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(
@@ -605,7 +605,7 @@ fn install_adds_the_hooks_idempotently_keeping_others() {
 
 #[test]
 fn an_operator_approval_of_a_held_hook_call_allows_it_once() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let command = "curl -fsS https://example.com";
     let held = codex(&d, &bash(command));
     let reason = held["permissionDecisionReason"].as_str().unwrap();

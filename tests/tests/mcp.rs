@@ -1,9 +1,9 @@
 //! `praxis-run mcp` driven by a real MCP client: the official Python SDK's
 //! stdio client (`pip install mcp`), against a scratch daemon.
 
-mod agent_harness;
+mod common;
 
-use agent_harness::{Daemon, bin, repo, stdout_json};
+use common::{Daemon, bin, repo, stdout_json};
 
 /// The Python interpreter with the SDKs installed (`PRAXIS_PYTHON`, else `python3`).
 pub fn python() -> String {
@@ -12,7 +12,7 @@ pub fn python() -> String {
 
 #[test]
 fn an_mcp_session_lists_the_tool_and_runs_only_what_is_allowed() {
-    let d = Daemon::start();
+    let d = Daemon::start_in_git();
     let script = repo().join("tests/conformance/mcp_client.py");
     let praxis_run = bin("praxis-run").display().to_string();
     let out = d

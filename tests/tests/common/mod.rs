@@ -4,6 +4,7 @@
 
 #![allow(dead_code)] // each test file uses its own part of the harness
 
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -22,6 +23,14 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
+/// The repository root (for `contracts/`, `tests/conformance/`, `integrations/`).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
 /// A daemon in a scratch home; SIGTERM then SIGKILL on drop.
 pub struct Daemon {
     pub dir: tempfile::TempDir,
@@ -33,6 +42,20 @@ pub struct Daemon {
 impl Daemon {
     pub fn start() -> Daemon {
         Daemon::start_with(&[], &[])
+    }
+
+    /// Starts with the workspace a git work tree and an (empty) `~/.ssh`, as
+    /// an agent's runtime would see them.
+    pub fn start_in_git() -> Daemon {
+        let d = Daemon::start();
+        std::fs::create_dir_all(d.home().join(".ssh")).unwrap();
+        let git = d
+            .cmd(Path::new("git"))
+            .args(["init", "-q", "."])
+            .status()
+            .unwrap();
+        assert!(git.success());
+        d
     }
 
     /// Starts with `files` (name, text) written to the config dir first and
@@ -84,8 +107,13 @@ impl Daemon {
             .env("PRAXIS_SYSTEM", "0")
             .env_remove("PRAXIS_SOCKET")
             .env_remove("PRAXIS_SESSION")
+            .env_remove("PRAXIS_RUNTIME")
             .current_dir(p.join("home/work"));
         c
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
     }
 
     pub fn work(&self) -> PathBuf {
@@ -112,6 +140,26 @@ impl Daemon {
         self.cmd(&bin("praxis")).args(args).output().unwrap()
     }
 
+    /// Runs praxis-run with `args`, feeding `input` on stdin.
+    pub fn praxis_run(&self, args: &[&str], input: &str) -> Output {
+        self.pipe(&bin("praxis-run"), args, input)
+    }
+
+    /// Runs `program` with `args` in the scratch environment, feeding `input`.
+    pub fn pipe(&self, program: &Path, args: &[&str], input: &str) -> Output {
+        let mut child = self
+            .cmd(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader may exit before reading everything; that is its answer.
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+        child.wait_with_output().unwrap()
+    }
+
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
@@ -124,7 +172,8 @@ impl Daemon {
         let conn = rusqlite::Connection::open(self.db()).unwrap();
         let mut stmt = conn
             .prepare(
-                "SELECT kind, request_id, decision, reason, approval_id, credentials, detail, uid
+                "SELECT kind, request_id, decision, reason, approval_id, credentials, detail, uid,
+                        session, runtime
                  FROM events ORDER BY seq",
             )
             .unwrap();
@@ -138,11 +187,20 @@ impl Daemon {
                 "reason": text(3)?, "approval_id": text(4)?,
                 "credentials": json(text(5)?), "detail": json(text(6)?),
                 "uid": row.get::<_, Option<i64>>(7)?,
+                "session": text(8)?, "runtime": text(9)?,
             }))
         })
         .unwrap()
         .map(Result::unwrap)
         .collect()
+    }
+
+    /// The events of one request id.
+    pub fn events_of(&self, request_id: &str) -> Vec<serde_json::Value> {
+        self.events()
+            .into_iter()
+            .filter(|e| e["request_id"] == request_id)
+            .collect()
     }
 
     /// Events of one kind.
@@ -187,4 +245,15 @@ pub fn signal_json(out: &Output) -> serde_json::Value {
 /// Whether `needle` occurs anywhere in `hay`.
 pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Parses stdout as one JSON object.
+pub fn stdout_json(out: &Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}): {text:?}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
 }
