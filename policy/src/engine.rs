@@ -722,7 +722,9 @@ impl Policy {
     }
 
     /// Every command's program must resolve on `PATH` outside the trees the
-    /// request can write (shell builtins need no resolution).
+    /// request can write (shell builtins need no resolution). A program of the
+    /// table that is not installed passes: it cannot run, so the shell answers
+    /// 127 and holding it would only ask a human to approve an error.
     fn resolution(&self, cmd: &SimpleCommand, ctx: &Context) -> Result<(), String> {
         if cmd.program.is_empty()
             || cmd.invoked_as.contains('/')
@@ -743,6 +745,7 @@ impl Policy {
                 cmd.program,
                 path.display()
             )),
+            Some(Resolution::NotFound) if self.tables.programs.contains(&cmd.program) => Ok(()),
             Some(Resolution::NotFound) => Err(format!("`{}` is not found on PATH", cmd.program)),
             None if ctx.resolution_skipped => Ok(()),
             None => Err(format!("`{}` was not looked up on PATH", cmd.program)),

@@ -169,3 +169,48 @@ fn displayed_commands_are_redacted() {
         d.commands[0].command
     );
 }
+
+#[test]
+fn path_resolution_holds_planted_and_unknown_programs_only() {
+    use praxis_policy::Resolution;
+    use std::path::PathBuf;
+
+    let policy = Policy::builtin().unwrap();
+    let mut context = example_context::context();
+    context.resolution_skipped = false;
+    context.resolved.insert("rg".into(), Resolution::NotFound);
+    context
+        .resolved
+        .insert("frobnicate".into(), Resolution::NotFound);
+    context.resolved.insert(
+        "ls".into(),
+        Resolution::Found {
+            path: PathBuf::from("/home/dev/project/bin/ls"),
+            in_writable_root: true,
+        },
+    );
+    context.resolved.insert(
+        "cat".into(),
+        Resolution::Found {
+            path: PathBuf::from("/usr/bin/cat"),
+            in_writable_root: false,
+        },
+    );
+    let judge_in = |command: &str| {
+        let request = Request {
+            command: CommandText::Shell(command),
+            role: "agent",
+        };
+        let analysis = policy.analyze(&request);
+        policy.decide(&request, &analysis, &context).decision
+    };
+    assert_eq!(judge_in("cat README.md"), Verdict::Allow);
+    assert_eq!(
+        judge_in("rg TODO"),
+        Verdict::Allow,
+        "not installed: cannot run"
+    );
+    assert_eq!(judge_in("frobnicate"), Verdict::Hold, "unknown program");
+    assert_eq!(judge_in("ls"), Verdict::Hold, "planted binary");
+    assert_eq!(judge_in("grep x f"), Verdict::Hold, "not looked up");
+}
