@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use crate::classify::paths::{Frame, PathLists, PathPattern};
 use crate::classify::table::ProgramTable;
-use crate::classify::{Facts, Tables, classify_script};
+use crate::classify::{Fact, Facts, Tables, classify_script};
 use crate::decision::{CommandJudgment, Decision};
 use crate::redact::{RedactConfig, Redactor};
 use crate::rules::config::{self, OperatorFile, PatternsFile, Posture, RolePosture};
@@ -660,7 +660,7 @@ impl Policy {
             decided_by(&mut out, Verdict::Stop, &stops);
             return out;
         }
-        if let Err(reason) = self.resolution(cmd, ctx) {
+        if let Err(reason) = self.resolution(cmd, f, ctx) {
             out.rule_ids = vec![String::from("precondition.resolution")];
             out.reason = reason;
             return out;
@@ -725,7 +725,18 @@ impl Policy {
     /// request can write (shell builtins need no resolution). A program of the
     /// table that is not installed passes: it cannot run, so the shell answers
     /// 127 and holding it would only ask a human to approve an error.
-    fn resolution(&self, cmd: &SimpleCommand, ctx: &Context) -> Result<(), String> {
+    fn resolution(&self, cmd: &SimpleCommand, f: &Facts, ctx: &Context) -> Result<(), String> {
+        if f.has(Fact::DefinedFunction) {
+            // The definition may not run; a program of that name must not hide.
+            return match ctx.resolved.get(&cmd.program) {
+                Some(Resolution::Found { path, .. }) => Err(format!(
+                    "`{}` is both a function of this request and {} on PATH",
+                    cmd.program,
+                    path.display()
+                )),
+                _ => Ok(()),
+            };
+        }
         if cmd.program.is_empty()
             || cmd.invoked_as.contains('/')
             || self.tables.builtins.contains(&cmd.program)

@@ -213,4 +213,13 @@ fn path_resolution_holds_planted_and_unknown_programs_only() {
     assert_eq!(judge_in("frobnicate"), Verdict::Hold, "unknown program");
     assert_eq!(judge_in("ls"), Verdict::Hold, "planted binary");
     assert_eq!(judge_in("grep x f"), Verdict::Hold, "not looked up");
+    assert_eq!(
+        judge_in("frobnicate() { echo hi; }; frobnicate"),
+        Verdict::Allow
+    );
+    assert_eq!(
+        judge_in("ls() { echo hi; }; ls"),
+        Verdict::Hold,
+        "a known program is judged as the program"
+    );
 }

@@ -49,9 +49,11 @@ pub enum Fact {
     FindDelete,
     /// Operands arrive on stdin (`xargs`): targets unknown.
     StdinOperands,
+    /// Calls a shell function the request itself defines.
+    DefinedFunction,
 }
 
-const FACTS: [(Fact, &str); 17] = [
+const FACTS: [(Fact, &str); 18] = [
     (Fact::Escalated, "escalated"),
     (Fact::ForkBomb, "fork_bomb"),
     (Fact::FetchToInterpreter, "fetch_to_interpreter"),
@@ -69,6 +71,7 @@ const FACTS: [(Fact, &str); 17] = [
     (Fact::GitConfigWrite, "git_config_write"),
     (Fact::FindDelete, "find_delete"),
     (Fact::StdinOperands, "stdin_operands"),
+    (Fact::DefinedFunction, "defined_function"),
 ];
 
 impl Fact {
@@ -1013,6 +1016,19 @@ impl Classifier<'_, '_> {
         }
         if cmd.program.is_empty() {
             facts.note = "assignments and redirections only".to_owned();
+        } else if !cmd.invoked_as.contains('/')
+            && script.functions.contains(&cmd.program)
+            && !self.tables.programs.contains(&cmd.program)
+            && !self.tables.builtins.contains(&cmd.program)
+        {
+            // A definition may sit in a branch that never runs, so a name that
+            // is also a known program is judged as that program.
+            facts.program = cmd.program.clone();
+            facts.set(Fact::DefinedFunction);
+            facts.note = format!(
+                "`{}` calls a function this request defines; its body is judged",
+                cmd.program
+            );
         } else if cmd.invoked_as.contains('/') && self.is_local_program(cmd) {
             facts.program = cmd.program.clone();
             facts.set(Fact::WorkspaceScript);

@@ -109,6 +109,9 @@ pub struct SimpleCommand {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Script {
     pub commands: Vec<SimpleCommand>,
+    /// Names of the shell functions the request defines (their bodies are in
+    /// [`Script::commands`] with [`Origin::FunctionBody`]).
+    pub functions: Vec<String>,
     /// Reasons the request must be held whatever its commands are: a parse
     /// error, a dynamic command word, `eval` of non-literal text, input over the
     /// size cap, nesting too deep. Each names the construct.

@@ -157,6 +157,10 @@ impl Frontend {
                 self.with_redirects(redirects.as_ref(), &inner, |fe| fe.compound(cc, &inner));
             }
             Command::Function(def) => {
+                let name = &def.fname.value;
+                if !self.script.functions.contains(name) {
+                    self.script.functions.push(name.clone());
+                }
                 let inner = ctx.with_origin(Origin::FunctionBody);
                 let ast::FunctionBody(body, redirects) = &def.body;
                 self.with_redirects(redirects.as_ref(), &inner, |fe| fe.compound(body, &inner));
