@@ -1,7 +1,8 @@
-//! The forked child: raw, async-signal-safe system calls on data prepared by
+//! The cloned child: raw, async-signal-safe system calls on data prepared by
 //! the parent, ending in `execve` (or in the self-test probes). Nothing here
-//! allocates, locks or panics: the parent is multi-threaded and only the
-//! forking thread exists in the child.
+//! allocates, locks, panics or writes outside its own stack: the child shares
+//! the daemon's memory until it execs (`CLONE_VM | CLONE_VFORK`), and the
+//! daemon's other threads keep running meanwhile.
 
 use std::ffi::{CStr, c_char};
 use std::os::fd::RawFd;
@@ -202,11 +203,11 @@ fn fail(report_fd: RawFd, stage: Stage, err: i32) -> ! {
     unsafe { libc::_exit(127) }
 }
 
-/// Runs the child's set-up. Called right after `fork` in the child.
+/// Runs the child's set-up. Called right after `clone` in the child.
 ///
 /// # Safety
-/// Must run in a freshly forked child, with every pointer in `plan` valid
-/// (the parent keeps the data alive until the fork has returned).
+/// Must run in a freshly cloned child, with every pointer in `plan` valid
+/// (the parent keeps the data alive until the child has exec'd or exited).
 pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
     let fd = plan.report_fd;
     let check = |stage: Stage, ok: bool| {
@@ -216,7 +217,7 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
     };
     // SAFETY (whole block): every call is a raw system call or an
     // async-signal-safe libc wrapper, on pointers to stack values or to
-    // data the parent keeps alive across the fork.
+    // data the parent keeps alive until the exec.
     unsafe {
         check(Stage::Setsid, libc::setsid() >= 0);
 
@@ -241,17 +242,19 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
         );
 
         // The daemon may block or ignore signals; a command starts clean.
+        // Handlers go first: the spawner blocks every signal, so none of the
+        // daemon's handlers can run here, in its memory, before this.
+        for sig in 1..32 {
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
         check(
             Stage::Signals,
             libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) == 0,
         );
-        for sig in 1..32 {
-            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-        }
 
         if plan.mount_ns {
             match plan.userns {

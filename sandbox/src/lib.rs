@@ -13,13 +13,16 @@
 //! [`prepare`] does everything that allocates or can fail slowly: it opens the
 //! Landlock ruleset, walks the grant trees, compiles the seccomp filters,
 //! builds the environment block and creates the private scratch `TMPDIR`.
-//! [`spawn`] forks on a dedicated, never-exiting spawner thread (so the
-//! parent-death signal follows the daemon's life, not a worker thread's) and
-//! the child then makes only raw system calls on prepared data, in this order:
+//! [`spawn`] clones on a dedicated, never-exiting spawner thread (so the
+//! parent-death signal follows the daemon's life, not a worker thread's),
+//! with `CLONE_VM | CLONE_VFORK` as `posix_spawn` does: the child shares the
+//! daemon's memory until it execs, so no page tables are copied or torn
+//! down per command. It then makes only raw system calls on prepared data,
+//! on its own stack, in this order:
 //!
 //! 1. `setsid` (new session and process group, no controlling terminal);
 //! 2. stdio onto 0, 1, 2; close-on-exec for every other descriptor;
-//! 3. signal mask cleared, dispositions reset;
+//! 3. dispositions reset, then the signal mask (all blocked until here) cleared;
 //! 4. in a private mount namespace (inside a user namespace of its own when
 //!    the daemon lacks CAP_SYS_ADMIN), when there is something to mount:
 //!    protected paths bind-mounted read-only with their ancestors pinned,

@@ -392,7 +392,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
 }
 
 /// A pointer to a plan living on the caller's stack, handed to the spawner
-/// thread. The caller blocks until the fork has happened.
+/// thread. The caller blocks until the child has been started.
 struct Job {
     plan: *const Plan<'static>,
     reply: mpsc::SyncSender<Result<libc::pid_t, i32>>,
@@ -401,10 +401,115 @@ struct Job {
 // SAFETY: the plan is only read, by one thread, while its owner waits for the reply.
 unsafe impl Send for Job {}
 
-/// Forks on a dedicated thread that never exits. The parent-death signal is
-/// tied to the thread that forked, so forking from a short-lived worker
+/// Stack size of the child between clone and exec: it runs only
+/// `child::run`, a few frames of raw system calls.
+const CHILD_STACK: usize = 256 * 1024;
+
+/// The stack the child runs on between `clone` and `execve`, with a guard
+/// page below it. One per spawner thread: the thread is suspended while its
+/// child uses it.
+struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl ChildStack {
+    fn new() -> io::Result<ChildStack> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let len = CHILD_STACK + page;
+        // SAFETY: a fresh anonymous private mapping; nothing else refers to it.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = ChildStack { base, len };
+        // SAFETY: the lowest page of our own mapping becomes the guard.
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    /// The initial stack pointer: the stack grows down from the mapping's end.
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of our own mapping.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping; no child runs on it any more
+        // (the spawner is suspended while one does).
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+/// The child's entry point after `clone`.
+extern "C" fn child_entry(plan: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `plan` is the `Plan` the spawner passed to clone; its owner
+    // keeps it alive until the child has exec'd or exited.
+    unsafe { child::run(&*plan.cast::<Plan<'_>>()) }
+}
+
+/// Starts the child sharing our memory, the spawner suspended until the
+/// child execs or exits (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does):
+/// no page tables are copied at the clone, and none are torn down at the
+/// exec, which a daemon with a large address space would otherwise pay on
+/// every command. The child writes only to its own stack.
+fn clone_child(stack: &ChildStack, plan: &Plan<'_>) -> Result<libc::pid_t, i32> {
+    let arg = (plan as *const Plan<'_>).cast_mut().cast::<libc::c_void>();
+    // SAFETY: the child runs `child_entry` on its own stack and makes only
+    // raw system calls on the plan (see `child::run`); the spawner thread
+    // has every signal blocked, so no handler of ours runs in the child
+    // before it resets them; CLONE_VFORK keeps this thread, and so the
+    // plan's owner, waiting until the child no longer uses our memory.
+    let pid = unsafe {
+        libc::clone(
+            child_entry,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            arg,
+        )
+    };
+    if pid < 0 {
+        Err(io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    } else {
+        Ok(pid)
+    }
+}
+
+/// Blocks every signal in the calling thread, for good: the spawner thread
+/// handles none, and its children start with all blocked.
+fn block_all_signals() -> io::Result<()> {
+    // SAFETY: sigset_t is plain data, filled by sigfillset.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers to a local set.
+    let rc = unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut())
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// Clones on a dedicated thread that never exits. The parent-death signal is
+/// tied to the thread that created the child, so cloning from a short-lived worker
 /// thread would kill the command when that thread retires.
-fn fork_on_spawner(plan: &Plan<'_>) -> Result<libc::pid_t, SandboxError> {
+fn clone_on_spawner(plan: &Plan<'_>) -> Result<libc::pid_t, SandboxError> {
     static SPAWNER: OnceLock<Result<mpsc::Sender<Job>, String>> = OnceLock::new();
     let sender = SPAWNER
         .get_or_init(|| {
@@ -412,18 +517,13 @@ fn fork_on_spawner(plan: &Plan<'_>) -> Result<libc::pid_t, SandboxError> {
             std::thread::Builder::new()
                 .name("praxis-spawner".into())
                 .spawn(move || {
+                    let stack = block_all_signals().and_then(|()| ChildStack::new());
                     for job in rx {
-                        // SAFETY: fork in a thread that holds no locks; the
-                        // child only runs `child::run` on the borrowed plan.
-                        let pid = unsafe { libc::fork() };
-                        if pid == 0 {
-                            // SAFETY: freshly forked child, plan kept alive by the waiting caller.
-                            unsafe { child::run(&*job.plan) }
-                        }
-                        let result = if pid < 0 {
-                            Err(io::Error::last_os_error().raw_os_error().unwrap_or(0))
-                        } else {
-                            Ok(pid)
+                        let result = match &stack {
+                            // SAFETY: the plan is kept alive by the caller,
+                            // blocked on the reply.
+                            Ok(stack) => clone_child(stack, unsafe { &*job.plan }),
+                            Err(e) => Err(e.raw_os_error().unwrap_or(libc::ENOMEM)),
                         };
                         // The caller is blocked on the reply; it cannot be gone.
                         let _ = job.reply.send(result);
@@ -438,7 +538,7 @@ fn fork_on_spawner(plan: &Plan<'_>) -> Result<libc::pid_t, SandboxError> {
         })?;
     let (reply, answer) = mpsc::sync_channel(1);
     // The lifetime is erased only for the trip; `answer.recv` below keeps
-    // `plan` borrowed until the child has been forked.
+    // `plan` borrowed until the child has exec'd or exited.
     let job = Job {
         plan: (plan as *const Plan<'_>).cast(),
         reply,
@@ -449,7 +549,7 @@ fn fork_on_spawner(plan: &Plan<'_>) -> Result<libc::pid_t, SandboxError> {
     match answer.recv() {
         Ok(Ok(pid)) => Ok(pid),
         Ok(Err(errno)) => Err(SandboxError::os(
-            "fork",
+            "clone",
             io::Error::from_raw_os_error(errno),
         )),
         Err(_) => Err(SandboxError::os("spawner thread", io::Error::other("gone"))),
@@ -471,7 +571,7 @@ fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd), SandboxError> {
 }
 
 /// Forks a child that applies `prepared` and then does `then`; returns once
-/// the child has exec'd (or, for probes, right after the fork) with the
+/// the child has exec'd (or, for probes, once it has exited) with the
 /// report pipe's read end.
 pub(crate) fn launch(
     prepared: &Prepared,
@@ -514,7 +614,7 @@ pub(crate) fn launch(
         filters: [&prepared.filters[0], &prepared.filters[1]],
         then,
     };
-    let pid = fork_on_spawner(&plan)?;
+    let pid = clone_on_spawner(&plan)?;
     drop(report_write);
     Ok((pid, report_read))
 }
