@@ -159,7 +159,7 @@ if [[ -z ${NO_README:-} ]] && grep -q '^## Benchmarks$' "$root/README.md"; then
     head -n "$((head_lines - 1))" "$root/README.md"
     echo "## Benchmarks"
     echo
-    echo "\`make bench-process\` ($(basename "$out"), $(nproc) cores, $(uname -r)); full report in \`bench/results/\`."
+    echo "\`make bench-process\` ($(basename "$out"), $(nproc) cores, $(uname -r)); full report in \`bench/results/\`; where a goal is missed, \`bench/results/*-profile.md\` says where the time goes."
     echo
     echo "$table"
   } >"$scratch/README.md"
