@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::{Arg, ArgAction, Args, Command};
+use clap::{Arg, ArgAction, Args};
 use clap_complete::Shell;
 
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +47,7 @@ const RUN_EXIT_STATUS: &str = "Exit status: the command's own; 128+n when it die
 126 STOP. A refused command writes one JSON audit-signal line on stderr, then one sentence.";
 
 /// `praxis-run` as its usage texts document it.
-fn praxis_run() -> Command {
+fn praxis_run() -> clap::Command {
     let session = || {
         Arg::new("session")
             .long("session")
@@ -85,7 +85,7 @@ fn praxis_run() -> Command {
             .value_name("ARGV")
             .help("A program and its arguments, after --")
     };
-    Command::new("praxis-run")
+    clap::Command::new("praxis-run")
         .version(env!("CARGO_PKG_VERSION"))
         .about("The agent's only shell tool: every command is judged by praxisd before it runs, then runs sandboxed and audited")
         .long_about(format!(
@@ -105,34 +105,34 @@ It may be called as a shell (-c, -lc, -l -c, -ic). In user mode it starts praxis
             argv(),
         ])
         .subcommand(
-            Command::new("hook")
+            clap::Command::new("hook")
                 .about("Agent-runtime hook: one event JSON on stdin, the answer on stdout")
                 .arg(Arg::new("runtime").required(true).value_parser(["claude-code", "codex"]).help("Which runtime's hook protocol")),
         )
         .subcommand(
-            Command::new("judge")
+            clap::Command::new("judge")
                 .about("Ask praxisd for a decision without running anything (audited). Exit 0 ALLOW, 125 HOLD, 126 STOP")
                 .args([Arg::new("json").long("json").action(ArgAction::SetTrue).help("One JSON object"), session(), runtime(), tool_call_id(), shell(), argv()]),
         )
         .subcommand(
-            Command::new("plan")
+            clap::Command::new("plan")
                 .about("Validate a planner's output (stdin) against a contract, e.g. guardian01.v1")
                 .args([Arg::new("contract").long("contract").required(true).value_name("ID").help("Contract id"), session(), runtime()]),
         )
         .subcommand(
-            Command::new("mcp")
+            clap::Command::new("mcp")
                 .about("MCP server on stdin/stdout whose shell tool runs through praxisd")
                 .args([session(), role()]),
         )
 }
 
 /// `praxisd` as its clap definition declares it.
-fn praxisd() -> Command {
+fn praxisd() -> clap::Command {
     let state = Arg::new("state")
         .long("state")
         .value_name("DIR")
         .help("State directory holding audit.db (default: the mode's)");
-    Command::new("praxisd")
+    clap::Command::new("praxisd")
         .version(env!("CARGO_PKG_VERSION"))
         .about("Praxis execution authority daemon")
         .long_about(
@@ -148,7 +148,7 @@ Log level from PRAXIS_LOG.",
             Arg::new("detach").long("detach").action(ArgAction::SetTrue).help("Leave the caller's session (used when praxis-run starts the daemon)"),
         ])
         .subcommand(
-            Command::new("verify")
+            clap::Command::new("verify")
                 .about("Verify the audit chain offline, without a running daemon")
                 .arg(state),
         )
@@ -162,7 +162,7 @@ fn create(dir: &Path) -> Result<(), GenerateError> {
 }
 
 /// Writes what `args` asks for, for `praxis` (given) and the two others.
-pub fn generate(praxis: Command, args: &GenerateArgs) -> Result<(), GenerateError> {
+pub fn generate(praxis: clap::Command, args: &GenerateArgs) -> Result<(), GenerateError> {
     let commands = [praxis, praxis_run(), praxisd()];
     if let Some(dir) = &args.man {
         create(dir)?;
@@ -208,7 +208,7 @@ mod tests {
             man: Some(dir.path().join("man")),
             completions: Some(dir.path().join("completions")),
         };
-        let praxis = Command::new("praxis").subcommand(Command::new("status"));
+        let praxis = clap::Command::new("praxis").subcommand(clap::Command::new("status"));
         generate(praxis, &args).expect("generate");
         for page in [
             "praxis.1",
