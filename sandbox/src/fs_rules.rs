@@ -9,13 +9,13 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    Scope,
 };
 
 /// Upper bound on the rules one carve may produce; carving beyond it fails
@@ -38,7 +38,7 @@ pub enum RulesError {
         path: PathBuf,
         /// The refusal.
         #[source]
-        source: landlock::RulesetError,
+        source: io::Error,
     },
     /// The kernel reported no ruleset although one was required.
     #[error("the kernel created no Landlock ruleset")]
@@ -148,8 +148,13 @@ pub(crate) fn resolve_lenient(path: &Path) -> Result<PathBuf, RulesError> {
     }
 }
 
-/// Opens every inode the grants need, carving the exclusions out.
-pub(crate) fn carve(grants: &[Grant], exclusions: &[Exclusion]) -> Result<Vec<Rule>, RulesError> {
+/// Opens every inode the grants need, carving the exclusions out. Every
+/// directory whose listing the carve depended on is pushed to `listed`.
+pub(crate) fn carve(
+    grants: &[Grant],
+    exclusions: &[Exclusion],
+    listed: &mut Vec<PathBuf>,
+) -> Result<Vec<Rule>, RulesError> {
     let mut rules = Vec::new();
     for grant in grants {
         if grant
@@ -172,102 +177,99 @@ pub(crate) fn carve(grants: &[Grant], exclusions: &[Exclusion]) -> Result<Vec<Ru
             .iter()
             .filter(|e| e.path.starts_with(&grant.path) && !(e.withheld & grant.access).is_empty())
             .collect();
-        carve_tree(
-            &grant.path,
-            file,
-            meta.is_dir(),
-            grant.access,
-            &relevant,
-            &grant.path,
-            &mut rules,
-        )?;
+        let mut tree = Tree {
+            root: &grant.path,
+            rules: &mut rules,
+            listed,
+        };
+        tree.carve(&grant.path, file, meta.is_dir(), grant.access, &relevant)?;
     }
     Ok(rules)
 }
 
-fn carve_tree(
-    path: &Path,
-    file: File,
-    is_dir: bool,
-    access: BitFlags<AccessFs>,
-    exclusions: &[&Exclusion],
-    root: &Path,
-    rules: &mut Vec<Rule>,
-) -> Result<(), RulesError> {
-    let access = if is_dir {
-        access
-    } else {
-        access & AccessFs::from_file(REQUIRED)
-    };
-    let inside: Vec<&Exclusion> = exclusions
-        .iter()
-        .copied()
-        .filter(|e| e.path.starts_with(path))
-        .collect();
-    let own = inside.iter().fold(access, |acc, e| acc & !e.withheld);
-    let whole = inside.is_empty() || !is_dir || inside.iter().any(|e| e.path == path);
-    if !own.is_empty() {
-        if rules.len() >= MAX_RULES {
-            return Err(RulesError::TooManyRules(root.to_path_buf()));
-        }
-        rules.push(Rule {
-            path: path.to_path_buf(),
-            fd: file.into(),
-            access: own,
-        });
-    }
-    if whole {
-        return Ok(());
-    }
-    let entries = fs::read_dir(path).map_err(|source| RulesError::Open {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    for entry in entries {
-        let entry = entry.map_err(|source| RulesError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let child = entry.path();
-        let child_file = match open_path(&child) {
-            Ok(f) => f,
-            // Gone since listing: nothing to grant.
-            Err(RulesError::Open { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        let meta = child_file.metadata().map_err(|source| RulesError::Open {
-            path: child.clone(),
-            source,
-        })?;
-        if meta.file_type().is_symlink() {
-            continue;
-        }
-        carve_tree(
-            &child,
-            child_file,
-            meta.is_dir(),
-            access,
-            &inside,
-            root,
-            rules,
-        )?;
-        if rules.len() > MAX_RULES {
-            return Err(RulesError::TooManyRules(root.to_path_buf()));
-        }
-    }
-    Ok(())
+/// One grant's carve in progress: its root, and where results go.
+struct Tree<'a> {
+    root: &'a Path,
+    rules: &'a mut Vec<Rule>,
+    listed: &'a mut Vec<PathBuf>,
 }
 
-/// Builds the ruleset: every filesystem right of ABI 6 handled when
-/// `handle_fs`, TCP bind/connect handled when `network_off`, both scopes always.
-/// Compatibility is a hard requirement: a kernel that cannot enforce it all is an error.
-pub(crate) fn ruleset(
-    handle_fs: bool,
-    network_off: bool,
-    rules: Vec<Rule>,
-) -> Result<OwnedFd, RulesError> {
+impl Tree<'_> {
+    fn carve(
+        &mut self,
+        path: &Path,
+        file: File,
+        is_dir: bool,
+        access: BitFlags<AccessFs>,
+        exclusions: &[&Exclusion],
+    ) -> Result<(), RulesError> {
+        let access = if is_dir {
+            access
+        } else {
+            access & AccessFs::from_file(REQUIRED)
+        };
+        let inside: Vec<&Exclusion> = exclusions
+            .iter()
+            .copied()
+            .filter(|e| e.path.starts_with(path))
+            .collect();
+        let own = inside.iter().fold(access, |acc, e| acc & !e.withheld);
+        let whole = inside.is_empty() || !is_dir || inside.iter().any(|e| e.path == path);
+        if !own.is_empty() {
+            if self.rules.len() >= MAX_RULES {
+                return Err(RulesError::TooManyRules(self.root.to_path_buf()));
+            }
+            self.rules.push(Rule {
+                path: path.to_path_buf(),
+                fd: file.into(),
+                access: own,
+            });
+        }
+        if whole {
+            return Ok(());
+        }
+        self.listed.push(path.to_path_buf());
+        let entries = fs::read_dir(path).map_err(|source| RulesError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        for entry in entries {
+            let entry = entry.map_err(|source| RulesError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let child = entry.path();
+            let child_file = match open_path(&child) {
+                Ok(f) => f,
+                // Gone since listing: nothing to grant.
+                Err(RulesError::Open { source, .. })
+                    if source.kind() == io::ErrorKind::NotFound =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let meta = child_file.metadata().map_err(|source| RulesError::Open {
+                path: child.clone(),
+                source,
+            })?;
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            self.carve(&child, child_file, meta.is_dir(), access, &inside)?;
+            if self.rules.len() > MAX_RULES {
+                return Err(RulesError::TooManyRules(self.root.to_path_buf()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Builds an empty ruleset: every filesystem right of ABI 6 handled when
+/// `handle_fs`, TCP bind/connect handled when `network_off`, both scopes
+/// always. Compatibility is a hard requirement: a kernel that cannot enforce
+/// it all is an error. Rules are added with [`add_rules`].
+pub(crate) fn ruleset(handle_fs: bool, network_off: bool) -> Result<OwnedFd, RulesError> {
     let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
     if handle_fs {
         ruleset = ruleset.handle_access(AccessFs::from_all(REQUIRED))?;
@@ -275,16 +277,49 @@ pub(crate) fn ruleset(
     if network_off {
         ruleset = ruleset.handle_access(AccessNet::from_all(REQUIRED))?;
     }
-    let mut created = ruleset.scope(Scope::from_all(REQUIRED))?.create()?;
-    for rule in rules {
-        created = created
-            .add_rule(PathBeneath::new(rule.fd, rule.access))
-            .map_err(|source| RulesError::AddRule {
-                path: rule.path,
-                source,
-            })?;
-    }
+    let created = ruleset.scope(Scope::from_all(REQUIRED))?.create()?;
     Option::<OwnedFd>::from(created).ok_or(RulesError::NoRuleset)
+}
+
+/// `struct landlock_path_beneath_attr` of the kernel's UAPI (packed).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const RULE_PATH_BENEATH: libc::c_int = 1;
+
+/// Adds `rules` to `ruleset` with one `landlock_add_rule` each. The rules'
+/// rights were computed for the inode's type by the carve, within the
+/// handled rights, so nothing is adjusted here: the kernel refuses what is
+/// wrong, and that is an error.
+pub(crate) fn add_rules(ruleset: &OwnedFd, rules: &[Rule]) -> Result<(), RulesError> {
+    for rule in rules {
+        let attr = PathBeneathAttr {
+            allowed_access: rule.access.bits(),
+            parent_fd: rule.fd.as_raw_fd(),
+        };
+        // SAFETY: landlock_add_rule reads one path-beneath attribute from a
+        // live local; both descriptors are open.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                ruleset.as_raw_fd(),
+                RULE_PATH_BENEATH,
+                &attr as *const PathBeneathAttr,
+                0u32,
+            )
+        };
+        if rc != 0 {
+            return Err(RulesError::AddRule {
+                path: rule.path.clone(),
+                source: io::Error::last_os_error(),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -313,7 +348,7 @@ mod tests {
             path: root.join("a/b/key"),
             withheld: secret_withheld(),
         }];
-        let rules = carve(&grants, &excl).unwrap();
+        let rules = carve(&grants, &excl, &mut Vec::new()).unwrap();
         assert_eq!(
             rights_of(&rules, root).unwrap().access,
             BitFlags::from(AccessFs::ReadDir)
@@ -353,7 +388,7 @@ mod tests {
             path: ws.join(".git/hooks"),
             withheld: protected_withheld(),
         }];
-        let rules = carve(&grants, &excl).unwrap();
+        let rules = carve(&grants, &excl, &mut Vec::new()).unwrap();
         assert_eq!(rights_of(&rules, ws).unwrap().access, read_rights());
         assert_eq!(
             rights_of(&rules, &ws.join(".git")).unwrap().access,
@@ -376,6 +411,7 @@ mod tests {
                 access: write_rights(),
             }],
             &[],
+            &mut Vec::new(),
         )
         .unwrap_err();
         assert!(matches!(err, RulesError::SymlinkRoot(_)), "{err}");

@@ -89,6 +89,7 @@
 
 pub mod host;
 
+mod carve_cache;
 mod child;
 mod env;
 mod filter;

@@ -17,7 +17,7 @@ use crate::env::{self, EnvBlock};
 use crate::filter::{self, Sockets};
 use crate::fs_rules::{self, Exclusion, Grant};
 use crate::pins::{self, PinPlan, UserNsMaps};
-use crate::{Profile, SandboxError, Spec, Stdio, probe};
+use crate::{Profile, SandboxError, Spec, Stdio, carve_cache, probe};
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): denials after exec are audited.
 const LOG_NEW_EXEC_ON: u32 = 2;
@@ -153,15 +153,19 @@ fn effective_cap(cap: caps::Capability) -> Result<bool, SandboxError> {
         .map_err(|e| SandboxError::os("reading capabilities", io::Error::other(e.to_string())))
 }
 
+/// The highest capability number of the running kernel (read once: it is
+/// fixed at boot).
 fn last_cap() -> Result<libc::c_ulong, SandboxError> {
-    let text = fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-        .map_err(|e| SandboxError::os("reading /proc/sys/kernel/cap_last_cap", e))?;
-    text.trim().parse().map_err(|_| {
-        SandboxError::os(
-            "parsing cap_last_cap",
-            io::Error::other(text.trim().to_owned()),
-        )
+    static LAST: OnceLock<Result<libc::c_ulong, String>> = OnceLock::new();
+    LAST.get_or_init(|| {
+        let text = fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .map_err(|e| format!("reading /proc/sys/kernel/cap_last_cap: {e}"))?;
+        text.trim()
+            .parse()
+            .map_err(|_| format!("parsing cap_last_cap: {}", text.trim()))
     })
+    .clone()
+    .map_err(|e| SandboxError::os("capabilities", io::Error::other(e)))
 }
 
 /// The value itself, or the daemon's own hard limit when that is lower (an
@@ -194,8 +198,13 @@ fn to_sock_filters(program: &[seccompiler::sock_filter]) -> Vec<libc::sock_filte
 
 /// Expands path entries as policy files write them: a relative entry applies
 /// under each of `bases`; a final component ending in `*` matches the
-/// existing entries of its directory by prefix.
-fn expand_entries(entries: &[PathBuf], bases: &[PathBuf]) -> Result<Vec<PathBuf>, SandboxError> {
+/// existing entries of its directory by prefix (that directory is pushed to
+/// `listed`).
+fn expand_entries(
+    entries: &[PathBuf],
+    bases: &[PathBuf],
+    listed: &mut Vec<PathBuf>,
+) -> Result<Vec<PathBuf>, SandboxError> {
     let mut out = Vec::new();
     for entry in entries {
         let rooted: Vec<PathBuf> = if entry.is_absolute() {
@@ -212,6 +221,7 @@ fn expand_entries(entries: &[PathBuf], bases: &[PathBuf]) -> Result<Vec<PathBuf>
                 out.push(path);
                 continue;
             };
+            listed.push(dir.to_path_buf());
             let listing = match fs::read_dir(dir) {
                 Ok(listing) => listing,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -227,6 +237,68 @@ fn expand_entries(entries: &[PathBuf], bases: &[PathBuf]) -> Result<Vec<PathBuf>
         }
     }
     Ok(out)
+}
+
+/// Carves the filesystem grants of `key` (the scratch dir aside: it is
+/// per command), recording what the carve depended on.
+fn carve(key: &carve_cache::Key) -> Result<carve_cache::Carved, SandboxError> {
+    let mut deps = carve_cache::Deps::default();
+    let mut secrets = Vec::new();
+    if key.restricted {
+        let mut listed = Vec::new();
+        let expanded = expand_entries(&key.secrets, std::slice::from_ref(&key.home), &mut listed)?;
+        for dir in &listed {
+            deps.listed(dir);
+        }
+        for secret in expanded {
+            // A process's own /proc entries hold only what it was given, and
+            // other processes' are closed by Landlock's ptrace scoping; carving
+            // /proc would also hide the entries of processes started later.
+            if !secret.starts_with("/proc") {
+                secrets.push(deps.resolve(&secret)?);
+            }
+        }
+    }
+    let secret_exclusions: Vec<Exclusion> = secrets
+        .iter()
+        .map(|path| Exclusion {
+            path: path.clone(),
+            withheld: fs_rules::secret_withheld(),
+        })
+        .collect();
+    let mut write_exclusions = Vec::new();
+    if !key.can_mount {
+        write_exclusions.clone_from(&secret_exclusions);
+        for path in &key.carved_protected {
+            write_exclusions.push(Exclusion {
+                path: deps.resolve(path)?,
+                withheld: fs_rules::protected_withheld(),
+            });
+        }
+    }
+    let mut read_grants = Vec::new();
+    let mut write_grants = Vec::new();
+    if key.restricted {
+        read_grants.push(Grant {
+            path: PathBuf::from("/"),
+            access: fs_rules::read_rights(),
+        });
+        read_grants.extend(DEVICES.iter().map(|d| Grant {
+            path: PathBuf::from(d),
+            access: fs_rules::device_rights(),
+        }));
+        write_grants.extend(key.writable_roots.iter().map(|r| Grant {
+            path: r.clone(),
+            access: fs_rules::write_rights(),
+        }));
+    }
+    let mut rules = fs_rules::carve(&read_grants, &secret_exclusions, deps.dirs_mut())?;
+    rules.extend(fs_rules::carve(
+        &write_grants,
+        &write_exclusions,
+        deps.dirs_mut(),
+    )?);
+    Ok(deps.seal(rules, secrets, write_exclusions))
 }
 
 /// Prepares the sandbox for one command. Everything that allocates or can
@@ -274,75 +346,45 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         }
     }
 
-    let mut secrets = Vec::new();
-    if restricted {
-        for secret in expand_entries(&spec.secrets, std::slice::from_ref(&spec.home))? {
-            // A process's own /proc entries hold only what it was given, and
-            // other processes' are closed by Landlock's ptrace scoping; carving
-            // /proc would also hide the entries of processes started later.
-            if !secret.starts_with("/proc") {
-                secrets.push(fs_rules::resolve_lenient(&secret)?);
-            }
-        }
-    }
-    let protected = expand_entries(&spec.protected, &writable_roots)?;
-    let secret_exclusions: Vec<Exclusion> = secrets
-        .iter()
-        .map(|path| Exclusion {
-            path: path.clone(),
-            withheld: fs_rules::secret_withheld(),
-        })
-        .collect();
+    let protected = expand_entries(&spec.protected, &writable_roots, &mut Vec::new())?;
+    let key = carve_cache::Key {
+        restricted,
+        home: spec.home.clone(),
+        writable_roots: writable_roots.clone(),
+        secrets: spec.secrets.clone(),
+        carved_protected: if can_mount || !restricted {
+            Vec::new()
+        } else {
+            protected.clone()
+        },
+        can_mount,
+    };
+    let carved = carve_cache::carve(&key, || carve(&key))?;
     // With mounts, secrets inside writable trees are covered and protected
-    // paths pinned, so writable trees are granted whole; without, both are
-    // carved out of them.
-    let (pin_plan, write_exclusions) = if can_mount {
+    // paths pinned (writable trees are granted whole); without, the carve
+    // took both out of them.
+    let pin_plan = if can_mount {
         let sockets = if spec.network {
             spec.deny_sockets.as_slice()
         } else {
             &[]
         };
-        (
-            pins::plan(&writable_roots, &protected, sockets, &secrets)?,
-            Vec::new(),
-        )
+        pins::plan(&writable_roots, &protected, sockets, &carved.secrets)?
     } else {
-        let mut carved = secret_exclusions.clone();
-        if restricted {
-            for path in &protected {
-                carved.push(Exclusion {
-                    path: fs_rules::resolve_lenient(path)?,
-                    withheld: fs_rules::protected_withheld(),
-                });
-            }
-        }
-        (PinPlan::default(), carved)
+        PinPlan::default()
     };
-
-    let mut read_grants = Vec::new();
-    let mut write_grants = Vec::new();
+    let mut scratch_rules = Vec::new();
     if restricted {
-        read_grants.push(Grant {
-            path: PathBuf::from("/"),
-            access: fs_rules::read_rights(),
-        });
-        read_grants.extend(DEVICES.iter().map(|d| Grant {
-            path: PathBuf::from(d),
-            access: fs_rules::device_rights(),
-        }));
-        write_grants.push(Grant {
+        let grant = Grant {
             path: scratch.0.clone(),
             access: fs_rules::write_rights(),
-        });
-        write_grants.extend(writable_roots.iter().map(|r| Grant {
-            path: r.clone(),
-            access: fs_rules::write_rights(),
-        }));
+        };
+        scratch_rules = fs_rules::carve(&[grant], &carved.write_exclusions, &mut Vec::new())?;
     }
-    let mut rules = fs_rules::carve(&read_grants, &secret_exclusions)?;
-    rules.extend(fs_rules::carve(&write_grants, &write_exclusions)?);
-    let rule_count = rules.len();
-    let ruleset = fs_rules::ruleset(restricted, !spec.network, rules)?;
+    let rule_count = carved.rules.len() + scratch_rules.len();
+    let ruleset = fs_rules::ruleset(restricted, !spec.network)?;
+    fs_rules::add_rules(&ruleset, &carved.rules)?;
+    fs_rules::add_rules(&ruleset, &scratch_rules)?;
 
     let userns = (!privileged && !pin_plan.is_empty()).then(UserNsMaps::current);
     let sockets = match (spec.network, can_mount) {
@@ -1009,7 +1051,8 @@ mod tests {
             a.join("ssh_host_*"),
             tmp.path().join("none/x*"),
         ];
-        let mut got = expand_entries(&entries, &[a.clone(), b.clone()]).unwrap();
+        let mut listed = Vec::new();
+        let mut got = expand_entries(&entries, &[a.clone(), b.clone()], &mut listed).unwrap();
         got.sort();
         let mut want = vec![
             a.join(".git/hooks"),
@@ -1019,6 +1062,7 @@ mod tests {
         ];
         want.sort();
         assert_eq!(got, want);
+        assert_eq!(listed, [a.clone(), tmp.path().join("none")]);
     }
 
     #[test]
