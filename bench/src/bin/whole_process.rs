@@ -430,22 +430,45 @@ struct KillLatency {
     dead_ms: Vec<f64>,
 }
 
-fn trip(bins: &Bins, kill_file: &Path, trigger: Trigger) -> Result<()> {
+/// Starts tripping the switch; a `praxis kill` still running is returned so
+/// the caller can measure while the daemon is ending work (the command only
+/// answers after the kill grace).
+fn start_trip(
+    bins: &Bins,
+    kill_file: &Path,
+    trigger: Trigger,
+) -> Result<Option<std::process::Child>> {
     match trigger {
-        Trigger::Command => {
-            let status = Command::new(&bins.praxis)
-                .args(["kill", "--reason", "bench"])
-                .stdout(Stdio::null())
-                .status()
-                .or_else(|e| fail(format!("praxis kill: {e}")))?;
-            if !status.success() {
-                return fail(format!("praxis kill ended with {status}"));
-            }
-            Ok(())
-        }
+        Trigger::Command => Command::new(&bins.praxis)
+            .args(["kill", "--reason", "bench"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .map(Some)
+            .or_else(|e| fail(format!("praxis kill: {e}"))),
         Trigger::File => fs::write(kill_file, "bench\n")
+            .map(|()| None)
             .or_else(|e| fail(format!("{}: {e}", kill_file.display()))),
     }
+}
+
+/// Waits for a `praxis kill` started by [`start_trip`].
+fn finish_trip(started: Option<std::process::Child>) -> Result<()> {
+    let Some(mut child) = started else {
+        return Ok(());
+    };
+    let status = child
+        .wait()
+        .or_else(|e| fail(format!("praxis kill: {e}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        fail(format!("praxis kill ended with {status}"))
+    }
+}
+
+fn trip(bins: &Bins, kill_file: &Path, trigger: Trigger) -> Result<()> {
+    finish_trip(start_trip(bins, kill_file, trigger)?)
 }
 
 fn release(bins: &Bins) -> Result<()> {
@@ -499,9 +522,10 @@ fn kill_latency(bins: &Bins, kill_file: &Path, trigger: Trigger) -> Result<KillL
         let sleeper = ["sleep", marker.as_str()];
         wait_until(KILL_DEADLINE, || pids_running(&sleeper).len() == 2)?;
         let start = Instant::now();
-        trip(bins, kill_file, trigger)?;
+        let tripping = start_trip(bins, kill_file, trigger)?;
         wait_until(KILL_DEADLINE, || pids_running(&sleeper).is_empty())?;
         out.dead_ms.push(ms(start.elapsed()));
+        finish_trip(tripping)?;
         let _ = client.wait();
         release(bins)?;
     }
