@@ -7,7 +7,7 @@ use praxis_policy::{Decision, Tier};
 
 use crate::approval::{self, Ticket};
 use crate::audit::{AuditError, Durability, Event, EventKind, TxOp};
-use crate::execute::Executed;
+use crate::execute::{Executed, Ran};
 use crate::pipeline::{Gate, Refusal, Trail};
 use crate::state::Daemon;
 
@@ -197,7 +197,8 @@ pub async fn started(daemon: &Daemon, trail: &Trail, child_pid: i32) {
     }
 }
 
-/// Records how an allowed command ended, or why it never started.
+/// Records how an allowed command ended, or why it never started; a run
+/// whose outcome [`outcome_of_run`] already recorded is not recorded twice.
 pub async fn outcome(daemon: &Daemon, trail: &Trail, executed: &Executed) {
     let event = match executed {
         Executed::NotStarted {
@@ -211,29 +212,42 @@ pub async fn outcome(daemon: &Daemon, trail: &Trail, executed: &Executed) {
             profile: Some(profile.as_str().to_owned()),
             ..base(EventKind::Finished, trail)
         },
-        Executed::Ran(ran) => {
-            let mut detail = serde_json::Map::new();
-            if let Some(why) = &ran.ended_because {
-                detail.insert("ended_because".into(), why.clone().into());
-            }
-            if ran.timed_out {
-                detail.insert("timed_out".into(), true.into());
-            }
-            Event {
-                exit_code: ran.exit_code,
-                signal: ran.signal,
-                duration_ms: Some(ran.duration_ms),
-                stdout_bytes: Some(ran.stdout_bytes),
-                stderr_bytes: Some(ran.stderr_bytes),
-                output_digest: Some(ran.output_digest.clone()),
-                truncated: Some(ran.truncated),
-                profile: Some(ran.profile.as_str().to_owned()),
-                detail: (!detail.is_empty()).then_some(detail),
-                ..base(EventKind::Finished, trail)
-            }
-        }
+        Executed::Ran(ran) if ran.recorded => return,
+        Executed::Ran(ran) => finished(trail, ran),
     };
     if let Err(e) = daemon.record(event, Durability::Normal).await {
         tracing::error!("audit of an outcome failed: {e}");
+    }
+}
+
+/// Records how a command that ran ended.
+pub async fn outcome_of_run(daemon: &Daemon, trail: &Trail, ran: &Ran) {
+    if let Err(e) = daemon
+        .record(finished(trail, ran), Durability::Normal)
+        .await
+    {
+        tracing::error!("audit of an outcome failed: {e}");
+    }
+}
+
+fn finished(trail: &Trail, ran: &Ran) -> Event {
+    let mut detail = serde_json::Map::new();
+    if let Some(why) = &ran.ended_because {
+        detail.insert("ended_because".into(), why.clone().into());
+    }
+    if ran.timed_out {
+        detail.insert("timed_out".into(), true.into());
+    }
+    Event {
+        exit_code: ran.exit_code,
+        signal: ran.signal,
+        duration_ms: Some(ran.duration_ms),
+        stdout_bytes: Some(ran.stdout_bytes),
+        stderr_bytes: Some(ran.stderr_bytes),
+        output_digest: Some(ran.output_digest.clone()),
+        truncated: Some(ran.truncated),
+        profile: Some(ran.profile.as_str().to_owned()),
+        detail: (!detail.is_empty()).then_some(detail),
+        ..base(EventKind::Finished, trail)
     }
 }

@@ -56,6 +56,9 @@ pub struct Ran {
     pub output_digest: String,
     pub truncated: bool,
     pub profile: Profile,
+    /// The outcome stage is done: it runs before the client hears the exit,
+    /// so a client reading the audit log next finds the outcome there.
+    pub recorded: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -456,7 +459,7 @@ pub async fn run(
         (None, false, None, Some(sig)) => ExitStatus::Signal(sig),
         (None, false, None, None) => ExitStatus::Failed(String::from("exit status unknown")),
     };
-    let ran = Ran {
+    let mut ran = Ran {
         exit_code,
         signal,
         timed_out,
@@ -467,7 +470,10 @@ pub async fn run(
         output_digest: output.digest(),
         truncated: output.truncated(),
         profile: permit.decision.profile,
+        recorded: false,
     };
+    audit_stage::outcome_of_run(daemon, trail, &ran).await;
+    ran.recorded = true;
     if connected {
         let exit = ExitFrame {
             status,
