@@ -140,7 +140,7 @@ fn spec(daemon: &Daemon, permit: &Permit) -> praxis_sandbox::Spec {
             cpu_secs: limits.rlimit_cpu_secs,
         },
         run_as,
-        scratch_root: std::env::temp_dir(),
+        scratch_root: daemon.config.layout.scratch_root(),
     }
 }
 
@@ -523,7 +523,7 @@ pub async fn capture(
             cpu_secs: CAPTURE_TIMEOUT.as_secs(),
         },
         run_as: None,
-        scratch_root: std::env::temp_dir(),
+        scratch_root: daemon.config.layout.scratch_root(),
     };
     let argv = [
         daemon.config.shell.clone().into_os_string(),

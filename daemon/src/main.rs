@@ -179,7 +179,7 @@ fn start(layout: Layout) -> Result<i32, String> {
     if let Err(why) = &policy {
         tracing::error!("policy failed to load, serving only HOLD: {why}");
     }
-    let self_test = praxis_daemon::execute::self_test(&std::env::temp_dir());
+    let self_test = praxis_daemon::execute::self_test(&config.layout.scratch_root());
     if let Err(why) = &self_test {
         tracing::error!("sandbox self-test failed, serving only HOLD: {why}");
     }

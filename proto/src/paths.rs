@@ -111,6 +111,13 @@ impl Layout {
         self.runtime_dir.join("autostart.lock")
     }
 
+    /// Where each command's private `TMPDIR` is made: beside the state dir,
+    /// on disk, and not in the shared `/tmp`, whose every change would make
+    /// the sandbox re-walk the directories around secrets kept under it.
+    pub fn scratch_root(&self) -> PathBuf {
+        self.state_dir.with_file_name("praxis-scratch")
+    }
+
     /// Default kill switch file.
     pub fn default_kill_file(&self) -> PathBuf {
         self.state_dir.join("KILL")
