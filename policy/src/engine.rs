@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::classify::paths::{Frame, PathLists, PathPattern};
+use crate::classify::paths::{Frame, PathLists, PathPattern, keeps_private_tmpdir};
 use crate::classify::table::ProgramTable;
 use crate::classify::{Fact, Facts, Tables, classify_script};
 use crate::decision::{CommandJudgment, Decision};
@@ -527,7 +527,15 @@ impl Policy {
             return self.whole_hold(format!("unknown role `{}`", request.role), "role.unknown");
         };
         let script = &analysis.script;
-        let facts = classify_script(script, &self.tables, &dirs(context).frame());
+        let dirs = dirs(context);
+        let frame = Frame {
+            private_tmpdir: match request.command {
+                CommandText::Shell(text) => keeps_private_tmpdir(text),
+                CommandText::Argv(_) => false,
+            },
+            ..dirs.frame()
+        };
+        let facts = classify_script(script, &self.tables, &frame);
         let mut commands = Vec::with_capacity(script.commands.len());
         let mut judged = Vec::with_capacity(script.commands.len());
         for (cmd, f) in script.commands.iter().zip(&facts) {
@@ -881,6 +889,7 @@ impl Dirs {
             home: &self.home,
             workspace: self.workspace.as_deref(),
             praxis_dirs: &self.praxis,
+            private_tmpdir: false,
         }
     }
 }

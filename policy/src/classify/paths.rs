@@ -198,6 +198,8 @@ pub struct Frame<'a> {
     /// None when the workspace would be `/` (no workspace at all).
     pub workspace: Option<&'a str>,
     pub praxis_dirs: &'a [String],
+    /// `$TMPDIR` is the command's private scratch dir: the request never sets it.
+    pub private_tmpdir: bool,
 }
 
 /// A resolved path argument.
@@ -220,6 +222,12 @@ impl PathLists {
         let text = word.text.as_str();
         let mut classes = 0;
         // A dynamic word keeps only its literal directory prefix, if any.
+        if word.dynamic && frame.private_tmpdir && in_private_tmpdir(text) {
+            return Located {
+                path: None,
+                classes: PathClass::Scratch.bit(),
+            };
+        }
         let literal = if word.dynamic {
             classes |= PathClass::Dynamic.bit();
             let cut = text.find(['$', '`']).unwrap_or(text.len());
@@ -359,6 +367,34 @@ impl PathLists {
     }
 }
 
+/// `$TMPDIR/a/b` or `${TMPDIR}/a/b` with a plain literal rest: a path inside
+/// the command's private scratch dir. No globs: were `TMPDIR` ever empty,
+/// `$TMPDIR/*` would be `/*`.
+fn in_private_tmpdir(text: &str) -> bool {
+    let rest = text
+        .strip_prefix("$TMPDIR/")
+        .or_else(|| text.strip_prefix("${TMPDIR}/"));
+    rest.is_some_and(|r| {
+        !r.is_empty()
+            && !r.contains(['$', '`', '*', '?', '['])
+            && !r.split('/').any(|component| component == "..")
+    })
+}
+
+/// Whether a request leaves `$TMPDIR` as the sandbox sets it: every mention
+/// of the name is a plain expansion (`$TMPDIR`, `${TMPDIR}`), never an
+/// assignment, `read`, `for` variable or `${TMPDIR:=…}`.
+pub fn keeps_private_tmpdir(request_text: &str) -> bool {
+    request_text.match_indices("TMPDIR").all(|(at, _)| {
+        let before = &request_text[..at];
+        let after = &request_text[at + "TMPDIR".len()..];
+        let name_ends = !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        name_ends
+            && ((before.ends_with('$') && !before.ends_with("\\$"))
+                || (before.ends_with("${") && after.starts_with('}')))
+    })
+}
+
 fn unknown(classes: Classes) -> Located {
     Located {
         path: None,
@@ -398,8 +434,31 @@ mod tests {
             home: "/home/dev",
             workspace: Some("/home/dev/project"),
             praxis_dirs: &[],
+            private_tmpdir: true,
         };
         PathClass::names(lists().locate(&word(text), &frame, deleting).classes)
+    }
+
+    #[test]
+    fn the_private_tmpdir_is_scratch_only_while_the_request_keeps_it() {
+        assert_eq!(classes("$TMPDIR/out.txt", false), vec!["scratch"]);
+        assert_eq!(classes("${TMPDIR}/a/b", false), vec!["scratch"]);
+        assert!(classes("$TMPDIR/../x", false).contains(&"unknown"));
+        assert!(classes("$TMPDIR/$NAME", false).contains(&"unknown"));
+        assert!(classes("$TMPDIR/*", true).contains(&"unknown"));
+        assert!(keeps_private_tmpdir(
+            "echo x > $TMPDIR/a && cat ${TMPDIR}/a"
+        ));
+        for setter in [
+            "TMPDIR=/etc; echo x > $TMPDIR/passwd",
+            "export TMPDIR=/etc",
+            "read TMPDIR",
+            "for TMPDIR in /etc; do :; done",
+            "echo ${TMPDIR:=/etc}",
+            "MYTMPDIR=/x",
+        ] {
+            assert!(!keeps_private_tmpdir(setter), "{setter}");
+        }
     }
 
     #[test]
