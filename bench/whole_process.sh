@@ -153,16 +153,18 @@ out=$root/bench/results/$date.md
 say "wrote $out"
 
 if [[ -z ${NO_README:-} ]] && grep -q '^## Benchmarks$' "$root/README.md"; then
-  # Replace the section (the file's last) with the new table.
-  head_lines=$(grep -n '^## Benchmarks$' "$root/README.md" | tail -n 1 | cut -d: -f1)
+  # Replace the section's body, up to the next "## " heading or the end.
   {
-    head -n "$((head_lines - 1))" "$root/README.md"
-    echo "## Benchmarks"
-    echo
     echo "\`make bench-process\` ($(basename "$out"), $(nproc) cores, $(uname -r)); full report in \`bench/results/\`; where a goal is missed, \`bench/results/*-profile.md\` says where the time goes."
     echo
     echo "$table"
-  } >"$scratch/README.md"
+    echo
+  } >"$scratch/section.md"
+  awk -v section="$scratch/section.md" '
+    /^## / { if (inside) { inside = 0 } }
+    /^## Benchmarks$/ { print; print ""; while ((getline line < section) > 0) print line; inside = 1; next }
+    !inside { print }
+  ' "$root/README.md" >"$scratch/README.md"
   cp "$scratch/README.md" "$root/README.md"
   say "refreshed the Benchmarks section of README.md"
 fi
