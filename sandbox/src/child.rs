@@ -134,7 +134,7 @@ pub(crate) struct Plan<'a> {
     pub(crate) identity: Option<Identity<'a>>,
     pub(crate) ruleset_fd: RawFd,
     pub(crate) landlock_flags: u32,
-    pub(crate) filters: [&'a [libc::sock_filter]; 2],
+    pub(crate) filter: &'a [libc::sock_filter],
     pub(crate) then: Then<'a>,
 }
 
@@ -462,16 +462,14 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                 plan.landlock_flags,
             ) == 0,
         );
-        for filter in plan.filters {
-            let prog = libc::sock_fprog {
-                len: filter.len() as libc::c_ushort,
-                filter: filter.as_ptr().cast_mut(),
-            };
-            check(
-                Stage::Seccomp,
-                libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog) == 0,
-            );
-        }
+        let prog = libc::sock_fprog {
+            len: plan.filter.len() as libc::c_ushort,
+            filter: plan.filter.as_ptr().cast_mut(),
+        };
+        check(
+            Stage::Seccomp,
+            libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog) == 0,
+        );
 
         match &plan.then {
             Then::Exec {

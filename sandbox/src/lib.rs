@@ -11,8 +11,9 @@
 //! ```
 //!
 //! [`prepare`] does everything that allocates or can fail slowly: it opens the
-//! Landlock ruleset, walks the grant trees, compiles the seccomp filters,
-//! builds the environment block and creates the private scratch `TMPDIR`.
+//! Landlock ruleset, walks the grant trees, takes the seccomp filter (compiled
+//! once per socket setting), builds the environment block and creates the
+//! private scratch `TMPDIR`.
 //! [`spawn`] clones on a dedicated, never-exiting spawner thread (so the
 //! parent-death signal follows the daemon's life, not a worker thread's),
 //! with `CLONE_VM | CLONE_VFORK` as `posix_spawn` does: the child shares the
@@ -34,7 +35,7 @@
 //! 8. ambient, inheritable, permitted and effective capabilities cleared and
 //!    verified zero with `capget`;
 //! 9. rlimits (core 0, fsize, nofile, cpu), once no more descriptors are opened;
-//! 10. `no_new_privs`; `landlock_restrict_self`; seccomp filters; `execve`.
+//! 10. `no_new_privs`; `landlock_restrict_self`; the seccomp filter; `execve`.
 //!
 //! A failing step is reported to the parent over a close-on-exec pipe (stage
 //! and errno) and the child exits without exec: [`spawn`] returns

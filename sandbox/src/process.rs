@@ -84,7 +84,7 @@ impl Drop for ScratchDir {
 }
 
 /// A sandbox made ready in the parent for one command: the Landlock ruleset,
-/// compiled seccomp filters, the environment block, mounts to make, the
+/// compiled seccomp filter, the environment block, mounts to make, the
 /// scratch dir. Consumed by [`spawn`].
 #[derive(Debug)]
 #[must_use]
@@ -93,7 +93,7 @@ pub struct Prepared {
     network: bool,
     ruleset: OwnedFd,
     landlock_flags: u32,
-    filters: [Vec<libc::sock_filter>; 2],
+    filter: &'static [libc::sock_filter],
     env: EnvBlock,
     rlimits: [(libc::c_int, u64); 3],
     run_as: Option<crate::RunAs>,
@@ -182,18 +182,6 @@ fn clamp_limit(resource: libc::c_int, value: u64) -> Result<u64, SandboxError> {
         return Err(SandboxError::last_os("getrlimit"));
     }
     Ok(value.min(current.rlim_max))
-}
-
-fn to_sock_filters(program: &[seccompiler::sock_filter]) -> Vec<libc::sock_filter> {
-    program
-        .iter()
-        .map(|f| libc::sock_filter {
-            code: f.code,
-            jt: f.jt,
-            jf: f.jf,
-            k: f.k,
-        })
-        .collect()
 }
 
 /// Expands path entries as policy files write them: a relative entry applies
@@ -394,7 +382,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         (true, false) if spec.deny_sockets.is_empty() => Sockets::All,
         (true, false) => Sockets::NoUnix,
     };
-    let compiled = filter::compile(sockets)?;
+    let filter = filter::program(sockets)?;
 
     let rlimits = [
         (
@@ -416,10 +404,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         network: spec.network,
         ruleset,
         landlock_flags: if abi >= 7 { LOG_NEW_EXEC_ON } else { 0 },
-        filters: [
-            to_sock_filters(&compiled.main),
-            to_sock_filters(&compiled.guard),
-        ],
+        filter,
         env,
         rlimits,
         run_as: spec.run_as.clone(),
@@ -653,7 +638,7 @@ pub(crate) fn launch(
         }),
         ruleset_fd: prepared.ruleset.as_raw_fd(),
         landlock_flags: prepared.landlock_flags,
-        filters: [&prepared.filters[0], &prepared.filters[1]],
+        filter: prepared.filter,
         then,
     };
     let pid = clone_on_spawner(&plan)?;
