@@ -36,9 +36,10 @@ pub(crate) enum Stage {
     Seccomp,
     Exec,
     Probe,
+    Cgroup,
 }
 
-const STAGES: [Stage; 23] = [
+const STAGES: [Stage; 24] = [
     Stage::Setsid,
     Stage::Stdio,
     Stage::CloseRange,
@@ -62,6 +63,7 @@ const STAGES: [Stage; 23] = [
     Stage::Seccomp,
     Stage::Exec,
     Stage::Probe,
+    Stage::Cgroup,
 ];
 
 impl Stage {
@@ -95,6 +97,7 @@ impl Stage {
             Stage::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
             Stage::Exec => "execve",
             Stage::Probe => "self-test probe",
+            Stage::Cgroup => "joining the command's cgroup",
         }
     }
 }
@@ -122,6 +125,9 @@ pub(crate) enum Then<'a> {
 pub(crate) struct Plan<'a> {
     pub(crate) stdio: [RawFd; 3],
     pub(crate) report_fd: RawFd,
+    /// The command cgroup's `cgroup.procs`, or -1 when tracking by process
+    /// group only.
+    pub(crate) cgroup_procs: RawFd,
     pub(crate) parent_pid: libc::pid_t,
     pub(crate) rlimits: &'a [(libc::c_int, u64)],
     pub(crate) mount_ns: bool,
@@ -220,6 +226,14 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
     // data the parent keeps alive until the exec.
     unsafe {
         check(Stage::Setsid, libc::setsid() >= 0);
+        // Into the command's cgroup before anything else can fork, and while
+        // still privileged enough to write there.
+        if plan.cgroup_procs >= 0 {
+            check(
+                Stage::Cgroup,
+                libc::write(plan.cgroup_procs, c"0".as_ptr().cast(), 1) == 1,
+            );
+        }
 
         // Move stdio above 2 first so overlapping numbers cannot clobber each
         // other, then onto 0..2 (dup2 clears close-on-exec there).

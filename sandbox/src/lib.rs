@@ -21,7 +21,9 @@
 //! down per command. It then makes only raw system calls on prepared data,
 //! on its own stack, in this order:
 //!
-//! 1. `setsid` (new session and process group, no controlling terminal);
+//! 1. `setsid` (new session and process group, no controlling terminal),
+//!    then, when tracking by cgroup, `0` written to the command's
+//!    `cgroup.procs` to move into it;
 //! 2. stdio onto 0, 1, 2; close-on-exec for every other descriptor;
 //! 3. dispositions reset, then the signal mask (all blocked until here) cleared;
 //! 4. in a private mount namespace (inside a user namespace of its own when
@@ -85,12 +87,16 @@
 //! The command leads its own session and process group. [`Child::wait`] and
 //! friends kill what is left of the group once the leader has exited, and
 //! the timeout path signals the whole group. A descendant that starts a
-//! session of its own leaves the group; tracking those (a subreaper, or a
-//! cgroup) is the daemon's part.
+//! session of its own leaves the group, but not the command's cgroup: where
+//! the host allows one ([`tracking`]), each command runs in a cgroup v2 of
+//! its own, joined by the child right after `setsid`, and everything left in
+//! it is killed when the leader has been reaped or the group is killed.
+//! Without one, tracking is by process group only.
 
 pub mod host;
 
 mod carve_cache;
+mod cgroup;
 mod child;
 mod env;
 mod filter;
@@ -103,6 +109,7 @@ use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
+pub use cgroup::{CgroupError, Tracking, tracking};
 pub use env::{ALWAYS_DENIED_ENV, BASE_ENV_ALLOW};
 pub use filter::FilterError;
 pub use fs_rules::RulesError;
@@ -239,6 +246,9 @@ pub enum SandboxError {
         /// The errno it returned.
         errno: i32,
     },
+    /// The command's cgroup could not be created, joined or killed.
+    #[error("cgroup: {0}")]
+    Cgroup(#[from] CgroupError),
     /// A system call in the parent failed.
     #[error("{what}: {source}")]
     Os {

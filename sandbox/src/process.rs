@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::cgroup::CommandCgroup;
 use crate::child::{self, Identity, Plan, Stage, Then};
 use crate::env::{self, EnvBlock};
 use crate::filter::{self, Sockets};
@@ -103,6 +104,7 @@ pub struct Prepared {
     pins: PinPlan,
     rule_count: usize,
     scratch: ScratchDir,
+    cgroup: Option<CommandCgroup>,
 }
 
 impl Prepared {
@@ -415,6 +417,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         pins: pin_plan,
         rule_count,
         scratch,
+        cgroup: CommandCgroup::create()?,
     })
 }
 
@@ -621,6 +624,7 @@ pub(crate) fn launch(
             stdio.stderr.as_raw_fd(),
         ],
         report_fd: report_write.as_raw_fd(),
+        cgroup_procs: prepared.cgroup.as_ref().map_or(-1, CommandCgroup::procs_fd),
         // SAFETY: getpid has no preconditions.
         parent_pid: unsafe { libc::getpid() },
         rlimits: &prepared.rlimits,
@@ -727,6 +731,7 @@ pub fn spawn(
     let mut child = Child::adopt(pid);
     child.restrictions = prepared.restrictions();
     child.scratch = Some(prepared.scratch);
+    child.cgroup = prepared.cgroup;
     if filled != 0 {
         // The child exits on its own after reporting; reap it.
         let _ = child.wait();
@@ -780,18 +785,21 @@ pub struct Waited {
 }
 
 /// A running sandboxed command: the leader of its own session and process
-/// group (pgid == pid). Dropping it kills the group and reaps the leader, and
-/// removes the scratch dir.
+/// group (pgid == pid), in a cgroup of its own when [`crate::tracking`] is
+/// by cgroup. Dropping it kills the group and reaps the leader, and removes
+/// the scratch dir.
 ///
-/// Processes that start a new session themselves leave the group and are not
-/// reached by [`Child::signal_group`]; the daemon's subreaper role is what
-/// keeps track of those.
+/// Processes that start a new session themselves leave the group but not
+/// the cgroup: a SIGKILL through [`Child::signal_group`], and reaping the
+/// leader, kill everything in the cgroup and remove it. Without a cgroup
+/// those processes are not reached.
 #[derive(Debug)]
 pub struct Child {
     pid: libc::pid_t,
     pidfd: Option<OwnedFd>,
     status: Option<ExitStatus>,
     scratch: Option<ScratchDir>,
+    cgroup: Option<CommandCgroup>,
     restrictions: String,
 }
 
@@ -803,6 +811,7 @@ impl Child {
             pidfd: None,
             status: None,
             scratch: None,
+            cgroup: None,
             restrictions: String::new(),
         }
     }
@@ -828,8 +837,14 @@ impl Child {
         self.scratch.as_ref().map(|s| s.0.as_path())
     }
 
-    /// Sends `signal` to the whole process group. Refused once the leader has
-    /// been reaped, when its pid could belong to someone else.
+    /// The command's cgroup directory, when it has one.
+    pub fn cgroup(&self) -> Option<&Path> {
+        self.cgroup.as_ref().map(CommandCgroup::dir)
+    }
+
+    /// Sends `signal` to the whole process group; a SIGKILL also kills
+    /// everything in the command's cgroup. Refused once the leader has been
+    /// reaped, when its pid could belong to someone else.
     pub fn signal_group(&self, signal: i32) -> Result<(), SandboxError> {
         if self.status.is_some() {
             return Err(SandboxError::os(
@@ -844,6 +859,11 @@ impl Child {
             if err.raw_os_error() != Some(libc::ESRCH) {
                 return Err(SandboxError::os("signalling the group", err));
             }
+        }
+        if signal == libc::SIGKILL
+            && let Some(cgroup) = &self.cgroup
+        {
+            cgroup.kill()?;
         }
         Ok(())
     }
@@ -868,13 +888,15 @@ impl Child {
         }
     }
 
-    /// Kills what is left of the group, then reaps the exited leader.
+    /// Kills what is left of the group and the cgroup, reaps the exited
+    /// leader, then removes the cgroup once empty. A failed kill is an error
+    /// (after the reap, so the leader never stays a zombie).
     fn reap(&mut self) -> Result<ExitStatus, SandboxError> {
         if let Some(status) = self.status {
             return Ok(status);
         }
         // The leader is a zombie, so its pid (the pgid) cannot be reused yet.
-        self.signal_group(libc::SIGKILL)?;
+        let killed = self.signal_group(libc::SIGKILL);
         let mut raw = 0;
         loop {
             // SAFETY: waitpid on our own child with a valid out pointer.
@@ -894,6 +916,9 @@ impl Child {
         };
         self.status = Some(status);
         self.pidfd = None;
+        let removed = self.cgroup.take().map_or(Ok(()), CommandCgroup::remove);
+        killed?;
+        removed?;
         Ok(status)
     }
 

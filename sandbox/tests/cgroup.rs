@@ -1,0 +1,157 @@
+//! A command's descendants that leave its session (`setsid`) still end with
+//! it when tracking is by cgroup: at the command's end, on terminate_group,
+//! and on timeout.
+
+mod common;
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader};
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::Fixture;
+use praxis_sandbox::{Child, Profile, Stdio, Tracking};
+
+/// A shell that starts a grandchild in a session of its own, prints its pid,
+/// then runs `rest`.
+fn escaping(rest: &str) -> String {
+    format!("setsid sleep 1000.5 >/dev/null 2>&1 </dev/null & echo $!; {rest}")
+}
+
+/// Whether the host gives commands a cgroup; prints a notice when not.
+fn tracked() -> bool {
+    match praxis_sandbox::tracking() {
+        Tracking::Cgroup(_) => true,
+        Tracking::ProcessGroup(why) => {
+            println!("skipping: no cgroup per command here ({why})");
+            false
+        }
+    }
+}
+
+/// Spawns `sh -c script` and reads the first line it prints (a pid).
+fn start(fx: &Fixture, script: &str) -> (Child, i32) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    let stdio = Stdio {
+        stdin: std::fs::File::open("/dev/null").unwrap().into(),
+        stdout: OwnedFd::from(writer),
+        stderr: std::fs::File::create("/dev/null").unwrap().into(),
+    };
+    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    let prepared = praxis_sandbox::prepare(&spec).unwrap();
+    let argv: Vec<OsString> = ["/bin/sh", "-c", script].map(OsString::from).to_vec();
+    let child = praxis_sandbox::spawn(prepared, &argv, &fx.ws, stdio).unwrap();
+    let mut line = String::new();
+    BufReader::new(reader).read_line(&mut line).unwrap();
+    (child, line.trim().parse().expect("a pid"))
+}
+
+/// The state letter and session id of `pid`, while it exists.
+fn state_and_session(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let session = rest.nth(2)?.parse().ok()?;
+    Some((state, session))
+}
+
+/// Gone, or a zombie waiting for whoever adopted it.
+fn dead(pid: i32) -> bool {
+    state_and_session(pid).is_none_or(|(state, _)| state == 'Z')
+}
+
+fn assert_dies(pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !dead(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the setsid'd grandchild {pid} outlived its command"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The grandchild runs in a session other than the command's.
+fn assert_escaped(child: &Child, pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (state, session) = state_and_session(pid).expect("grandchild running");
+        assert_ne!(state, 'Z');
+        // `setsid` runs in the command's session until it calls setsid(2).
+        if session == pid {
+            assert_ne!(session, child.pid());
+            return;
+        }
+        assert!(Instant::now() < deadline, "setsid never ran");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn leftovers_in_another_session_die_with_the_command() {
+    if !tracked() {
+        return;
+    }
+    let fx = Fixture::new();
+    let (mut child, pid) = start(&fx, &escaping("exit 3"));
+    let cgroup = child.cgroup().expect("a cgroup").to_path_buf();
+    assert!(cgroup.join("cgroup.procs").exists());
+    assert_eq!(child.wait().unwrap().shell_code(), 3);
+    assert_dies(pid);
+    assert!(!cgroup.exists(), "the cgroup is removed once empty");
+}
+
+#[test]
+fn terminate_group_reaches_other_sessions() {
+    if !tracked() {
+        return;
+    }
+    let fx = Fixture::new();
+    let (mut child, pid) = start(&fx, &escaping("sleep 1000"));
+    assert_escaped(&child, pid);
+    let status = child.terminate_group(Duration::from_millis(200)).unwrap();
+    assert_eq!(status.shell_code(), 128 + libc::SIGTERM);
+    assert_dies(pid);
+}
+
+#[test]
+fn a_timeout_reaches_other_sessions() {
+    if !tracked() {
+        return;
+    }
+    let fx = Fixture::new();
+    let (mut child, pid) = start(&fx, &escaping("sleep 1000"));
+    assert_escaped(&child, pid);
+    let waited = child
+        .wait_timeout(Duration::from_millis(300), Duration::from_millis(100))
+        .unwrap();
+    assert!(waited.timed_out);
+    assert_dies(pid);
+}
+
+#[test]
+fn a_sigkill_to_the_group_reaches_other_sessions_before_the_reap() {
+    if !tracked() {
+        return;
+    }
+    let fx = Fixture::new();
+    let (mut child, pid) = start(&fx, &escaping("sleep 1000"));
+    assert_escaped(&child, pid);
+    child.signal_group(libc::SIGKILL).unwrap();
+    assert_dies(pid);
+    assert_eq!(child.wait().unwrap().shell_code(), 128 + libc::SIGKILL);
+}
+
+#[test]
+fn tracking_names_its_base_or_reason() {
+    match praxis_sandbox::tracking() {
+        Tracking::Cgroup(base) => {
+            assert!(base.join("cgroup.kill").exists());
+            let name = base.file_name().unwrap().to_string_lossy().into_owned();
+            assert_eq!(name, format!("praxisd-{}", std::process::id()));
+        }
+        Tracking::ProcessGroup(why) => assert!(!why.is_empty()),
+    }
+    assert!(Path::new("/proc/self").exists());
+}
