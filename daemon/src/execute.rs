@@ -1,7 +1,9 @@
 //! The execute stage: the only place in the codebase that starts a host
 //! command, through the sandbox crate. It takes a [`Permit`] by value, streams
 //! the command's output through the output stage, and ends the command's
-//! whole process group on cancel, client disconnect, timeout or kill switch.
+//! whole process group on cancel, client disconnect, timeout or kill switch;
+//! once its first process is reaped, the sandbox kills whatever is left in
+//! its cgroup, sessions of their own included (see `praxis_sandbox::tracking`).
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -28,7 +30,7 @@ use crate::state::Daemon;
 use crate::{audit_stage, credentials, errors, preconditions};
 
 /// How long output may keep arriving after the command's group was killed
-/// (a process that left the group can hold a pipe open).
+/// (without a cgroup, a process that left the group can hold a pipe open).
 const DRAIN: Duration = Duration::from_millis(200);
 
 /// What happened to an allowed command.

@@ -179,6 +179,17 @@ fn start(layout: Layout) -> Result<i32, String> {
     if let Err(why) = &policy {
         tracing::error!("policy failed to load, serving only HOLD: {why}");
     }
+    // Detected once, before any command: creates this daemon's cgroup base
+    // and kills what dead daemons left in theirs.
+    match praxis_sandbox::tracking() {
+        tracking @ praxis_sandbox::Tracking::Cgroup(_) => {
+            tracing::info!("process tracking: {tracking}");
+        }
+        tracking @ praxis_sandbox::Tracking::ProcessGroup(_) => tracing::warn!(
+            "process tracking: {tracking}; a command's descendant that calls setsid can \
+             outlive it"
+        ),
+    }
     let self_test = praxis_daemon::execute::self_test(&config.layout.scratch_root());
     if let Err(why) = &self_test {
         tracing::error!("sandbox self-test failed, serving only HOLD: {why}");
@@ -199,6 +210,10 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
     detail.insert("mode".into(), layout.mode.as_str().into());
     detail.insert("socket".into(), layout.socket.display().to_string().into());
     detail.insert("self_test".into(), format!("{:?}", daemon.self_test).into());
+    detail.insert(
+        "process_tracking".into(),
+        praxis_sandbox::tracking().to_string().into(),
+    );
     let startup = Event {
         policy_revision: daemon.policy().ok().map(|p| p.revision().to_owned()),
         reason: daemon.policy().err(),

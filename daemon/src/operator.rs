@@ -104,6 +104,7 @@ fn status(daemon: &Daemon) -> StatusReport {
             Ok(summary) => format!("passed: {summary}"),
             Err(why) => format!("FAILED: {why}"),
         },
+        process_tracking: praxis_sandbox::tracking().to_string(),
         kill_switch: daemon.kill_switch.current().map(|e| e.reason),
         kill_file: daemon.kill_switch.file().display().to_string(),
         in_flight: daemon.children.len() as u64,
@@ -158,7 +159,7 @@ pub async fn handle(
         vec![OperatorReply::Refused { reason }]
     } else {
         match request {
-            OperatorRequest::Status => vec![OperatorReply::Status(status(daemon))],
+            OperatorRequest::Status => vec![OperatorReply::Status(Box::new(status(daemon)))],
             OperatorRequest::Kill { reason } => {
                 let reason = reason.unwrap_or_else(|| format!("engaged by uid {}", peer.uid));
                 blocking(daemon, move |d| match d.kill_switch.engage(&reason) {

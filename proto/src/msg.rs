@@ -302,6 +302,11 @@ pub struct StatusReport {
     /// Why the daemon serves only HOLD (bad policy at start, failed self-test), if it does.
     pub hold_all: Option<String>,
     pub self_test: String,
+    /// How commands' processes are tracked: "cgroup <base>", or "process
+    /// group only (<why>)", when a descendant that calls `setsid` can
+    /// outlive its command.
+    #[serde(default)]
+    pub process_tracking: String,
     pub kill_switch: Option<String>,
     pub kill_file: String,
     pub in_flight: u64,
@@ -325,7 +330,7 @@ pub struct VerifySummary {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "reply")]
 pub enum OperatorReply {
-    Status(StatusReport),
+    Status(Box<StatusReport>),
     Done {
         message: String,
     },

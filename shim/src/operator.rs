@@ -21,7 +21,7 @@ pub enum OperatorCmd {
         #[arg(long, conflicts_with = "reason")]
         release: bool,
     },
-    /// Show the daemon's mode, socket, policy revision, self-test, kill switch and counts.
+    /// Show the daemon's mode, socket, policy revision, self-test, process tracking, kill switch and counts.
     Status {
         #[arg(long)]
         json: bool,
@@ -321,6 +321,7 @@ fn status(json: bool) -> i32 {
                 println!("SERVING ONLY HOLD: {why}");
             }
             println!("sandbox:         {}", s.self_test);
+            println!("process tracking: {}", s.process_tracking);
             match &s.kill_switch {
                 Some(reason) => println!("kill switch:     ENGAGED ({reason}) [{}]", s.kill_file),
                 None => println!("kill switch:     off [{}]", s.kill_file),

@@ -233,3 +233,91 @@ fn sixty_four_concurrent_clients_get_their_own_output() {
         );
     }
 }
+
+/// Whether the daemon gives each command a cgroup (printing a notice when
+/// it cannot, as an unprivileged daemon without delegation).
+fn tracked_by_cgroup(d: &Daemon) -> bool {
+    let out = d.praxis(&["status", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tracking = v["process_tracking"].as_str().unwrap().to_owned();
+    let text = String::from_utf8_lossy(&d.praxis(&["status"]).stdout).into_owned();
+    assert!(
+        text.contains(&format!("process tracking: {tracking}")),
+        "{text}"
+    );
+    if tracking.starts_with("cgroup ") {
+        return true;
+    }
+    assert!(tracking.starts_with("process group only ("), "{tracking}");
+    println!("skipping: no cgroup per command here: {tracking}");
+    false
+}
+
+/// Live (not zombie) processes whose argv is exactly `argv`.
+fn live_processes(argv: &[&str]) -> Vec<i32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want))
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+            })
+        })
+        .collect()
+}
+
+/// Polls until no live process has `argv`.
+fn assert_gone(argv: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !live_processes(argv).is_empty() {
+        assert!(Instant::now() < deadline, "{argv:?} outlived its command");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_setsid_descendant_ends_with_its_command() {
+    let d = Daemon::start();
+    if !tracked_by_cgroup(&d) {
+        return;
+    }
+    let out = d.run(&["-c", "setsid -f sleep 1234.5; echo started"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("started"),
+        "{out:?}"
+    );
+    assert_gone(&["sleep", "1234.5"]);
+}
+
+#[test]
+fn the_kill_switch_ends_a_setsid_descendant() {
+    let d = Daemon::start();
+    if !tracked_by_cgroup(&d) {
+        return;
+    }
+    let escaped = ["sleep", "1234.25"];
+    let runner = d
+        .cmd(&bin("praxis-run"))
+        .args(["-c", "setsid -f sleep 1234.25; sleep 30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while live_processes(&escaped).is_empty() {
+        assert!(Instant::now() < deadline, "the descendant never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(d.dir.path().join("state/praxis/KILL"), "drill\n").unwrap();
+    let out = runner.wait_with_output().unwrap();
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert_gone(&escaped);
+}
