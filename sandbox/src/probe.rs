@@ -111,6 +111,20 @@ pub(crate) fn run_probes(args: &ProbeArgs, report_fd: RawFd) -> ! {
     // SAFETY (whole block): raw system calls on stack data and on C strings
     // the parent keeps alive; descriptors opened here are closed here.
     unsafe {
+        // The probes run before any exec, so the parent's descriptors (its
+        // cached Landlock carve among them) are still open in this copy of
+        // the table: close them, or the probes' own opens would hit the
+        // command's RLIMIT_NOFILE (EMFILE) instead of the sandbox.
+        let report = libc::c_uint::try_from(report_fd).unwrap_or(0);
+        if report > 3 {
+            libc::syscall(libc::SYS_close_range, 3u32, report - 1, 0u32);
+        }
+        libc::syscall(
+            libc::SYS_close_range,
+            report.max(2) + 1,
+            libc::c_uint::MAX,
+            0u32,
+        );
         let opened = |path: &CString, flags: i32| {
             let fd = libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o600);
             if fd >= 0 {
