@@ -6,8 +6,12 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::fs;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use praxis_policy::{Analysis, Context, Policy, Resolution};
 use praxis_sandbox::host;
@@ -48,13 +52,72 @@ pub fn cwd_of(fd: &OwnedFd) -> Result<PathBuf, PreconditionError> {
     Ok(target)
 }
 
+/// How long a looked-up home directory is reused while `/etc/passwd` is
+/// unchanged; bounds how stale an entry from another user database can be.
+const HOME_TTL: Duration = Duration::from_secs(30);
+
+/// The last home directory looked up, and what it was looked up against.
+struct HomeEntry {
+    uid: u32,
+    passwd: Option<(u64, u64, i64, i64, u64)>,
+    at: Instant,
+    home: PathBuf,
+}
+
+/// Nearly every request is from the same uid; one entry saves reading and
+/// parsing the user database per request.
+static HOME_CACHE: Mutex<Option<HomeEntry>> = Mutex::new(None);
+
+/// Identity and change time of `/etc/passwd`, so an edit is seen at once.
+fn passwd_stamp() -> Option<(u64, u64, i64, i64, u64)> {
+    fs::metadata("/etc/passwd")
+        .ok()
+        .map(|m| (m.dev(), m.ino(), m.mtime(), m.mtime_nsec(), m.size()))
+}
+
 /// The home directory of `uid` from the user database.
 pub fn home_of(uid: u32) -> Result<PathBuf, PreconditionError> {
-    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+    let passwd = passwd_stamp();
+    let mut cache = HOME_CACHE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(entry) = cache.as_ref()
+        && entry.uid == uid
+        && entry.passwd == passwd
+        && entry.at.elapsed() < HOME_TTL
+    {
+        return Ok(entry.home.clone());
+    }
+    let home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
         .flatten()
         .map(|u| u.dir)
-        .ok_or(PreconditionError::NoHome(uid))
+        .ok_or(PreconditionError::NoHome(uid))?;
+    *cache = Some(HomeEntry {
+        uid,
+        passwd,
+        at: Instant::now(),
+        home: home.clone(),
+    });
+    Ok(home)
+}
+
+/// Whether `path` lies inside any of `roots`, compared by directory identity
+/// (device, inode): each root as the kernel resolves it against every
+/// ancestor of the canonical `path`, so a symlinked root or `PATH` entry
+/// cannot hide a planted binary. One `stat` per root and per ancestor, where
+/// canonicalizing every root costs a `readlink` per component.
+fn inside_any(path: &Path, roots: &[PathBuf]) -> bool {
+    let canonical = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let ancestors: Vec<(u64, u64)> = canonical
+        .ancestors()
+        .filter_map(|dir| fs::metadata(dir).ok())
+        .map(|m| (m.dev(), m.ino()))
+        .collect();
+    roots
+        .iter()
+        .filter_map(|root| fs::metadata(root).ok())
+        .any(|m| ancestors.contains(&(m.dev(), m.ino())))
 }
 
 /// `~/x` against `home`; other paths as they are.
@@ -76,8 +139,9 @@ pub fn gather(
 ) -> Result<Gathered, PreconditionError> {
     let cwd = cwd_of(cwd_dir)?;
     let home = home_of(uid)?;
-    let workspace = host::workspace_of(&cwd);
+    // The workspace is the git root when there is one: one walk, not two.
     let git_root = host::git_root(&cwd);
+    let workspace = git_root.clone().unwrap_or_else(|| cwd.clone());
     let path_var = env
         .iter()
         .find(|(k, _)| k == "PATH")
@@ -100,7 +164,7 @@ pub fn gather(
         .map(|name| {
             let resolution = match host::resolve_program(&name, &path_var, &cwd) {
                 Some(path) => Resolution::Found {
-                    in_writable_root: host::is_inside_any(&path, &writable),
+                    in_writable_root: inside_any(&path, &writable),
                     path,
                 },
                 None => Resolution::NotFound,
@@ -148,6 +212,44 @@ mod tests {
         );
         drop(tmp);
         assert!(matches!(cwd_of(&dir), Err(PreconditionError::CwdDeleted)));
+    }
+
+    #[test]
+    fn inside_any_sees_through_symlinks_both_ways() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        let other = tmp.path().join("other");
+        fs::create_dir_all(real.join("bin")).unwrap();
+        fs::create_dir_all(&other).unwrap();
+        let program = real.join("bin/tool");
+        fs::write(&program, "").unwrap();
+        // A symlinked PATH entry into the root.
+        let via = tmp.path().join("via");
+        std::os::unix::fs::symlink(real.join("bin"), &via).unwrap();
+        // A root that is itself a symlink.
+        let root_link = tmp.path().join("root-link");
+        std::os::unix::fs::symlink(&real, &root_link).unwrap();
+
+        assert!(inside_any(&via.join("tool"), std::slice::from_ref(&real)));
+        assert!(inside_any(&program, &[root_link]));
+        assert!(inside_any(&program, std::slice::from_ref(&program)));
+        assert!(!inside_any(&via.join("tool"), std::slice::from_ref(&other)));
+        assert!(!inside_any(&program, &[tmp.path().join("missing")]));
+        assert!(!inside_any(&other, &[real]));
+    }
+
+    #[test]
+    fn home_is_looked_up_and_reused() {
+        let uid = nix::unistd::geteuid().as_raw();
+        let first = home_of(uid).unwrap();
+        assert!(first.is_absolute());
+        assert_eq!(home_of(uid).unwrap(), first);
+        assert!(matches!(
+            home_of(u32::MAX - 7),
+            Err(PreconditionError::NoHome(_))
+        ));
+        // A different uid in between does not serve the cached entry.
+        assert_eq!(home_of(uid).unwrap(), first);
     }
 
     #[test]
