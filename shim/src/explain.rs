@@ -88,24 +88,19 @@ fn layout(home: &Path) -> Layout {
     }
 }
 
-/// The built-in patterns plus the operator's policy file when present.
-fn load_policy(policy_file: &Path) -> Result<Policy, String> {
+/// The built-in patterns plus an operator policy file's text.
+fn with_operator_file(name: &str, text: &str) -> Result<Policy, String> {
     let builtin = Source {
         name: "patterns.toml",
         text: BUILTIN_PATTERNS,
     };
+    Policy::load(builtin, Some(Source { name, text })).map_err(|e| e.to_string())
+}
+
+/// The built-in patterns plus the operator's policy file when present.
+fn load_policy(policy_file: &Path) -> Result<Policy, String> {
     match fs::read_to_string(policy_file) {
-        Ok(text) => {
-            let name = policy_file.display().to_string();
-            Policy::load(
-                builtin,
-                Some(Source {
-                    name: &name,
-                    text: &text,
-                }),
-            )
-            .map_err(|e| e.to_string())
-        }
+        Ok(text) => with_operator_file(&policy_file.display().to_string(), &text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Policy::builtin().map_err(|e| e.to_string())
         }
@@ -326,20 +321,7 @@ fn check(files: &[PathBuf]) -> i32 {
         } else {
             parse::<OperatorFile>(&name, &text)
                 .map_err(|e| e.to_string())
-                .and_then(|_| {
-                    let builtin = Source {
-                        name: "patterns.toml",
-                        text: BUILTIN_PATTERNS,
-                    };
-                    Policy::load(
-                        builtin,
-                        Some(Source {
-                            name: &name,
-                            text: &text,
-                        }),
-                    )
-                    .map_err(|e| e.to_string())
-                })
+                .and_then(|_| with_operator_file(&name, &text))
         };
         match result {
             Ok(p) => println!(
