@@ -91,16 +91,8 @@ harness=$root/target/release/whole_process
 rustc_version=$(rustc --version 2>/dev/null || echo unknown)
 
 # --- scratch home and the daemon ------------------------------------------
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/praxis-bench.XXXXXX")
-daemon_pid=""
-cleanup() {
-  if [[ -n $daemon_pid ]] && kill -0 "$daemon_pid" 2>/dev/null; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+source "$root/scripts/scratch-daemon.sh"
+make_scratch bench
 mkdir -p "$scratch"/{home,run,state,config,ws}
 chmod 700 "$scratch/run"
 export HOME=$scratch/home XDG_RUNTIME_DIR=$scratch/run \
@@ -109,14 +101,7 @@ git -C "$scratch/ws" init --quiet
 git -C "$scratch/ws" -c user.name=bench -c user.email=bench@example.invalid \
   commit --quiet --allow-empty -m init
 
-PRAXIS_LOG=warn "$bin/praxisd" --user 2>"$scratch/praxisd.log" &
-daemon_pid=$!
-for _ in $(seq 200); do
-  [[ -S $XDG_RUNTIME_DIR/praxis/praxisd.sock ]] && break
-  kill -0 "$daemon_pid" 2>/dev/null || { cat "$scratch/praxisd.log" >&2; exit 1; }
-  sleep 0.05
-done
-[[ -S $XDG_RUNTIME_DIR/praxis/praxisd.sock ]] || { say "praxisd did not start"; exit 1; }
+start_praxisd "$bin/praxisd" || { say "praxisd did not start"; exit 1; }
 
 
 args=(--bin-dir "$bin" --workspace "$scratch/ws" --state-dir "$XDG_STATE_HOME/praxis" --rounds "$rounds")

@@ -12,16 +12,8 @@ target=${CARGO_TARGET_DIR:-$root/target}
 deb=${1:-$(ls -t "$target"/debian/praxis_*.deb 2>/dev/null | head -n 1)}
 [[ -n $deb && -f $deb ]] || { echo "check-deb: no package; run make deb" >&2; exit 1; }
 
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/praxis-deb.XXXXXX")
-daemon_pid=""
-cleanup() {
-  if [[ -n $daemon_pid ]] && kill -0 "$daemon_pid" 2>/dev/null; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+source "$root/scripts/scratch-daemon.sh"
+make_scratch deb
 
 passed=0
 failed=0
@@ -96,13 +88,7 @@ chmod 700 "$scratch/run"
 cp "$r/etc/praxis/praxis.toml" "$r/etc/praxis/policy.toml" "$scratch/config/praxis/"
 export HOME=$scratch/home XDG_RUNTIME_DIR=$scratch/run XDG_STATE_HOME=$scratch/state \
        XDG_CONFIG_HOME=$scratch/config PRAXIS_SYSTEM=0
-"$r/usr/bin/praxisd" --user 2>"$scratch/praxisd.log" &
-daemon_pid=$!
-for _ in $(seq 200); do
-  [[ -S $scratch/run/praxis/praxisd.sock ]] && break
-  kill -0 "$daemon_pid" 2>/dev/null || break
-  sleep 0.05
-done
+start_praxisd "$r/usr/bin/praxisd" || true
 check "packaged praxisd starts on the packaged config" test -S "$scratch/run/praxis/praxisd.sock"
 "$r/usr/bin/praxis" status >"$scratch/status" 2>&1 || true
 check "the packaged policy loads (not serving only HOLD)" sh -c "grep -q 'policy revision' '$scratch/status' && ! grep -q 'SERVING ONLY HOLD' '$scratch/status'"

@@ -13,20 +13,8 @@ for b in praxis praxis-run praxisd; do
 done
 command -v git >/dev/null || { echo "demo: needs git" >&2; exit 1; }
 
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/praxis-demo.XXXXXX")
-daemon_pid=""
-sleeper_pid=""
-cleanup() {
-  local pid
-  for pid in $sleeper_pid $daemon_pid; do
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -TERM "$pid" 2>/dev/null || true
-      wait "$pid" 2>/dev/null || true
-    fi
-  done
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/scratch-daemon.sh"
+make_scratch demo
 
 bold=$'\e[1m'; dim=$'\e[2m'; off=$'\e[0m'
 [[ -t 1 ]] || { bold=""; dim=""; off=""; }
@@ -69,14 +57,7 @@ export PATH=$bin:$PATH PRAXIS_SESSION=demo
 ws=$scratch/ws
 
 step "Start praxisd in user mode (scratch home, nothing installed)"
-PRAXIS_LOG=warn praxisd --user 2>"$scratch/praxisd.log" &
-daemon_pid=$!
-for _ in $(seq 200); do
-  [[ -S $XDG_RUNTIME_DIR/praxis/praxisd.sock ]] && break
-  kill -0 "$daemon_pid" 2>/dev/null || { cat "$scratch/praxisd.log" >&2; exit 1; }
-  sleep 0.05
-done
-[[ -S $XDG_RUNTIME_DIR/praxis/praxisd.sock ]] || { echo "demo: praxisd did not start" >&2; exit 1; }
+start_praxisd "$bin/praxisd" || { echo "demo: praxisd did not start" >&2; exit 1; }
 expect 0 praxis status
 
 cd "$ws"
@@ -114,6 +95,7 @@ note "the approval was one-shot: a second run is held again."
 step "5. The kill switch: running work dies, new work is refused"
 praxis-run -c 'sleep 4242' </dev/null >/dev/null 2>"$scratch/sleeper.err" &
 sleeper_pid=$!
+owned_pids+=("$sleeper_pid")
 for _ in $(seq 100); do
   [[ -n $(pids_of sleep 4242) ]] && break
   sleep 0.05
@@ -123,7 +105,6 @@ note "a sandboxed 'sleep 4242' is running as pid $(pids_of sleep 4242)"
 expect 0 praxis kill --reason "demo incident"
 rc=0
 wait "$sleeper_pid" || rc=$?
-sleeper_pid=""
 note "the agent's praxis-run for the sleep ended with exit $rc: $(tail -n 1 "$scratch/sleeper.err")"
 [[ -z $(pids_of sleep 4242) ]] || { echo "demo: the sleep survived the kill switch" >&2; exit 1; }
 note "no 'sleep 4242' is left on the host."
