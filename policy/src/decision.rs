@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::reversible::Undo;
 use crate::{Profile, Tier, Verdict};
 
 /// How one simple command of the request was judged.
@@ -31,6 +32,8 @@ pub struct Decision {
     /// The command reaches root through sudo/doas/… .
     pub escalation: bool,
     pub commands: Vec<CommandJudgment>,
+    /// What must be saved before the command runs for it to be undone.
+    pub undo: Undo,
     /// Hash of the loaded policy files.
     pub policy_revision: String,
 }

@@ -11,6 +11,7 @@ use crate::classify::table::ProgramTable;
 use crate::classify::{Fact, Facts, Tables, classify_script};
 use crate::decision::{CommandJudgment, Decision};
 use crate::redact::{RedactConfig, Redactor};
+use crate::reversible::Undo;
 use crate::rules::config::{self, OperatorFile, PatternsFile, Posture, RolePosture};
 use crate::rules::{Rule, RuleSet};
 use crate::shell::{self, Script, SimpleCommand};
@@ -560,8 +561,12 @@ impl Policy {
             network: false,
             escalation: script.commands.iter().any(|c| c.escalated),
             commands,
+            undo: Undo::default(),
             policy_revision: self.revision.clone(),
         };
+        for (f, j) in facts.iter().zip(&judged) {
+            decision.undo.add(f, j.tier);
+        }
         let worst = judged
             .iter()
             .map(|j| j.verdict)
@@ -614,6 +619,7 @@ impl Policy {
             network: false,
             escalation: false,
             commands: Vec::new(),
+            undo: Undo::default(),
             policy_revision: self.revision.clone(),
         }
     }

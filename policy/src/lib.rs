@@ -14,6 +14,7 @@ pub mod context;
 pub mod decision;
 pub mod engine;
 pub mod redact;
+pub mod reversible;
 pub mod rules;
 pub mod shell;
 pub mod verdict;
@@ -24,4 +25,5 @@ pub use engine::{
     Analysis, BUILTIN_PATTERNS, CommandText, Limits, LoadError, Policy, Request, SandboxLists,
     Source,
 };
+pub use reversible::Undo;
 pub use verdict::{Profile, Tier, Verdict};

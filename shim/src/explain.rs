@@ -164,6 +164,7 @@ fn failure(reason: String) -> Decision {
         network: false,
         escalation: false,
         commands: Vec::new(),
+        undo: Default::default(),
         policy_revision: String::new(),
     }
 }

@@ -1,0 +1,95 @@
+//! What a command's undo needs saved before it runs: the paths it deletes,
+//! moves, truncates or overwrites, a whole-workspace checkpoint for the git
+//! commands that discard work across the tree, or the note that it is an
+//! opaque writer whose writes cannot be listed ahead.
+//!
+//! Purely from the classifier's facts: the daemon takes the snapshot.
+
+use serde::Serialize;
+
+use crate::Tier;
+use crate::classify::{Access, Facts, PathUse};
+
+/// What must be saved for a command to be undone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Undo {
+    /// Absolute paths the command deletes, moves, truncates or overwrites.
+    /// Those outside the workspace are not the snapshot's to keep.
+    pub paths: Vec<String>,
+    /// The command discards work across the workspace (`git clean`,
+    /// `git reset --hard`, a path-less `git checkout -f`): `Some(ignored)`
+    /// asks for a checkpoint of the whole workspace, ignored files included
+    /// when `ignored` (`git clean -x`).
+    pub workspace: Option<bool>,
+    /// `git stash drop` / `clear`: the stash ref and its log are what goes.
+    pub git_stash: bool,
+    /// A reversible-tier command whose writes the parse cannot list (a script,
+    /// a build, `make clean`): only a checkpoint can make it undoable.
+    pub opaque: bool,
+}
+
+impl Undo {
+    /// Whether the command loses nothing an undo would need.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty() && self.workspace.is_none() && !self.git_stash && !self.opaque
+    }
+
+    /// Adds what one simple command needs, given the tier it was judged at.
+    pub fn add(&mut self, facts: &Facts, tier: Tier) {
+        // `{}` is find's or xargs' placeholder, not a file.
+        let lost =
+            |p: &&PathUse| matches!(p.access, Access::Delete | Access::Write) && p.text != "{}";
+        for used in facts.paths.iter().filter(lost) {
+            if let Some(path) = &used.path
+                && !self.paths.contains(path)
+            {
+                self.paths.push(path.clone());
+            }
+        }
+        if facts.program == "git" {
+            // Git's other writes go to its own store, where the reflog keeps them.
+            self.add_git(facts);
+            return;
+        }
+        let writes_listed = facts.paths.iter().any(|p| p.access != Access::Read);
+        if tier == Tier::ReversibleWrite
+            && !writes_listed
+            && self.workspace.is_none()
+            && !self.git_stash
+        {
+            self.opaque = true;
+        }
+    }
+
+    fn add_git(&mut self, facts: &Facts) {
+        let sub: Vec<&str> = facts.sub.iter().map(String::as_str).collect();
+        let flag = |names: &[&str]| names.iter().any(|n| facts.has_flag(n));
+        let whole = match sub.as_slice() {
+            ["clean", ..] if !flag(&["-n", "--dry-run"]) => Some(flag(&["-x", "-X"])),
+            ["reset", ..] if flag(&["--hard", "--merge", "--keep"]) => Some(false),
+            ["checkout" | "switch" | "restore", ..]
+                if flag(&[
+                    "-f",
+                    "--force",
+                    "--discard-changes",
+                    "--",
+                    "-W",
+                    "--worktree",
+                    "-p",
+                    "--patch",
+                    "-s",
+                    "--source",
+                ]) || sub.first() == Some(&"restore") && !flag(&["--staged", "-S"]) =>
+            {
+                Some(false)
+            }
+            _ => None,
+        };
+        if let Some(ignored) = whole {
+            self.workspace = Some(self.workspace.unwrap_or(false) || ignored);
+        }
+        if matches!(sub.as_slice(), ["stash", "drop" | "clear", ..]) {
+            self.git_stash = true;
+        }
+    }
+}
