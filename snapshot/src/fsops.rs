@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use nix::dir::Dir;
 use nix::errno::Errno;
-use nix::fcntl::{self, OFlag, OpenHow, ResolveFlag};
+use nix::fcntl::{self, AtFlags, OFlag, OpenHow, ResolveFlag};
 use nix::sys::stat::{self, FileStat, Mode, SFlag};
 use nix::sys::time::TimeSpec;
 use nix::unistd::{self, UnlinkatFlags};
@@ -64,6 +64,8 @@ pub fn observe(root: BorrowedFd<'_>, rel: &str) -> Result<Option<Entry>, Snapsho
         path: rel.to_string(),
         kind,
         mode: st.st_mode & 0o7777,
+        uid: st.st_uid,
+        gid: st.st_gid,
         size: st.st_size as u64,
         mtime: (st.st_mtime, st.st_mtime_nsec),
         ctime: (st.st_ctime, st.st_ctime_nsec),
@@ -215,11 +217,43 @@ pub fn restore_symlink(
 ) -> Result<(), SnapshotError> {
     remove(dir, OsStr::new(name)).map_err(|e| SnapshotError::io(&entry.path, e))?;
     let target = entry.link.as_deref().unwrap_or_default();
-    unistd::symlinkat(target, dir, name).map_err(|e| SnapshotError::io(&entry.path, e))
+    unistd::symlinkat(target, dir, name).map_err(|e| SnapshotError::io(&entry.path, e))?;
+    own(
+        unistd::fchownat(
+            dir,
+            name,
+            owner(entry.uid),
+            group(entry.gid),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        ),
+        entry,
+    )
 }
 
-/// Sets mode and times on a restored file or directory.
+fn owner(uid: u32) -> Option<unistd::Uid> {
+    Some(unistd::Uid::from_raw(uid))
+}
+
+fn group(gid: u32) -> Option<unistd::Gid> {
+    Some(unistd::Gid::from_raw(gid))
+}
+
+/// Ownership is put back where the daemon may (as root); a daemon running as
+/// the workspace's owner makes files that are already its own.
+fn own(result: nix::Result<()>, entry: &Entry) -> Result<(), SnapshotError> {
+    match result {
+        Ok(()) | Err(Errno::EPERM) => Ok(()),
+        Err(e) => Err(SnapshotError::io(&entry.path, e)),
+    }
+}
+
+/// Sets owner, mode and times on a restored file or directory (the owner
+/// first: a chown clears setuid and setgid bits).
 pub fn finish(fd: BorrowedFd<'_>, entry: &Entry) -> Result<(), SnapshotError> {
+    own(
+        unistd::fchown(fd, owner(entry.uid), group(entry.gid)),
+        entry,
+    )?;
     stat::fchmod(fd, Mode::from_bits_truncate(entry.mode))
         .map_err(|e| SnapshotError::io(&entry.path, e))?;
     let mtime = TimeSpec::new(entry.mtime.0, entry.mtime.1);

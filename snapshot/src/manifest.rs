@@ -50,6 +50,8 @@ pub struct Entry {
     pub kind: Kind,
     /// Permission bits, setuid/setgid/sticky included.
     pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
     pub size: u64,
     pub mtime: (i64, i64),
     pub ctime: (i64, i64),
@@ -68,6 +70,7 @@ impl Entry {
     pub fn same_as(&self, other: &Entry) -> bool {
         self.kind == other.kind
             && self.mode == other.mode
+            && (self.uid, self.gid) == (other.uid, other.gid)
             && self.ino == other.ino
             && self.link == other.link
             && self.mtime == other.mtime
