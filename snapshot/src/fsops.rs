@@ -82,24 +82,6 @@ fn utf8<'a>(rel: &str, name: &'a OsStr) -> Result<&'a str, SnapshotError> {
     })
 }
 
-/// The names in directory `rel`, sorted so walks are repeatable.
-pub fn list_dir(root: BorrowedFd<'_>, rel: &str) -> Result<Vec<String>, SnapshotError> {
-    let fd = open_beneath(root, rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY)
-        .map_err(|e| SnapshotError::io(rel, e))?;
-    let mut dir = Dir::from_fd(fd).map_err(|e| SnapshotError::io(rel, e))?;
-    let mut names = Vec::new();
-    for entry in dir.iter() {
-        let entry = entry.map_err(|e| SnapshotError::io(rel, e))?;
-        let name = OsStr::from_bytes(entry.file_name().to_bytes());
-        if name == "." || name == ".." {
-            continue;
-        }
-        names.push(utf8(rel, name)?.to_string());
-    }
-    names.sort();
-    Ok(names)
-}
-
 nix::ioctl_write_int!(ficlone, 0x94, 9);
 
 /// Copies the file at `rel` into a new file `name` in `dest`: a reflink where

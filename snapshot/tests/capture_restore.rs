@@ -277,3 +277,23 @@ fn request_ids_cannot_name_paths() {
         Err(SnapshotError::NotFound(_))
     ));
 }
+
+#[test]
+fn ignored_build_outputs_are_not_kept_but_a_named_ignored_file_is() {
+    let f = fixture(Limits::default());
+    fs::write(f.ws.join(".gitignore"), b"target/\n.env\n*.pyc\n").unwrap();
+    fs::create_dir_all(f.ws.join("target/debug")).unwrap();
+    fs::write(f.ws.join("target/debug/app"), vec![7u8; 1000]).unwrap();
+    fs::write(f.ws.join(".env"), b"TOKEN=local\n").unwrap();
+    fs::write(f.ws.join("src/cache.pyc"), b"bytecode").unwrap();
+
+    // `rm -rf target`: a build output, nothing to keep.
+    let plan = f.store.plan(&f.ws, paths(&f.ws, &["target"]), NOW).unwrap();
+    assert_eq!((plan.files, plan.bytes), (0, 0));
+    // `rm .env`: named by the command, kept although ignored.
+    let plan = f.store.plan(&f.ws, paths(&f.ws, &[".env"]), NOW).unwrap();
+    assert_eq!(plan.files, 1);
+    // `rm -rf src`: its ignored files are left out.
+    let plan = f.store.plan(&f.ws, paths(&f.ws, &["src"]), NOW).unwrap();
+    assert_eq!((plan.files, plan.bytes), (2, 25));
+}
