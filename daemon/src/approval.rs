@@ -425,7 +425,7 @@ pub async fn apply(daemon: &Arc<Daemon>, gate: Gate, trail: &Trail, ticket: &mut
         return gate;
     };
     let role_defined = held.permit().policy.roles().any(|r| r == trail.role);
-    if roles::steer_only(&daemon.config.roles, &trail.role) && role_defined {
+    if roles::steer_only(&daemon.config.roles, &trail.role) && role_defined && held.steerable {
         let advisory = format!(
             "praxis: advisory: role `{}` is steer-only, so this ran although the policy says HOLD: {}",
             trail.role, held.refusal.reason

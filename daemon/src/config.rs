@@ -40,6 +40,54 @@ struct File {
     retry_budget: BudgetFile,
     #[serde(default)]
     credentials: Vec<CredentialFile>,
+    #[serde(default)]
+    snapshots: SnapshotsFile,
+}
+
+/// `[snapshots]`: what reversible commands keep for `praxis undo`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SnapshotsFile {
+    /// Most files one command's snapshot may hold (default 100000).
+    max_files: Option<u64>,
+    /// Most MiB one command's snapshot may hold (default 256).
+    max_mib: Option<u64>,
+    /// Most MiB of snapshots taken in any 24 hours (default 2048).
+    daily_mib: Option<u64>,
+    /// Days a snapshot is kept (default 7).
+    keep_days: Option<u64>,
+    /// Most MiB kept in all; the oldest go first (default 4096).
+    total_mib: Option<u64>,
+    /// Roles that get a whole-workspace checkpoint before a script or build
+    /// (steer-only roles always do).
+    #[serde(default)]
+    checkpoint_roles: Vec<String>,
+}
+
+impl SnapshotsFile {
+    fn into_snapshots(self) -> Snapshots {
+        let base = praxis_snapshot::Limits::default();
+        let mib = |v: Option<u64>, default: u64| v.map_or(default, |m| m.saturating_mul(1 << 20));
+        Snapshots {
+            limits: praxis_snapshot::Limits {
+                max_files: self.max_files.unwrap_or(base.max_files),
+                max_bytes: mib(self.max_mib, base.max_bytes),
+                max_daily_bytes: mib(self.daily_mib, base.max_daily_bytes),
+                keep_for: self
+                    .keep_days
+                    .map_or(base.keep_for, |d| d.saturating_mul(86_400)),
+                max_total_bytes: mib(self.total_mib, base.max_total_bytes),
+            },
+            checkpoint_roles: self.checkpoint_roles,
+        }
+    }
+}
+
+/// Snapshot limits and who gets workspace checkpoints.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshots {
+    pub limits: praxis_snapshot::Limits,
+    pub checkpoint_roles: Vec<String>,
 }
 
 /// `[roles]`: who runs as which role.
@@ -265,6 +313,7 @@ pub struct Config {
     pub retry_budget: RetryBudget,
     /// Credentials declared in `praxis.toml` (references only).
     pub credentials: Vec<CredentialSpec>,
+    pub snapshots: Snapshots,
 }
 
 /// Default lifetime of an approval.
@@ -341,6 +390,7 @@ impl Config {
             roles,
             retry_budget: budget,
             credentials,
+            snapshots: file.snapshots.into_snapshots(),
             kill_file: file.kill_file.unwrap_or_else(|| layout.default_kill_file()),
             shell: file.shell.unwrap_or_else(default_shell),
             operator_group: file

@@ -21,6 +21,7 @@ pub mod policy;
 pub mod preconditions;
 pub mod redact;
 pub mod reload;
+pub mod reversibility;
 pub mod roles;
 pub mod server;
 pub mod state;

@@ -5,12 +5,16 @@
 
 use std::sync::Arc;
 
-use praxis_proto::{OperatorReply, OperatorRequest, ServerMsg, StatusReport, VerifySummary};
+use praxis_proto::{
+    OperatorReply, OperatorRequest, ServerMsg, SnapshotInfo, StatusReport, VerifySummary,
+};
 
-use crate::audit::StoredEvent;
+use praxis_snapshot::SnapshotError;
+
+use crate::audit::{Durability, Event, EventKind, StoredEvent};
 use crate::conn::{Peer, Writer};
 use crate::state::{Counters, Daemon};
-use crate::{approval, credentials, errors, kill_switch, reload};
+use crate::{approval, credentials, errors, kill_switch, reload, reversibility};
 
 /// Events per reply frame.
 const BATCH: usize = 500;
@@ -59,6 +63,8 @@ pub fn refusal(daemon: &Daemon, peer: &Peer, request: &OperatorRequest) -> Optio
             | OperatorRequest::CredAdd(_)
             | OperatorRequest::CredList
             | OperatorRequest::CredRevoke { .. }
+            | OperatorRequest::Undo { .. }
+            | OperatorRequest::UndoList
     );
     if inside_refused {
         let Some(pid) = peer.pid else {
@@ -260,6 +266,12 @@ pub async fn handle(
                     .await
                     .pipe_one()
             }
+            OperatorRequest::Undo { request_id, force } => {
+                blocking(daemon, move |d| undo(d, &peer, &request_id, force))
+                    .await
+                    .pipe_one()
+            }
+            OperatorRequest::UndoList => blocking(daemon, undo_list).await.pipe_one(),
             OperatorRequest::AuditExport { since } => {
                 blocking(daemon, move |d| match since {
                     Some(ts) => audit_reply(d.audit.since(&ts)),
@@ -273,6 +285,77 @@ pub async fn handle(
         if writer.send(&ServerMsg::Operator { reply }).await.is_err() {
             return;
         }
+    }
+}
+
+/// `praxis undo ID`: puts back what the command removed or overwrote, and
+/// records who did it and what came of it.
+fn undo(daemon: &Daemon, peer: &Peer, request_id: &str, force: bool) -> OperatorReply {
+    // The refusal, and whether it is that the files changed since.
+    let result = match &daemon.snapshots {
+        Ok(store) => store
+            .restore(request_id, force, reversibility::now())
+            .map_err(|e| (e.to_string(), matches!(e, SnapshotError::Changed(_)))),
+        Err(why) => Err((why.clone(), false)),
+    };
+    let detail = match &result {
+        Ok(done) => serde_json::json!({
+            "force": force, "restored": done.restored, "removed": done.removed, "bytes": done.bytes,
+        }),
+        Err((why, _)) => serde_json::json!({ "force": force, "refused": why }),
+    };
+    let event = Event {
+        request_id: Some(request_id.to_owned()),
+        uid: Some(peer.uid),
+        detail: detail.as_object().cloned(),
+        ..Event::new(EventKind::Undo)
+    };
+    if let Err(e) = daemon.record_blocking(event, Durability::Full) {
+        tracing::error!("audit of an undo failed: {e}");
+    }
+    match result {
+        Ok(done) => OperatorReply::Done {
+            message: format!(
+                "undone: {} restored ({} bytes), {} made by the command removed",
+                done.restored, done.bytes, done.removed
+            ),
+        },
+        Err((why, true)) => OperatorReply::Refused {
+            reason: format!("{why}; `praxis undo {request_id} --force` restores anyway"),
+        },
+        Err((reason, false)) => OperatorReply::Refused { reason },
+    }
+}
+
+/// `praxis undo --list`.
+fn undo_list(daemon: &Daemon) -> OperatorReply {
+    let store = match &daemon.snapshots {
+        Ok(store) => store,
+        Err(reason) => {
+            return OperatorReply::Refused {
+                reason: reason.clone(),
+            };
+        }
+    };
+    match store.list() {
+        Ok(list) => OperatorReply::Snapshots {
+            items: list
+                .into_iter()
+                .map(|s| SnapshotInfo {
+                    request_id: s.request_id,
+                    workspace: s.workspace,
+                    created_at: s.created_at,
+                    expires_at: s.expires_at,
+                    files: s.files,
+                    bytes: s.bytes,
+                    sealed: s.sealed,
+                    restored_at: s.restored_at,
+                })
+                .collect(),
+        },
+        Err(e) => OperatorReply::Refused {
+            reason: e.to_string(),
+        },
     }
 }
 

@@ -22,10 +22,12 @@ use std::time::Duration;
 
 use praxis_policy::{Decision, Policy, Profile, Tier, Verdict};
 use praxis_proto::{Command, DecisionFrame, ExecRequest, ServerMsg};
+use praxis_snapshot::Plan;
 use tokio::net::unix::OwnedReadHalf;
 
 use crate::conn::{Peer, Writer};
 use crate::preconditions::Gathered;
+use crate::reversibility::{self, Reversibility};
 use crate::state::Daemon;
 use crate::{
     approval, audit_stage, credentials, errors, execute, ids, kill_switch, parse, policy,
@@ -105,6 +107,8 @@ pub struct Permit {
     pub brokered: Vec<credentials::Brokered>,
     /// Shown to the agent before the output (a steer-only role's lifted HOLD).
     pub advisory: Option<String>,
+    /// The snapshot to take before the command runs, so it can be undone.
+    pub undo: Option<Plan>,
 }
 
 /// A policy HOLD, with the command as it would run if the HOLD is lifted.
@@ -112,6 +116,9 @@ pub struct Permit {
 pub struct Held {
     permit: Box<Permit>,
     pub refusal: Refusal,
+    /// Whether a steer-only role may run it: not when the HOLD is that the
+    /// command cannot be undone, which is what steering relies on.
+    pub steerable: bool,
 }
 
 impl Held {
@@ -194,10 +201,28 @@ pub async fn run(
     match gate {
         Gate::Allow(mut permit) => {
             daemon.counters.allowed.fetch_add(1, Ordering::Relaxed);
-            let executed = match credentials::inject(daemon, &mut permit, &ticket.grants).await {
-                Ok(()) => execute::run(daemon, *permit, &trail, reader, writer).await,
-                Err(reason) => execute::not_started(writer, &trail, &permit.decision, reason).await,
+            let saved = match &permit.undo {
+                Some(plan) => {
+                    reversibility::capture(daemon, &trail.request_id, &permit.workspace, plan)
+                        .await
+                        .map(|()| true)
+                }
+                None => Ok(false),
             };
+            let taken = saved == Ok(true);
+            let executed = match saved {
+                Err(reason) => execute::not_started(writer, &trail, &permit.decision, reason).await,
+                Ok(_) => match credentials::inject(daemon, &mut permit, &ticket.grants).await {
+                    Ok(()) => execute::run(daemon, *permit, &trail, reader, writer).await,
+                    Err(reason) => {
+                        execute::not_started(writer, &trail, &permit.decision, reason).await
+                    }
+                },
+            };
+            if taken {
+                let ran = matches!(executed, execute::Executed::Ran(_));
+                reversibility::settle(daemon, &trail.request_id, ran).await;
+            }
             audit_stage::outcome(daemon, &trail, &executed).await;
         }
         Gate::Held(held) => {
@@ -393,16 +418,48 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
             policy,
             brokered: Vec::new(),
             advisory: None,
+            undo: None,
         })
     };
-    match permit.decision.decision {
-        Verdict::Allow => Gate::Allow(permit),
-        _ => {
-            let refusal = Refusal {
+    let mut permit = permit;
+    let checkpoint = reversibility::wants_checkpoint(&daemon.config, &trail.role);
+    let irreversible = match reversibility::plan(
+        &daemon.snapshots,
+        &permit.decision.undo,
+        &permit.workspace,
+        checkpoint,
+    ) {
+        Reversibility::NotNeeded => None,
+        Reversibility::Planned(plan) => {
+            let decision = &mut permit.decision;
+            decision.reason = format!("{}; {}", decision.reason, reversibility::describe(&plan));
+            permit.undo = Some(plan);
+            None
+        }
+        Reversibility::Unavailable(why) => Some(why),
+    };
+    match (permit.decision.decision, irreversible) {
+        (Verdict::Allow, None) => Gate::Allow(permit),
+        (verdict, irreversible) => {
+            let mut refusal = Refusal {
                 approvable: true,
                 ..Refusal::of(&permit.decision)
             };
-            Gate::Held(Held { permit, refusal })
+            if let Some(why) = &irreversible {
+                refusal.reason = if verdict == Verdict::Allow {
+                    format!("not reversible: {why}; an approval runs it without a snapshot")
+                } else {
+                    format!("{}; not reversible: {why}", refusal.reason)
+                };
+                refusal
+                    .rule_ids
+                    .push(String::from("reversibility.unavailable"));
+            }
+            Gate::Held(Held {
+                permit,
+                refusal,
+                steerable: irreversible.is_none(),
+            })
         }
     }
 }

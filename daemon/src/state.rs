@@ -46,6 +46,9 @@ pub struct Daemon {
     /// The shipped secret rules, for notes and logs while no policy is loaded;
     /// commands use their policy's redactor. `Err`: nothing can be masked.
     pub redactor: Result<Redactor, String>,
+    /// Where reversible commands keep what they remove. `Err`: nothing can
+    /// be kept, so no command is reversible.
+    pub snapshots: Result<praxis_snapshot::Store, String>,
 }
 
 /// The shipped secret rules, compiled and checked against their examples.
@@ -63,7 +66,13 @@ impl Daemon {
         self_test: Result<String, String>,
     ) -> Daemon {
         let kill_switch = KillSwitch::new(config.kill_file.clone());
+        let snapshots = praxis_snapshot::Store::open(
+            config.layout.state_dir.join("snapshots"),
+            config.snapshots.limits.clone(),
+        )
+        .map_err(|e| format!("snapshot store: {e}"));
         Daemon {
+            snapshots,
             config,
             policy: RwLock::new(policy),
             audit,

@@ -227,6 +227,14 @@ pub enum OperatorRequest {
     CredRevoke {
         name: String,
     },
+    /// Puts back what a command removed or overwrote, from its snapshot;
+    /// refused when the files changed since, unless `force`.
+    Undo {
+        request_id: String,
+        force: bool,
+    },
+    /// The snapshots kept, and until when.
+    UndoList,
 }
 
 /// Where the daemon reads a brokered credential's value when a command needs it.
@@ -317,6 +325,21 @@ pub struct StatusReport {
     pub audit_events: u64,
 }
 
+/// A snapshot as `praxis undo --list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotInfo {
+    pub request_id: String,
+    pub workspace: String,
+    /// Unix seconds.
+    pub created_at: u64,
+    pub expires_at: u64,
+    pub files: u64,
+    pub bytes: u64,
+    /// The command ended and what it left is recorded (an undo can check it).
+    pub sealed: bool,
+    pub restored_at: Option<u64>,
+}
+
 /// Result of checking the audit chain.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerifySummary {
@@ -348,6 +371,9 @@ pub enum OperatorReply {
     },
     Credentials {
         items: Vec<CredentialInfo>,
+    },
+    Snapshots {
+        items: Vec<SnapshotInfo>,
     },
 }
 

@@ -11,3 +11,4 @@ pub mod install;
 pub mod judge;
 pub mod mcp;
 pub mod operator;
+pub mod undo;

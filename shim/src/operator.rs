@@ -57,6 +57,8 @@ pub enum OperatorCmd {
     /// Add the praxis hooks to an agent runtime's configuration.
     #[command(subcommand)]
     Install(crate::install::InstallCmd),
+    /// Put back what a command removed or overwrote, from the snapshot taken before it ran.
+    Undo(crate::undo::UndoArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,7 +162,7 @@ fn report(e: &ClientError) -> i32 {
 }
 
 /// Sends one request; prints `Done`/`Refused` and maps them to 0/1.
-fn simple(request: OperatorRequest) -> i32 {
+pub(crate) fn simple(request: OperatorRequest) -> i32 {
     match client::operator(request, |_| {}) {
         Ok(OperatorReply::Done { message }) => {
             println!("{message}");
@@ -352,7 +354,7 @@ fn not_allowed(e: &serde_json::Value) -> bool {
 }
 
 /// Sends one request expecting a listing; prints it with `show`.
-fn listing(
+pub(crate) fn listing(
     request: OperatorRequest,
     show: impl FnOnce(OperatorReply) -> Option<OperatorReply>,
 ) -> i32 {
@@ -372,7 +374,7 @@ fn listing(
     }
 }
 
-fn age(secs: u64) -> String {
+pub(crate) fn age(secs: u64) -> String {
     match secs {
         s if s < 120 => format!("{s}s"),
         s if s < 7200 => format!("{}m", s / 60),
@@ -490,6 +492,7 @@ pub fn run(cmd: OperatorCmd) -> i32 {
         }
         OperatorCmd::Cred(cmd) => cred(cmd),
         OperatorCmd::Install(cmd) => crate::install::run(cmd),
+        OperatorCmd::Undo(args) => crate::undo::run(args),
         OperatorCmd::Kill { release: true, .. } => simple(OperatorRequest::Release),
         OperatorCmd::Kill { reason, .. } => simple(OperatorRequest::Kill { reason }),
         OperatorCmd::Status { json } => status(json),

@@ -40,6 +40,12 @@ pub enum EventKind {
     BudgetExhausted,
     /// A judgment-memory review operation.
     Review,
+    /// What a reversible command was about to remove was saved.
+    Snapshot,
+    /// An operator restored a command's snapshot (`praxis undo`).
+    Undo,
+    /// A snapshot was dropped by retention.
+    SnapshotExpired,
     /// The daemon started serving.
     Startup,
     /// The daemon stopped serving.
@@ -50,7 +56,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind this build names, for parsing and documentation.
-    const NAMED: [EventKind; 16] = [
+    const NAMED: [EventKind; 19] = [
         EventKind::Decided,
         EventKind::Started,
         EventKind::Finished,
@@ -65,6 +71,9 @@ impl EventKind {
         EventKind::CredentialRevoked,
         EventKind::BudgetExhausted,
         EventKind::Review,
+        EventKind::Snapshot,
+        EventKind::Undo,
+        EventKind::SnapshotExpired,
         EventKind::Startup,
         EventKind::Shutdown,
     ];
@@ -86,6 +95,9 @@ impl EventKind {
             EventKind::CredentialRevoked => "credential_revoked",
             EventKind::BudgetExhausted => "budget_exhausted",
             EventKind::Review => "review",
+            EventKind::Snapshot => "snapshot",
+            EventKind::Undo => "undo",
+            EventKind::SnapshotExpired => "snapshot_expired",
             EventKind::Startup => "startup",
             EventKind::Shutdown => "shutdown",
             EventKind::Other(kind) => kind,
