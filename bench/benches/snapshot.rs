@@ -10,7 +10,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use praxis_snapshot::{Limits, Scope, Store};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// Copies every file the checkpoint would keep, with std::fs::copy: the
@@ -24,11 +27,14 @@ fn plain_copy(files: &[PathBuf], root: &Path, into: &Path) {
 fn bench(c: &mut Criterion) {
     let ws = repo();
     let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path().join("snapshots"), Limits {
-        max_daily_bytes: u64::MAX,
-        max_total_bytes: u64::MAX,
-        ..Limits::default()
-    })
+    let store = Store::open(
+        tmp.path().join("snapshots"),
+        Limits {
+            max_daily_bytes: u64::MAX,
+            max_total_bytes: u64::MAX,
+            ..Limits::default()
+        },
+    )
     .unwrap();
     let checkpoint = Scope::Workspace { ignored: false };
     let plan = store.plan(&ws, checkpoint.clone(), 0).unwrap();
@@ -41,7 +47,10 @@ fn bench(c: &mut Criterion) {
         .map(|e| PathBuf::from(&e.path))
         .collect();
     store.discard("bench-list").unwrap();
-    eprintln!("workspace checkpoint of this repository: {} files, {} bytes", plan.files, plan.bytes);
+    eprintln!(
+        "workspace checkpoint of this repository: {} files, {} bytes",
+        plan.files, plan.bytes
+    );
 
     let mut g = c.benchmark_group("snapshot");
     g.sample_size(10);

@@ -19,6 +19,7 @@ pub mod parse;
 pub mod pipeline;
 pub mod policy;
 pub mod preconditions;
+pub mod recovery;
 pub mod redact;
 pub mod reload;
 pub mod reversibility;

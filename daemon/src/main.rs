@@ -190,6 +190,11 @@ fn start(layout: Layout) -> Result<i32, String> {
              outlive it"
         ),
     }
+    // Still one thread here, as the fork needs: the guardian ends every
+    // running command if this daemon dies, SIGKILL included.
+    if let Err(e) = praxis_sandbox::guardian::start() {
+        tracing::error!("guardian: {e}; commands would outlive a crash of praxisd");
+    }
     let self_test = praxis_daemon::execute::self_test(&config.layout.scratch_root());
     if let Err(why) = &self_test {
         tracing::error!("sandbox self-test failed, serving only HOLD: {why}");
@@ -222,6 +227,13 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
         ..Event::new(EventKind::Startup)
     };
     let _startup = daemon.record(startup, Durability::Full).await?;
+    match praxis_daemon::recovery::record_interrupted(&daemon).await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            "{n} command(s) were running when praxisd last ended: recorded as interrupted"
+        ),
+        Err(why) => tracing::error!("cannot record interrupted commands: {why}"),
+    }
 
     kill_switch::watch(Arc::clone(&daemon)).map_err(|e| errors::one_line(&e))?;
     if let Err(why) = reload::watch(Arc::clone(&daemon)) {

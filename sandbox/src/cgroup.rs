@@ -179,7 +179,7 @@ fn sweep_dead_daemons(parent: &Path) {
 
 /// Kills and removes every `cmd-*` cgroup under `base` (best effort: one
 /// still populated after the wait stays for the next sweep).
-fn sweep_commands(base: &Path) {
+pub(crate) fn sweep_commands(base: &Path) {
     let Ok(entries) = fs::read_dir(base) else {
         return;
     };

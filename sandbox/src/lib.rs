@@ -93,6 +93,7 @@
 //! it is killed when the leader has been reaped or the group is killed.
 //! Without one, tracking is by process group only.
 
+pub mod guardian;
 pub mod host;
 
 mod carve_cache;

@@ -742,6 +742,7 @@ pub fn spawn(
         });
     }
     child.pidfd = Some(pidfd_open(pid)?);
+    crate::guardian::watch(pid);
     Ok(child)
 }
 
@@ -916,6 +917,7 @@ impl Child {
         };
         self.status = Some(status);
         self.pidfd = None;
+        crate::guardian::forget(self.pid);
         let removed = self.cgroup.take().map_or(Ok(()), CommandCgroup::remove);
         killed?;
         removed?;

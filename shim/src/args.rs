@@ -6,6 +6,41 @@ use praxis_proto::Command;
 /// Usage line of a run.
 pub const USAGE: &str = "usage: praxis-run [--role R] [--session ID] [--runtime NAME] [--tool-call-id ID] [--approval-token TOKEN] [--timeout S] (-c 'CMD' | -- ARGV...)";
 
+/// `praxis-run --help`: every form, the exit codes and the environment.
+pub const HELP: &str = "\
+praxis-run: the agent's shell tool. Every command is judged by praxisd before
+it runs (ALLOW / HOLD / STOP), runs sandboxed, and is audited.
+
+usage:
+  praxis-run [OPTIONS] -c 'CMD'          run a shell string
+  praxis-run [OPTIONS] -- ARGV...        run an argv
+  praxis-run judge [--json] [--session S] [--runtime R] [--tool-call-id T] (-c 'CMD' | -- ARGV...)
+                                         decide and audit without running
+  praxis-run hook (claude-code | codex)  a runtime's hook: the event JSON on stdin
+  praxis-run mcp [--session S] [--role R]
+                                         a stdio MCP server whose tool is this pipeline
+  praxis-run plan --contract ID          check a planner's JSON on stdin (guardian01.v1)
+  praxis-run --help | --version
+
+options:
+  --role R               role to claim (the daemon decides whether it may)
+  --session ID           session for the retry budget and the audit (else PRAXIS_SESSION)
+  --runtime NAME         agent runtime, for the audit (else PRAXIS_RUNTIME)
+  --tool-call-id ID      the runtime's id of this call (else PRAXIS_TOOL_CALL_ID)
+  --approval-token TOKEN one-time token of an approved prompt
+  --timeout S            wall-clock limit in seconds (the policy may set a lower one)
+
+exit status:
+  the command's own; 128+N when it died of signal N (or this client got signal N)
+  123  outcome unknown: praxisd ended after the command started
+  124  the command hit its time limit
+  125  HOLD: not run (also every fail-closed error, praxisd unreachable or silent)
+  126  STOP: not run, and no approval can allow it
+
+environment:
+  PRAXIS_DECISION_TIMEOUT  seconds to wait for praxisd's decision before HOLD (default 10)
+";
+
 /// Options and command of a run.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Args {
@@ -20,6 +55,15 @@ pub struct Args {
     pub approval_token: Option<String>,
     pub timeout: Option<u64>,
     pub command: Option<Command>,
+    /// `--help` or `--version`: print it, run nothing.
+    pub info: Option<Info>,
+}
+
+/// What `praxis-run` prints instead of running a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Info {
+    Help,
+    Version,
 }
 
 /// Parses the arguments the way agents call a shell: long options, short
@@ -49,7 +93,8 @@ pub fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 }
                 out.command = Some(Command::Argv(argv));
             }
-            "-h" | "--help" => return Err(String::new()),
+            "-h" | "--help" => out.info = Some(Info::Help),
+            "-V" | "--version" => out.info = Some(Info::Version),
             cluster
                 if cluster.starts_with('-') && cluster.len() > 1 && !cluster.starts_with("--") =>
             {

@@ -30,6 +30,10 @@ pub enum ClientError {
     Refused(String),
     #[error("i/o error: {0}")]
     Io(#[from] io::Error),
+    #[error("praxisd did not answer within {} s (set {} to change the deadline)", .0.as_secs_f64(), crate::deadline::ENV)]
+    Deadline(Duration),
+    #[error("outcome unknown: praxisd ended after the command started ({0})")]
+    OutcomeUnknown(String),
 }
 
 /// The daemon's executable: next to this one, else on `PATH`.
@@ -136,9 +140,35 @@ pub fn send(stream: &UnixStream, msg: &ClientMsg) -> Result<(), ClientError> {
     Ok(())
 }
 
-/// Reads the next frame from the daemon.
+/// Bounds every later read and write on `stream` by `limit` (`None`: no bound).
+pub fn set_deadline(stream: &UnixStream, limit: Option<Duration>) -> Result<(), ClientError> {
+    stream.set_read_timeout(limit)?;
+    stream.set_write_timeout(limit)?;
+    Ok(())
+}
+
+/// Reads the next frame from the daemon; a read that outlives the stream's
+/// deadline is [`ClientError::Deadline`].
 pub fn recv(stream: &UnixStream) -> Result<Frame, ClientError> {
-    Ok(read_frame(&mut &*stream)?)
+    read_frame(&mut &*stream).map_err(|e| match e {
+        FrameError::Io(io)
+            if matches!(
+                io.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            ClientError::Deadline(stream.read_timeout().ok().flatten().unwrap_or_default())
+        }
+        other => ClientError::Protocol(other),
+    })
+}
+
+/// Connects (starting a user-mode daemon if needed) with every read and
+/// write bounded by the decision deadline.
+pub fn connect_for_decision() -> Result<UnixStream, ClientError> {
+    let stream = connect()?;
+    set_deadline(&stream, Some(crate::deadline::decision()))?;
+    Ok(stream)
 }
 
 /// Sends an operator request and hands each reply to `each` until the last
@@ -148,6 +178,7 @@ pub fn operator(
     mut each: impl FnMut(&OperatorReply),
 ) -> Result<OperatorReply, ClientError> {
     let stream = connect_existing()?;
+    set_deadline(&stream, Some(crate::deadline::decision()))?;
     send_first(&stream, &ClientMsg::Operator { request }, &[])?;
     loop {
         match recv(&stream)?.parse_message::<ServerMsg>()? {

@@ -6,6 +6,7 @@
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
+use std::time::Duration;
 
 use praxis_proto::frame::Frame;
 use praxis_proto::{
@@ -13,6 +14,7 @@ use praxis_proto::{
 };
 
 use crate::client::{self, ClientError};
+use crate::deadline;
 
 /// Exit status for a command that hit its time limit.
 pub const EXIT_TIMEOUT: i32 = 124;
@@ -71,6 +73,17 @@ pub fn refusal_json(
     })
 }
 
+/// What a client reports when praxisd ended after allowing the command: it
+/// may have run, so this is not a refusal and says nothing was prevented.
+pub fn outcome_unknown_json(why: &str) -> serde_json::Value {
+    serde_json::json!({
+        "decision": "ALLOW",
+        "outcome": "unknown",
+        "execution_prevented": false,
+        "reason": why,
+    })
+}
+
 /// Sends `request` from `cwd_dir` with `stdin`, calls `connected` with the
 /// connection (to forward signals as cancels), and feeds the output to `sink`.
 pub fn run(
@@ -80,26 +93,45 @@ pub fn run(
     sink: &mut dyn Sink,
     connected: impl FnOnce(&UnixStream),
 ) -> Result<Outcome, ClientError> {
-    let stream = client::connect()?;
+    // Silence after the decision is the command's until its own limit.
+    let limit = request
+        .timeout_secs
+        .map_or(DEFAULT_COMMAND_LIMIT, Duration::from_secs)
+        .saturating_add(deadline::AFTER_LIMIT);
+    let stream = client::connect_for_decision()?;
     connected(&stream);
     let fds = [stdin.as_raw_fd(), cwd_dir.as_raw_fd()];
     client::send_first(&stream, &ClientMsg::Exec(request), &fds)?;
     drop((stdin, cwd_dir));
-    replies(&stream, sink)
+    replies(&stream, sink, limit)
 }
 
-/// Reads the decision, then output until the exit frame.
-fn replies(stream: &UnixStream, sink: &mut dyn Sink) -> Result<Outcome, ClientError> {
-    let lost = |e: ClientError| match e {
-        ClientError::Protocol(praxis_proto::FrameError::Closed) => {
-            ClientError::Refused(String::from(
-                "praxisd closed the connection before the command finished (daemon stopped?)",
-            ))
+/// The longest a command runs when it asks for no limit: the shipped
+/// policy's `timeout_secs`; an operator policy may only lower it.
+const DEFAULT_COMMAND_LIMIT: Duration = Duration::from_secs(600);
+
+/// Reads the decision, then output until the exit frame. Before the
+/// decision nothing ran, so a lost daemon is a HOLD; after an ALLOW the
+/// command may have run, so it is [`ClientError::OutcomeUnknown`].
+fn replies(
+    stream: &UnixStream,
+    sink: &mut dyn Sink,
+    limit: Duration,
+) -> Result<Outcome, ClientError> {
+    let undecided = |e: ClientError| match e {
+        ClientError::Protocol(praxis_proto::FrameError::Closed) => ClientError::Refused(
+            String::from("praxisd closed the connection before deciding; nothing was executed"),
+        ),
+        other => other,
+    };
+    let started = |e: ClientError| match e {
+        ClientError::Protocol(_) | ClientError::Deadline(_) | ClientError::Io(_) => {
+            ClientError::OutcomeUnknown(e.to_string())
         }
         other => other,
     };
     let decision = match client::recv(stream)
-        .map_err(lost)?
+        .map_err(undecided)?
         .parse_message::<ServerMsg>()?
     {
         ServerMsg::Decision(d) => d,
@@ -113,8 +145,9 @@ fn replies(stream: &UnixStream, sink: &mut dyn Sink) -> Result<Outcome, ClientEr
     if decision.decision != Verdict::Allow {
         return Ok(Outcome::Refused(decision));
     }
+    client::set_deadline(stream, Some(limit)).map_err(started)?;
     loop {
-        match client::recv(stream).map_err(lost)? {
+        match client::recv(stream).map_err(started)? {
             Frame::Stdout(bytes) => sink.stdout(&bytes),
             Frame::Stderr(bytes) => sink.stderr(&bytes),
             message @ Frame::Message(_) => match message.parse_message::<ServerMsg>()? {

@@ -35,7 +35,7 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
         env: praxis_proto::forwarded_env(),
         attended: caller.attended,
     };
-    let stream = client::connect()?;
+    let stream = client::connect_for_decision()?;
     client::send_first(&stream, &ClientMsg::Judge(request), &[cwd_dir.as_raw_fd()])?;
     match client::recv(&stream)?.parse_message::<ServerMsg>()? {
         ServerMsg::Decision(frame) => Ok(frame),
@@ -48,7 +48,7 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
 
 /// Records a note in the audit log; an error when it was not recorded.
 pub fn note(request: NoteRequest) -> Result<(), ClientError> {
-    let stream = client::connect()?;
+    let stream = client::connect_for_decision()?;
     client::send_first(&stream, &ClientMsg::Note(request), &[])?;
     match client::recv(&stream)?.parse_message::<ServerMsg>()? {
         ServerMsg::Operator {

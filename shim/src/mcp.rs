@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use praxis_proto::{Command, ExecRequest, Verdict};
 use serde_json::{Value, json};
 
+use crate::client::ClientError;
 use crate::exec::{self, Outcome, Sink};
 use crate::judge::Caller;
 
@@ -215,6 +216,14 @@ impl Server {
                         "stderr": stderr,
                     },
                     "isError": code != 0,
+                })
+            }
+            Err(e @ ClientError::OutcomeUnknown(_)) => {
+                let unknown = exec::outcome_unknown_json(&e.to_string());
+                json!({
+                    "content": [{ "type": "text", "text": unknown.to_string() }],
+                    "structuredContent": unknown,
+                    "isError": true,
                 })
             }
             Err(e) => refused(None, Verdict::Hold, &e.to_string()),

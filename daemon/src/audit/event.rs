@@ -18,6 +18,8 @@ pub enum EventKind {
     Started,
     /// A command exited, was killed or timed out.
     Finished,
+    /// A command was running when praxisd ended; recorded at the next start.
+    Interrupted,
     /// The kill switch was engaged.
     Kill,
     /// The kill switch was released.
@@ -56,10 +58,11 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind this build names, for parsing and documentation.
-    const NAMED: [EventKind; 19] = [
+    const NAMED: [EventKind; 20] = [
         EventKind::Decided,
         EventKind::Started,
         EventKind::Finished,
+        EventKind::Interrupted,
         EventKind::Kill,
         EventKind::Release,
         EventKind::Reload,
@@ -84,6 +87,7 @@ impl EventKind {
             EventKind::Decided => "decided",
             EventKind::Started => "started",
             EventKind::Finished => "finished",
+            EventKind::Interrupted => "interrupted",
             EventKind::Kill => "kill",
             EventKind::Release => "release",
             EventKind::Reload => "reload",

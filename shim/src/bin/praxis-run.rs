@@ -17,9 +17,10 @@ use std::os::unix::net::UnixStream;
 
 use nix::sys::signal::{SigSet, Signal};
 use praxis_proto::{ClientMsg, DecisionFrame, ExecRequest, Subject, Verdict};
-use praxis_shim::args::{self, Args, USAGE};
+use praxis_shim::args::{self, Args, HELP, Info, USAGE};
 use praxis_shim::client::{self, ClientError};
 use praxis_shim::contract;
+use praxis_shim::deadline;
 use praxis_shim::exec::{self, EXIT_HOLD, EXIT_STOP, Outcome, Sink};
 use praxis_shim::hook;
 use praxis_shim::judge::{self, Caller};
@@ -44,12 +45,24 @@ fn signal_refusal(verdict: Verdict, reason: &str, frame: Option<&DecisionFrame>)
 }
 
 fn fail_closed(e: &ClientError) -> i32 {
+    if let ClientError::OutcomeUnknown(_) = e {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{}", exec::outcome_unknown_json(&e.to_string()));
+        let _ = writeln!(
+            err,
+            "praxis: {e}; the command may have run, partly or wholly: check before running it again (praxis audit show)."
+        );
+        return deadline::EXIT_OUTCOME_UNKNOWN;
+    }
     signal_refusal(Verdict::Hold, &e.to_string(), None);
     EXIT_HOLD
 }
 
 /// Blocks SIGINT/SIGTERM/SIGHUP here and turns each into a cancel frame on a
 /// second handle of the connection; the daemon then ends the command.
+/// How long a cancelled command may take to be confirmed ended.
+const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 fn forward_signals(stream: &UnixStream) {
     let mut set = SigSet::empty();
     for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
@@ -62,10 +75,23 @@ fn forward_signals(stream: &UnixStream) {
         return;
     };
     std::thread::spawn(move || {
-        while set.wait().is_ok() {
-            if client::send(&cancel, &ClientMsg::Cancel).is_err() {
-                return;
-            }
+        let Ok(first) = set.wait() else {
+            return;
+        };
+        // The daemon ends the command and answers with its exit; one that
+        // does not answer in time cannot keep this client alive.
+        let _ = client::send(&cancel, &ClientMsg::Cancel);
+        let code = 128 + first as i32;
+        let _grace = deadline::Watchdog::arm(CANCEL_GRACE, move || {
+            eprintln!(
+                "praxis: praxisd did not confirm the cancel within {} s; exiting {code}",
+                CANCEL_GRACE.as_secs()
+            );
+            std::process::exit(code);
+        });
+        // A second signal: no more waiting.
+        if set.wait().is_ok() {
+            std::process::exit(code);
         }
     });
 }
@@ -150,18 +176,43 @@ fn run_hook(rest: &[String]) -> i32 {
             return hook::EXIT_BLOCK;
         }
     };
+    // A backstop past the socket deadline: whatever the hook is stuck in, it
+    // answers the runtime's deny before the runtime's own timeout.
+    let limit = deadline::decision() + HOOK_SLACK;
+    let _watchdog = deadline::Watchdog::arm(limit, move || {
+        let answer = fail(format!(
+            "praxisd did not decide within {} s, so the tool does not run (set {} to change the deadline)",
+            limit.as_secs_f64(),
+            deadline::ENV
+        ));
+        deadline::answer_once(|| print_answer(&answer));
+        std::process::exit(answer.code);
+    });
     let mut input = String::new();
     let answer = match std::io::stdin().read_to_string(&mut input) {
         Ok(_) => handle(&input),
         Err(e) => fail(format!("unreadable hook event on stdin: {e}")),
     };
+    if !deadline::answer_once(|| print_answer(&answer)) {
+        // The watchdog answered and is ending the process.
+        loop {
+            std::thread::park();
+        }
+    }
+    answer.code
+}
+
+/// The socket deadline fires first with its own reason; the watchdog only
+/// when something else hangs (a connect, the auto-start lock).
+const HOOK_SLACK: std::time::Duration = std::time::Duration::from_secs(2);
+
+fn print_answer(answer: &hook::Answer) {
     if let Some(out) = &answer.stdout {
         println!("{out}");
     }
     if let Some(err) = &answer.stderr {
         eprintln!("{err}");
     }
-    answer.code
 }
 
 /// Options of the subcommands that act for an agent runtime.
@@ -324,6 +375,17 @@ fn main() {
         Some((sub, rest)) if sub == "mcp" => run_mcp(rest),
         Some((sub, rest)) if sub == "judge" => run_judge(rest),
         _ => match args::parse(argv.into_iter()) {
+            Ok(Args {
+                info: Some(info), ..
+            }) => {
+                // A closed pipe (`| head -1`) is no error worth a panic.
+                let mut out = std::io::stdout().lock();
+                let _ = match info {
+                    Info::Help => out.write_all(HELP.as_bytes()),
+                    Info::Version => writeln!(out, "praxis-run {}", env!("CARGO_PKG_VERSION")),
+                };
+                0
+            }
             Ok(args) => run(args),
             Err(why) => {
                 if !why.is_empty() {
