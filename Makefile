@@ -19,9 +19,19 @@ release:
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release -p praxis-shim --bin praxis-run --target $(HOST_TRIPLE)
 	cp $(TARGET_DIR)/$(HOST_TRIPLE)/release/praxis-run $(TARGET_DIR)/release/praxis-run
 
-# The end-to-end tests drive the real binaries, so build them first.
-test: build
-	$(CARGO) test --workspace --no-fail-fast
+# The end-to-end tests drive the real binaries, so build them first, and the
+# real Python clients (MCP SDK, openai-agents), from a project venv made once
+# and remade when tests/requirements.txt changes.
+VENV := .venv
+PYTHON ?= python3
+
+$(VENV)/installed: tests/requirements.txt
+	@$(PYTHON) -m venv $(VENV) || { echo "make: cannot create $(VENV): install Python's venv module (Debian: apt-get install python3-venv)" >&2; exit 1; }
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	touch $@
+
+test: build $(VENV)/installed
+	PRAXIS_PYTHON=$(abspath $(VENV))/bin/python $(CARGO) test --workspace --no-fail-fast
 
 lint:
 	$(CARGO) fmt --all --check
