@@ -34,6 +34,9 @@ struct File {
     kill_grace_ms: Option<u64>,
     /// How long an approval stays usable when `praxis approve` names no ttl.
     approval_ttl_secs: Option<u64>,
+    /// How long a connection may stay silent (or half-send its request)
+    /// before praxisd drops it.
+    idle_timeout_ms: Option<u64>,
     #[serde(default)]
     roles: RolesFile,
     #[serde(default)]
@@ -309,6 +312,7 @@ pub struct Config {
     pub operator_group: String,
     pub kill_grace: Duration,
     pub approval_ttl: Duration,
+    pub idle_timeout: Duration,
     pub roles: Roles,
     pub retry_budget: RetryBudget,
     /// Credentials declared in `praxis.toml` (references only).
@@ -397,6 +401,7 @@ impl Config {
                 .operator_group
                 .unwrap_or_else(|| String::from("praxis")),
             kill_grace: Duration::from_millis(file.kill_grace_ms.unwrap_or(50)),
+            idle_timeout: Duration::from_millis(file.idle_timeout_ms.unwrap_or(10_000).max(1)),
             layout,
         })
     }

@@ -19,9 +19,6 @@ use crate::errors;
 use crate::pipeline::{self, Inbound};
 use crate::state::Daemon;
 
-/// How long a client has to send its first frame.
-const FIRST_FRAME_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// Serves until `stop` turns true, then stops accepting and returns the
 /// connections still being served.
 pub async fn serve(
@@ -58,7 +55,9 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
         Ok(peer) => peer,
         Err(e) => return conn::refuse(&mut stream, format!("cannot identify peer: {e}")).await,
     };
-    let first = tokio::time::timeout(FIRST_FRAME_TIMEOUT, conn::read_first(&mut stream)).await;
+    // An idle or half-sent request holds a task and a descriptor: bounded.
+    let first =
+        tokio::time::timeout(daemon.config.idle_timeout, conn::read_first(&mut stream)).await;
     let (frame, fds) = match first {
         Ok(Ok(got)) => got,
         Ok(Err(FrameError::Closed)) => return,

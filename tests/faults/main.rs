@@ -7,3 +7,4 @@ mod common;
 
 mod daemon_killed;
 mod hung_daemon;
+mod idle;
