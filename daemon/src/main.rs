@@ -226,7 +226,13 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
         detail: Some(detail),
         ..Event::new(EventKind::Startup)
     };
-    let _startup = daemon.record(startup, Durability::Full).await?;
+    // A store that cannot be trusted is kept as it is: the daemon serves
+    // (status, verify, refusals) but records and runs nothing.
+    match daemon.record(startup, Durability::Full).await {
+        Ok(_) => {}
+        Err(why) if daemon.audit.lost().is_some() => tracing::error!("{why}"),
+        Err(why) => return Err(why),
+    }
     match praxis_daemon::recovery::record_interrupted(&daemon).await {
         Ok(0) => {}
         Ok(n) => tracing::warn!(

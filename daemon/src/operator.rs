@@ -113,6 +113,7 @@ fn status(daemon: &Daemon) -> StatusReport {
         process_tracking: praxis_sandbox::tracking().to_string(),
         kill_switch: daemon.kill_switch.current().map(|e| e.reason),
         kill_file: daemon.kill_switch.file().display().to_string(),
+        audit_problem: daemon.audit.lost(),
         in_flight: daemon.children.len() as u64,
         requests: Counters::get(&daemon.counters.requests),
         allowed: Counters::get(&daemon.counters.allowed),

@@ -317,6 +317,10 @@ pub struct StatusReport {
     pub process_tracking: String,
     pub kill_switch: Option<String>,
     pub kill_file: String,
+    /// Why the audit store cannot be trusted (deleted, replaced or cut while
+    /// praxisd ran, or not holding its anchored head): all work is refused.
+    #[serde(default)]
+    pub audit_problem: Option<String>,
     pub in_flight: u64,
     pub requests: u64,
     pub allowed: u64,

@@ -319,6 +319,9 @@ fn status(json: bool) -> i32 {
             println!("state dir:       {}", s.state_dir);
             println!("pid:             {}", s.pid);
             println!("policy revision: {}", s.policy_revision);
+            if let Some(why) = &s.audit_problem {
+                println!("REFUSING ALL WORK: {why}");
+            }
             if let Some(why) = &s.hold_all {
                 println!("SERVING ONLY HOLD: {why}");
             }

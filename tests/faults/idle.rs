@@ -9,7 +9,9 @@ use crate::common::Daemon;
 
 /// Reads until the daemon closes the connection; returns how long it took.
 fn dropped_after(mut stream: UnixStream) -> Duration {
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let began = Instant::now();
     let mut sink = Vec::new();
     let _ = stream.read_to_end(&mut sink);
@@ -19,16 +21,24 @@ fn dropped_after(mut stream: UnixStream) -> Duration {
 #[test]
 fn idle_and_half_sent_connections_are_dropped() {
     let d = Daemon::start_with(&[("praxis.toml", "idle_timeout_ms = 300\n")], &[]);
-    let idle: Vec<UnixStream> = (0..50).map(|_| UnixStream::connect(d.socket()).unwrap()).collect();
+    let idle: Vec<UnixStream> = (0..50)
+        .map(|_| UnixStream::connect(d.socket()).unwrap())
+        .collect();
     let mut half = UnixStream::connect(d.socket()).unwrap();
     // A frame header promising 100 bytes, then nothing.
     half.write_all(&[0, 0, 0, 100, 1, 1]).unwrap();
 
     let took = dropped_after(half);
-    assert!(took < Duration::from_secs(3), "half-sent frame held for {took:?}");
+    assert!(
+        took < Duration::from_secs(3),
+        "half-sent frame held for {took:?}"
+    );
     for stream in idle {
         let took = dropped_after(stream);
-        assert!(took < Duration::from_secs(3), "idle connection held for {took:?}");
+        assert!(
+            took < Duration::from_secs(3),
+            "idle connection held for {took:?}"
+        );
     }
     let out = d.run(&["--", "true"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");

@@ -8,3 +8,4 @@ mod common;
 mod daemon_killed;
 mod hung_daemon;
 mod idle;
+mod store;

@@ -59,8 +59,10 @@
 //! file; an error means it is not, and the caller must treat the request as
 //! HOLD.
 
+mod anchor;
 mod checkpoint;
 mod event;
+mod head;
 mod read;
 mod record;
 mod schema;
@@ -80,8 +82,9 @@ pub use verify::VerifyReport;
 pub use writer::TxOp;
 
 use checkpoint::Checkpointer;
+use head::Head;
 use read::{Readers, sql_limit};
-use writer::{Head, Job, Reply};
+use writer::{Guard, Job, Reply};
 
 /// Why an audit operation failed. Every message is one line.
 #[derive(Debug, thiserror::Error)]
@@ -117,6 +120,8 @@ pub enum AuditError {
     Json(serde_json::Error),
     #[error("audit export write: {0}")]
     Export(std::io::Error),
+    #[error("{0}; praxisd refuses all work until an operator acts (see praxis status)")]
+    Lost(String),
 }
 
 /// Handle to the audit store. Cheap to clone; all clones share one writer
@@ -135,6 +140,8 @@ struct Inner {
     checkpointer: Option<Checkpointer>,
     /// The last head the writer committed, for verifying a live store.
     head: Arc<Mutex<Head>>,
+    /// Why the store can no longer be trusted (deleted, replaced, cut).
+    lost: Arc<Mutex<Option<String>>>,
 }
 
 impl Drop for Inner {
@@ -171,9 +178,32 @@ impl AuditStore {
         let path = path.as_ref();
         let conn = schema::open_writer(path, extra)?;
         let head = verify::load_head(&conn)?;
+        let io = |source| AuditError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        // A store that does not hold its anchored head was cut or replaced:
+        // it is kept as it is, and nothing more is written to it.
+        let problem = match anchor::read(path) {
+            Ok(Some(anchored)) => anchor::check(&conn, &anchored)?,
+            Ok(None) => {
+                anchor::write(path, &head).map_err(io)?;
+                None
+            }
+            Err(why) => Some(why),
+        };
+        if let Some(why) = &problem {
+            tracing::error!("{why}; refusing all work until an operator acts");
+        }
+        let lost = Arc::new(Mutex::new(problem));
+        let guard = Guard {
+            db: path.to_owned(),
+            opened: anchor::identity(path).map_err(io)?,
+            lost: Arc::clone(&lost),
+        };
         let shared = Arc::new(Mutex::new(head.clone()));
         let checkpointer = Checkpointer::spawn(path)?;
-        let (jobs, writer) = writer::spawn(conn, head, Arc::clone(&shared))?;
+        let (jobs, writer) = writer::spawn(conn, head, Arc::clone(&shared), guard)?;
         Ok(AuditStore {
             inner: Arc::new(Inner {
                 path: path.to_owned(),
@@ -182,8 +212,19 @@ impl AuditStore {
                 readers: Readers::new(path),
                 checkpointer: Some(checkpointer),
                 head: shared,
+                lost,
             }),
         })
+    }
+
+    /// Why the store can no longer be trusted, if it cannot: deleted or
+    /// replaced while praxisd ran, or not holding its anchored head.
+    pub fn lost(&self) -> Option<String> {
+        self.inner
+            .lost
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The database file.
@@ -271,6 +312,14 @@ impl AuditStore {
     /// Walks the whole chain and names the first broken `seq`, if any. Also
     /// catches rows removed behind the head this handle committed.
     pub fn verify(&self) -> Result<VerifyReport, AuditError> {
+        if let Some(why) = self.lost() {
+            return Ok(VerifyReport {
+                ok: false,
+                events_checked: 0,
+                first_broken: None,
+                problem: Some(why),
+            });
+        }
         // Read the committed head before the snapshot starts, so the snapshot
         // is guaranteed to contain it.
         let committed = self
@@ -365,5 +414,19 @@ impl AuditStore {
 /// read-only.
 pub fn verify_file(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
     let conn = schema::open_reader(path.as_ref())?;
-    verify::verify(&conn, None)
+    let report = verify::verify(&conn, None)?;
+    if !report.ok {
+        return Ok(report);
+    }
+    // A chain consistent in itself may still be cut or rewritten as a whole:
+    // the anchor beside the file tells.
+    let anchored = anchor::read(path.as_ref()).map_err(AuditError::Lost)?;
+    match anchored.map(|head| anchor::check(&conn, &head)).transpose()?.flatten() {
+        Some(problem) => Ok(VerifyReport {
+            ok: false,
+            problem: Some(problem),
+            ..report
+        }),
+        None => Ok(report),
+    }
 }

@@ -6,8 +6,8 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::AuditError;
+use super::head::Head;
 use super::record::{GENESIS, RECORD_LEN, SELECT_LIST, canonical, chain_hash, read_values};
-use super::writer::Head;
 
 /// The result of walking the chain.
 #[must_use]

@@ -15,7 +15,11 @@ use std::thread::{self, JoinHandle};
 use rusqlite::types::Value;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
 
+use std::path::PathBuf;
+
+use super::anchor;
 use super::event::{Appended, Durability, Event};
+use super::head::Head;
 use super::record::{COLUMNS, canonical, chain_hash, record_of};
 use super::{AuditError, time, verify};
 
@@ -35,13 +39,6 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
         placeholders.join(", ")
     )
 });
-
-/// The last committed event: what the next event chains onto.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Head {
-    pub seq: i64,
-    pub hash: String,
-}
 
 /// Where the answer for one append goes.
 pub(crate) enum Reply {
@@ -74,6 +71,7 @@ pub(crate) fn spawn(
     conn: Connection,
     head: Head,
     shared: Arc<Mutex<Head>>,
+    guard: Guard,
 ) -> Result<(Sender<Job>, JoinHandle<()>), AuditError> {
     let (tx, rx) = std::sync::mpsc::channel();
     let writer = Writer {
@@ -81,6 +79,7 @@ pub(crate) fn spawn(
         head,
         shared,
         synchronous: Durability::Normal,
+        guard,
     };
     let handle = thread::Builder::new()
         .name("praxis-audit-writer".into())
@@ -98,6 +97,37 @@ struct Writer {
     shared: Arc<Mutex<Head>>,
     /// The `synchronous` level the connection is currently set to.
     synchronous: Durability,
+    guard: Guard,
+}
+
+/// What keeps the store honest between commits: the file the writer opened,
+/// its anchor, and (once found) why it can no longer be trusted.
+pub(crate) struct Guard {
+    pub db: PathBuf,
+    pub opened: (u64, u64),
+    /// Set for good once the store was deleted, replaced or cut: every later
+    /// append is refused with it, until an operator acts and praxisd restarts.
+    pub lost: Arc<Mutex<Option<String>>>,
+}
+
+impl Guard {
+    fn lost(&self) -> Option<String> {
+        self.lost
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Checks the file is still the one opened; marks the store lost if not.
+    fn check(&self) -> Option<String> {
+        if let Some(why) = self.lost() {
+            return Some(why);
+        }
+        let why = anchor::still_there(&self.db, self.opened)?;
+        tracing::error!("{why}; refusing all work until an operator acts");
+        *self.lost.lock().unwrap_or_else(PoisonError::into_inner) = Some(why.clone());
+        Some(why)
+    }
 }
 
 impl Writer {
@@ -119,6 +149,13 @@ impl Writer {
             .into_iter()
             .map(|job| (job.reply, (job.event, job.op)))
             .unzip();
+        // Written to a deleted or replaced file, an event would be lost.
+        if let Some(why) = self.guard.check() {
+            for reply in replies {
+                reply.send(Err(AuditError::Lost(why.clone())));
+            }
+            return;
+        }
         let result = self
             .set_synchronous(durability)
             .and_then(|()| write_batch(&mut self.conn, &self.head, work));
@@ -126,6 +163,9 @@ impl Writer {
             Ok((outcomes, head)) => {
                 self.head = head;
                 *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = self.head.clone();
+                if let Err(e) = anchor::write(&self.guard.db, &self.head) {
+                    tracing::error!("audit anchor not written: {e}");
+                }
                 for (reply, outcome) in replies.into_iter().zip(outcomes) {
                     reply.send(outcome);
                 }

@@ -1,0 +1,94 @@
+//! The anchor: the chain head kept beside the store (`audit.anchor`, not a
+//! name `rm audit.db*` matches), rewritten after every committed batch. A
+//! store that does not reach the anchored head, or holds another event
+//! there, was truncated or replaced; so was one whose file is no longer the
+//! file the writer opened.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension};
+
+use super::head::Head;
+
+/// The anchor file of the store at `db`.
+pub(crate) fn path_of(db: &Path) -> PathBuf {
+    db.with_file_name("audit.anchor")
+}
+
+/// The anchored head, if an anchor was ever written.
+pub(crate) fn read(db: &Path) -> Result<Option<Head>, String> {
+    let path = path_of(db);
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let (seq, hash) = text
+        .trim()
+        .split_once(' ')
+        .ok_or_else(|| format!("{}: not `seq hash`", path.display()))?;
+    let seq = seq
+        .parse()
+        .map_err(|_| format!("{}: bad seq {seq:?}", path.display()))?;
+    Ok(Some(Head {
+        seq,
+        hash: hash.to_owned(),
+    }))
+}
+
+/// Records `head` as the anchor (a new file renamed over the old one).
+pub(crate) fn write(db: &Path, head: &Head) -> std::io::Result<()> {
+    let path = path_of(db);
+    let temp = path.with_extension("anchor.tmp");
+    fs::write(&temp, format!("{} {}\n", head.seq, head.hash))?;
+    fs::rename(&temp, &path)
+}
+
+/// Why the store at `conn` does not hold the anchored head, if it does not.
+pub(crate) fn check(conn: &Connection, anchor: &Head) -> Result<Option<String>, rusqlite::Error> {
+    if anchor.seq == 0 {
+        return Ok(None);
+    }
+    let stored: Option<String> = conn
+        .query_row(
+            "SELECT hash FROM events WHERE seq = ?1",
+            [anchor.seq],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(match stored {
+        None => Some(format!(
+            "the audit store does not reach seq {} recorded in its anchor: events were cut or the store was replaced",
+            anchor.seq
+        )),
+        Some(hash) if hash != anchor.hash => Some(format!(
+            "event {} in the audit store is not the one its anchor recorded: the store was rewritten or replaced",
+            anchor.seq
+        )),
+        Some(_) => None,
+    })
+}
+
+/// The identity (device, inode) of the file at `db`.
+pub(crate) fn identity(db: &Path) -> std::io::Result<(u64, u64)> {
+    let meta = fs::metadata(db)?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// Why the file at `db` is no longer the one with identity `opened`, if so.
+pub(crate) fn still_there(db: &Path, opened: (u64, u64)) -> Option<String> {
+    match identity(db) {
+        Ok(now) if now == opened => None,
+        Ok(_) => Some(format!(
+            "the audit store {} was replaced while praxisd ran",
+            db.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
+            "the audit store {} was deleted while praxisd ran",
+            db.display()
+        )),
+        Err(e) => Some(format!("the audit store {}: {e}", db.display())),
+    }
+}
