@@ -110,8 +110,17 @@ async fn refusal(
     op: Option<TxOp>,
 ) {
     let event = decided(trail, ticket, verdict, r);
-    if let Err(e) = append(daemon, event, durability(r.tier), op).await {
-        tracing::error!("audit of a refusal failed: {e}");
+    if let Err(e) = append(daemon, event.clone(), durability(r.tier), op).await {
+        spill(daemon, &event, &e);
+    }
+}
+
+/// Keeps a refusal the store could not take in the spill journal, so it
+/// reaches the chain once the store is writable again.
+fn spill(daemon: &Daemon, event: &Event, why: &AuditError) {
+    match daemon.audit.spill(event) {
+        Ok(()) => tracing::warn!("refusal spilled to the journal ({why})"),
+        Err(e) => tracing::error!("refusal neither recorded ({why}) nor spilled ({e})"),
     }
 }
 
@@ -138,7 +147,7 @@ pub async fn intent(daemon: &Daemon, gate: Gate, trail: &Trail, ticket: &Ticket)
     let d = &permit.decision;
     let event = allowed(trail, ticket, d);
     let op = approval::allow_op(ticket, &trail.request_id);
-    let (tier, profile) = (d.tier, d.profile);
+    let tier = d.tier;
     match append(daemon, event, durability(tier), op).await {
         Ok(()) => {
             if let Some(approval) = &ticket.approval {
@@ -179,7 +188,14 @@ pub async fn intent(daemon: &Daemon, gate: Gate, trail: &Trail, ticket: &Ticket)
             refusal(daemon, trail, ticket, "HOLD", &hold, op).await;
             Gate::Hold(hold)
         }
-        Err(e) => Gate::hold(format!("audit write failed: {e}"), tier, profile),
+        Err(e) => {
+            let hold = Refusal {
+                reason: format!("audit write failed: {e}"),
+                ..Refusal::of(d)
+            };
+            spill(daemon, &decided(trail, ticket, "HOLD", &hold), &e);
+            Gate::Hold(hold)
+        }
     }
 }
 

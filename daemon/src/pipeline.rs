@@ -160,17 +160,6 @@ impl Gate {
             Gate::Stop(_) => Verdict::Stop,
         }
     }
-
-    /// HOLD or STOP with the same refusal details, for a stage that fails after the decision.
-    pub fn hold(reason: String, tier: Tier, profile: Profile) -> Gate {
-        Gate::Hold(Refusal {
-            reason,
-            tier,
-            rule_ids: Vec::new(),
-            profile,
-            approvable: false,
-        })
-    }
 }
 
 /// What the audit stages record about a request besides the decision.
@@ -316,6 +305,9 @@ fn judge(
 ) -> Result<Decided, Refused> {
     if let Err(engaged) = kill_switch::check(daemon) {
         return Err(Refused::Stop(Refusal::unclassified(engaged.message())));
+    }
+    if let Some(why) = daemon.audit.refusing() {
+        return Err(Refused::Hold(Refusal::unclassified(why)));
     }
     if daemon.is_draining() {
         return Err(Refused::Hold(Refusal::unclassified(String::from(

@@ -127,6 +127,12 @@ impl Layout {
     pub fn audit_db(&self) -> PathBuf {
         self.state_dir.join("audit.db")
     }
+
+    /// The spill journal beside the audit store: refusals that could not be
+    /// committed (or, from clients, sent) wait there to join the chain.
+    pub fn audit_spill(&self) -> PathBuf {
+        self.state_dir.join("audit.spill")
+    }
 }
 
 /// Environment variables a client forwards for its command: enough for tools

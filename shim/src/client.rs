@@ -4,7 +4,7 @@
 use std::fs;
 use std::io::{self, IoSlice, Write};
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -206,6 +206,65 @@ pub fn connect_existing() -> Result<UnixStream, ClientError> {
         socket: layout.socket.display().to_string(),
         why: e.to_string(),
     })
+}
+
+/// Records a HOLD this client gave without praxisd deciding (unreachable,
+/// silent, refusing the connection) where an operator will see it: the spill
+/// journal beside the audit store, which praxisd moves into the chain; in
+/// system mode, where the journal is not ours to write, the system log.
+pub fn spill_refusal(reason: &str, cwd: &str, runtime: Option<&str>, session: Option<&str>) {
+    let layout = Layout::detect();
+    let event = serde_json::json!({
+        "kind": "decided",
+        "decision": "HOLD",
+        "reason": format!("client-side HOLD: {reason}"),
+        "cwd": cwd,
+        "runtime": runtime,
+        "session": session,
+        "uid": nix::unistd::getuid().as_raw(),
+        "pid": std::process::id(),
+    });
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let line = serde_json::json!({ "at": at, "event": event }).to_string();
+    let journal = (layout.mode == Mode::User)
+        .then(|| {
+            let _ = fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&layout.state_dir);
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(layout.audit_spill())
+                .ok()
+        })
+        .flatten()
+        .and_then(|f| Flock::lock(f, FlockArg::LockExclusive).ok());
+    match journal {
+        Some(mut file) => {
+            let _ = writeln!(file, "{line}").and_then(|()| file.sync_data());
+        }
+        None => syslog(&line),
+    }
+}
+
+/// One line to the system log (LOG_AUTHPRIV | LOG_WARNING).
+fn syslog(line: &str) {
+    let Ok(text) = std::ffi::CString::new(line.replace('\0', " ")) else {
+        return;
+    };
+    // SAFETY: a NUL-terminated format of "%s" and one C string argument, both
+    // alive for the call; syslog copies what it needs.
+    unsafe {
+        libc::syslog(
+            libc::LOG_AUTHPRIV | libc::LOG_WARNING,
+            c"praxis-run: %s".as_ptr(),
+            text.as_ptr(),
+        )
+    };
 }
 
 /// Standard input as a descriptor to pass, or /dev/null when it is closed.

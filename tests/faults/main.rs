@@ -6,6 +6,7 @@
 mod common;
 
 mod daemon_killed;
+mod full_disk;
 mod hung_daemon;
 mod idle;
 mod store;

@@ -60,12 +60,14 @@
 //! HOLD.
 
 mod anchor;
+mod ballast;
 mod checkpoint;
 mod event;
 mod head;
 mod read;
 mod record;
 mod schema;
+mod spill;
 mod time;
 mod verify;
 mod writer;
@@ -73,6 +75,7 @@ mod writer;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -142,6 +145,8 @@ struct Inner {
     head: Arc<Mutex<Head>>,
     /// Why the store can no longer be trusted (deleted, replaced, cut).
     lost: Arc<Mutex<Option<String>>>,
+    /// The reserve is released: the filesystem is full.
+    space_low: Arc<AtomicBool>,
 }
 
 impl Drop for Inner {
@@ -196,10 +201,17 @@ impl AuditStore {
             tracing::error!("{why}; refusing all work until an operator acts");
         }
         let lost = Arc::new(Mutex::new(problem));
+        // Without its reserve the store starts as on a full filesystem.
+        let space_low = Arc::new(AtomicBool::new(false));
+        if let Err(e) = ballast::ensure(path) {
+            tracing::error!("audit reserve not in place ({e}): new work is refused until it is");
+            space_low.store(true, Ordering::SeqCst);
+        }
         let guard = Guard {
             db: path.to_owned(),
             opened: anchor::identity(path).map_err(io)?,
             lost: Arc::clone(&lost),
+            space_low: Arc::clone(&space_low),
         };
         let shared = Arc::new(Mutex::new(head.clone()));
         let checkpointer = Checkpointer::spawn(path)?;
@@ -213,7 +225,40 @@ impl AuditStore {
                 checkpointer: Some(checkpointer),
                 head: shared,
                 lost,
+                space_low,
             }),
+        })
+    }
+
+    /// Why new work must be refused, if it must: the store cannot be
+    /// trusted, or its filesystem is full (the reserve is in use).
+    pub fn refusing(&self) -> Option<String> {
+        let path = &self.inner.path;
+        // Room again: the reserve goes back in place and work resumes.
+        if self.inner.space_low.load(Ordering::SeqCst)
+            && ballast::free(path) >= 2 * ballast::SIZE
+            && ballast::ensure(path).is_ok()
+        {
+            self.inner.space_low.store(false, Ordering::SeqCst);
+            tracing::info!("the audit store's filesystem has room again: reserve restored");
+        }
+        self.lost().or_else(|| {
+            self.inner.space_low.load(Ordering::SeqCst).then(|| {
+                format!(
+                    "the filesystem of the audit store {} is full: praxisd refuses new work until there is room again",
+                    self.inner.path.display()
+                )
+            })
+        })
+    }
+
+    /// Keeps `event` in the spill journal beside the store, for an event
+    /// (a refusal) that could not be committed; the writer moves it into the
+    /// chain with its next batch that commits.
+    pub fn spill(&self, event: &Event) -> Result<(), AuditError> {
+        spill::append(&self.inner.path, event).map_err(|source| AuditError::Io {
+            path: spill::path_of(&self.inner.path).display().to_string(),
+            source,
         })
     }
 
@@ -421,7 +466,11 @@ pub fn verify_file(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
     // A chain consistent in itself may still be cut or rewritten as a whole:
     // the anchor beside the file tells.
     let anchored = anchor::read(path.as_ref()).map_err(AuditError::Lost)?;
-    match anchored.map(|head| anchor::check(&conn, &head)).transpose()?.flatten() {
+    match anchored
+        .map(|head| anchor::check(&conn, &head))
+        .transpose()?
+        .flatten()
+    {
         Some(problem) => Ok(VerifyReport {
             ok: false,
             problem: Some(problem),

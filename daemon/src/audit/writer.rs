@@ -17,11 +17,13 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
 
 use std::path::PathBuf;
 
-use super::anchor;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use super::event::{Appended, Durability, Event};
 use super::head::Head;
 use super::record::{COLUMNS, canonical, chain_hash, record_of};
 use super::{AuditError, time, verify};
+use super::{anchor, ballast, spill};
 
 /// Work run inside the batch transaction right before its event is inserted;
 /// an `Err` rejects that event alone.
@@ -108,6 +110,9 @@ pub(crate) struct Guard {
     /// Set for good once the store was deleted, replaced or cut: every later
     /// append is refused with it, until an operator acts and praxisd restarts.
     pub lost: Arc<Mutex<Option<String>>>,
+    /// The reserve was released: the filesystem is full, new work is refused
+    /// until the reserve fits again.
+    pub space_low: Arc<AtomicBool>,
 }
 
 impl Guard {
@@ -156,9 +161,84 @@ impl Writer {
             }
             return;
         }
-        let result = self
+        let db = self.guard.db.clone();
+        // Nearly full: use the reserve now rather than fail this batch.
+        if ballast::free(&db) < ballast::SIZE / 2 {
+            self.release_reserve();
+        }
+        let spilled = spill::take(&db).unwrap_or_else(|e| {
+            tracing::error!("audit spill journal unreadable: {e}");
+            None
+        });
+        let replayed = spilled.as_ref().map_or(0, |t| t.events.len());
+        // Events without a transaction hook can be written again if the
+        // filesystem fills under this batch and the reserve is released.
+        let plain: Vec<Option<Event>> = work
+            .iter()
+            .map(|(e, op)| op.is_none().then(|| e.clone()))
+            .collect();
+        let work: Vec<(Event, Option<TxOp>)> = spilled
+            .iter()
+            .flat_map(|t| t.events.iter().cloned().map(|e| (e, None)))
+            .chain(work)
+            .collect();
+        let mut result = self
             .set_synchronous(durability)
             .and_then(|()| write_batch(&mut self.conn, &self.head, work));
+        if matches!(&result, Err(e) if disk_full(e)) && self.release_reserve() {
+            self.reload_head();
+            let retry: Vec<(Event, Option<TxOp>)> =
+                plain.iter().flatten().cloned().map(|e| (e, None)).collect();
+            result = write_batch(&mut self.conn, &self.head, retry).map(|(outcomes, head)| {
+                let mut retried = outcomes.into_iter();
+                let hooked = || {
+                    Err(AuditError::Commit(
+                        "the filesystem filled during the batch".into(),
+                    ))
+                };
+                let outcomes = plain
+                    .iter()
+                    .map(|e| match e {
+                        Some(_) => retried.next().unwrap_or_else(hooked),
+                        None => hooked(),
+                    })
+                    .collect();
+                (outcomes, head)
+            });
+            // The spilled events were not in the retry: they stay spilled.
+            return self.answer(result, replies, None, 0);
+        }
+        self.answer(result, replies, spilled, replayed);
+    }
+
+    /// Gives back the reserve; true if there was one to give.
+    fn release_reserve(&self) -> bool {
+        let released = ballast::release(&self.guard.db);
+        if released {
+            self.guard.space_low.store(true, Ordering::SeqCst);
+            tracing::error!(
+                "the audit store's filesystem is full: reserve released, new work refused"
+            );
+        }
+        released
+    }
+
+    fn reload_head(&mut self) {
+        match verify::load_head(&self.conn) {
+            Ok(head) => self.head = head,
+            Err(e) => tracing::error!(error = %e, "audit head unreadable after failed batch"),
+        }
+    }
+
+    /// Hands each waiter its outcome; the first `replayed` outcomes are the
+    /// spill journal's, which is emptied once they are in.
+    fn answer(
+        &mut self,
+        result: Result<(Vec<Result<Appended, AuditError>>, Head), AuditError>,
+        replies: Vec<Reply>,
+        spilled: Option<spill::Taken>,
+        replayed: usize,
+    ) {
         match result {
             Ok((outcomes, head)) => {
                 self.head = head;
@@ -166,7 +246,12 @@ impl Writer {
                 if let Err(e) = anchor::write(&self.guard.db, &self.head) {
                     tracing::error!("audit anchor not written: {e}");
                 }
-                for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                if let Some(taken) = spilled {
+                    tracing::warn!("{replayed} spilled audit event(s) moved into the chain");
+                    taken.done();
+                }
+                for (reply, outcome) in replies.into_iter().zip(outcomes.into_iter().skip(replayed))
+                {
                     reply.send(outcome);
                 }
             }
@@ -175,12 +260,7 @@ impl Writer {
                 tracing::error!(error = %message, "audit batch not committed");
                 // The transaction rolled back; re-read the tip in case SQLite
                 // had already ended it on its own.
-                match verify::load_head(&self.conn) {
-                    Ok(head) => self.head = head,
-                    Err(e) => {
-                        tracing::error!(error = %e, "audit head unreadable after failed batch")
-                    }
-                }
+                self.reload_head();
                 for reply in replies {
                     reply.send(Err(AuditError::Commit(message.clone())));
                 }
@@ -201,6 +281,11 @@ impl Writer {
     }
 }
 
+/// Whether the filesystem under the store is full.
+fn disk_full(e: &AuditError) -> bool {
+    matches!(e, AuditError::Sqlite(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::DiskFull)
+}
+
 /// Writes one batch in one transaction. The outer error aborts the whole
 /// batch; inner errors reject single events.
 fn write_batch(
@@ -216,21 +301,18 @@ fn write_batch(
             None => insert(&tx, &tip, &event),
             Some(op) => with_savepoint(&tx, &tip, &event, op)?,
         };
-        match &outcome {
-            Ok(appended) => {
-                tip = Head {
-                    seq: appended.seq,
-                    hash: appended.hash.clone(),
-                }
+        if let Ok(appended) = &outcome {
+            tip = Head {
+                seq: appended.seq,
+                hash: appended.hash.clone(),
             }
-            // Some failures (disk full, I/O) make SQLite roll back the whole
-            // transaction; later inserts would then autocommit one by one.
-            Err(_) if tx.is_autocommit() => {
-                return Err(AuditError::Commit(
-                    "transaction rolled back by SQLite".into(),
-                ));
-            }
-            Err(_) => {}
+        }
+        // Some failures (disk full, I/O) make SQLite roll back the whole
+        // transaction; later inserts would then autocommit one by one.
+        if tx.is_autocommit()
+            && let Err(e) = outcome
+        {
+            return Err(e);
         }
         outcomes.push(outcome);
     }

@@ -44,6 +44,18 @@ fn signal_refusal(verdict: Verdict, reason: &str, frame: Option<&DecisionFrame>)
     let _ = writeln!(err, "{sentence}");
 }
 
+/// A HOLD this client gives on its own: reported to the agent and recorded
+/// where an operator sees it (praxisd did not decide, so it has no record).
+fn hold_undecided(e: &ClientError, runtime: Option<&str>, session: Option<&str>) -> i32 {
+    let cwd = std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    if !matches!(e, ClientError::OutcomeUnknown(_)) {
+        client::spill_refusal(&e.to_string(), &cwd, runtime, session);
+    }
+    fail_closed(e)
+}
+
 fn fail_closed(e: &ClientError) -> i32 {
     if let ClientError::OutcomeUnknown(_) = e {
         let mut err = std::io::stderr().lock();
@@ -144,6 +156,8 @@ fn run(args: Args) -> i32 {
         timeout_secs: args.timeout,
         approval_token: args.approval_token,
     };
+    let (runtime, session) = (request.runtime.clone(), request.session.clone());
+    let undecided = |e: &ClientError| hold_undecided(e, runtime.as_deref(), session.as_deref());
     match exec::run(request, stdin, cwd_dir, &mut Terminal, forward_signals) {
         Ok(outcome) => {
             match &outcome {
@@ -158,7 +172,7 @@ fn run(args: Args) -> i32 {
             }
             outcome.exit_code().unwrap_or_else(|e| fail_closed(&e))
         }
-        Err(e) => fail_closed(&e),
+        Err(e) => undecided(&e),
     }
 }
 

@@ -3,13 +3,23 @@ access would, keeping the unkeyed chain self-consistent.
 
 usage: tamper.py DB recompute   rewrite event 2's reason, recompute every later hash
        tamper.py DB truncate N  delete the last N events and reset sqlite_sequence
+       tamper.py DB lock S      hold an exclusive transaction for S seconds
 """
 import hashlib
 import json
 import sqlite3
 import sys
 
+import time
+
 db, action = sys.argv[1], sys.argv[2]
+if action == "lock":
+    held = sqlite3.connect(db, isolation_level=None)
+    held.execute("BEGIN EXCLUSIVE")
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[3]))
+    held.execute("COMMIT")
+    sys.exit(0)
 conn = sqlite3.connect(db)
 conn.execute("DROP TRIGGER IF EXISTS events_no_update")
 conn.execute("DROP TRIGGER IF EXISTS events_no_delete")

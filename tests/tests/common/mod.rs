@@ -61,7 +61,16 @@ impl Daemon {
     /// Starts with `files` (name, text) written to the config dir first and
     /// `env` added to the daemon's environment.
     pub fn start_with(files: &[(&str, &str)], env: &[(&str, &str)]) -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
+        Daemon::start_in(tempfile::tempdir().unwrap(), files, env)
+    }
+
+    /// Like [`Daemon::start_with`], in the scratch directory `dir` (one on a
+    /// filesystem of the test's choosing).
+    pub fn start_in(
+        dir: tempfile::TempDir,
+        files: &[(&str, &str)],
+        env: &[(&str, &str)],
+    ) -> Daemon {
         for sub in ["home/work", "run", "state", "config/praxis"] {
             std::fs::create_dir_all(dir.path().join(sub)).unwrap();
         }
