@@ -175,6 +175,9 @@ fn start(layout: Layout) -> Result<i32, String> {
         ],
     )
     .map_err(|e| errors::one_line(&e))?;
+    if layout.mode == Mode::System {
+        store.anchor_to_syslog();
+    }
     let policy = reload::load(&config).map(Arc::new);
     if let Err(why) = &policy {
         tracing::error!("policy failed to load, serving only HOLD: {why}");

@@ -212,19 +212,23 @@ pub async fn handle(
             })
             .await
             .pipe_one(),
-            OperatorRequest::AuditVerify => blocking(daemon, |d| match d.audit.verify() {
-                Ok(r) => OperatorReply::Verify(VerifySummary {
-                    ok: r.ok,
-                    events_checked: r.events_checked,
-                    first_broken: r.first_broken.and_then(|s| u64::try_from(s).ok()),
-                    problem: r.problem,
-                }),
-                Err(e) => OperatorReply::Refused {
-                    reason: errors::one_line(&e),
-                },
+            OperatorRequest::AuditVerify => blocking(daemon, |d| verified(d.audit.verify()))
+                .await
+                .pipe_one(),
+            OperatorRequest::AuditVerifyAnchor { seq, hash } => blocking(daemon, move |d| {
+                verified(
+                    d.audit
+                        .verify_against(i64::try_from(seq).unwrap_or(i64::MAX), &hash),
+                )
             })
             .await
             .pipe_one(),
+            OperatorRequest::AuditAnchor => {
+                let (seq, hash) = daemon.audit.head();
+                vec![OperatorReply::Done {
+                    message: format!("{seq} {hash}"),
+                }]
+            }
             OperatorRequest::AuditTail { count } => {
                 blocking(daemon, move |d| audit_reply(d.audit.tail(count as usize))).await
             }
@@ -286,6 +290,21 @@ pub async fn handle(
         if writer.send(&ServerMsg::Operator { reply }).await.is_err() {
             return;
         }
+    }
+}
+
+/// A verification as the operator sees it.
+fn verified(report: Result<crate::audit::VerifyReport, crate::audit::AuditError>) -> OperatorReply {
+    match report {
+        Ok(r) => OperatorReply::Verify(VerifySummary {
+            ok: r.ok,
+            events_checked: r.events_checked,
+            first_broken: r.first_broken.and_then(|s| u64::try_from(s).ok()),
+            problem: r.problem,
+        }),
+        Err(e) => OperatorReply::Refused {
+            reason: errors::one_line(&e),
+        },
     }
 }
 

@@ -13,7 +13,7 @@ use praxis_daemon::audit::{
 };
 use rusqlite::Connection;
 use serde_json::json;
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 const APPROVALS: &str = "CREATE TABLE IF NOT EXISTS approvals (id TEXT PRIMARY KEY, consumed INTEGER NOT NULL DEFAULT 0)";
 
@@ -157,7 +157,9 @@ fn tampered_prev_hash_is_named() {
 
 /// The documented hash, computed independently of the store's code: a
 /// sorted JSON object of the stored row (minus `hash`), prefixed by `prev_hash`.
-fn documented_hash(conn: &Connection, seq: i64) -> (String, String) {
+/// The row's `prev_hash`, its canonical record as the module docs define it,
+/// and its stored hash.
+fn canonical_row(conn: &Connection, seq: i64) -> (String, String, String) {
     use rusqlite::types::Value;
     let mut stmt = conn.prepare("SELECT * FROM events WHERE seq = ?1").unwrap();
     let names: Vec<String> = stmt.column_names().map(String::from).collect();
@@ -187,12 +189,28 @@ fn documented_hash(conn: &Connection, seq: i64) -> (String, String) {
                 )
             })
             .collect();
-        let canonical = format!("{{{}}}", body.join(","));
         let prev = fields["prev_hash"].as_str().unwrap().to_owned();
-        let digest = Sha256::digest(format!("{prev}{canonical}").as_bytes());
-        Ok((hex::encode(digest), stored))
+        Ok((prev, format!("{{{}}}", body.join(",")), stored))
     })
     .unwrap()
+}
+
+/// HMAC-SHA256 under the store's key (`audit.key`) of `prev_hash ‖ record`,
+/// and the stored hash.
+fn documented_hash(conn: &Connection, path: &Path, seq: i64) -> (String, String) {
+    use hmac::{Hmac, Mac};
+    let key = std::fs::read(path.with_file_name("audit.key")).unwrap();
+    let (prev, canonical, stored) = canonical_row(conn, seq);
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
+    mac.update(format!("{prev}{canonical}").as_bytes());
+    (hex::encode(mac.finalize().into_bytes()), stored)
+}
+
+/// Plain SHA-256 of `prev_hash ‖ record`: what someone without the key computes.
+fn unkeyed_hash(conn: &Connection, seq: i64) -> String {
+    use sha2::Digest;
+    let (prev, canonical, _) = canonical_row(conn, seq);
+    hex::encode(Sha256::digest(format!("{prev}{canonical}").as_bytes()))
 }
 
 #[test]
@@ -207,7 +225,7 @@ fn hashes_follow_the_documented_format() {
     assert_eq!(store.append(event, Durability::Normal).unwrap().seq, 4);
     let conn = Connection::open(&path).unwrap();
     for seq in 1..=4 {
-        let (computed, stored) = documented_hash(&conn, seq);
+        let (computed, stored) = documented_hash(&conn, &path, seq);
         assert_eq!(computed, stored, "seq {seq}");
     }
 }
@@ -222,7 +240,7 @@ fn forged_row_with_recomputed_hash_breaks_the_next_link() {
         "DROP TRIGGER events_no_update; UPDATE events SET decision = 'ALLOW' WHERE seq = 5;",
     )
     .unwrap();
-    let (forged, _) = documented_hash(&conn, 5);
+    let (forged, _) = documented_hash(&conn, &path, 5);
     conn.execute("UPDATE events SET hash = ?1 WHERE seq = 5", [&forged])
         .unwrap();
     let report = store.verify().unwrap();
@@ -264,9 +282,13 @@ fn rows_cut_from_the_end_are_reported() {
         assert_eq!(report.first_broken, Some(9), "{report:?}");
     }
     drop(store);
+    // Reopened, it is kept as it is and takes nothing more.
+    let reopened = AuditStore::open(&path).unwrap();
+    let why = reopened.lost().expect("a cut store is not trusted");
+    assert!(why.contains("seq 9"), "{why}");
     assert!(matches!(
-        AuditStore::open(&path),
-        Err(AuditError::HeadBroken { seq: 9, .. })
+        reopened.append(decided(11), Durability::Normal),
+        Err(AuditError::Lost(_))
     ));
 }
 
@@ -303,18 +325,54 @@ fn reopening_restores_dropped_triggers() {
 }
 
 #[test]
-fn tampered_head_refuses_to_open() {
+fn tampered_head_is_kept_but_takes_nothing() {
     let (_dir, path) = scratch();
     fill(&AuditStore::open(&path).unwrap(), 4);
     tamper(
         &path,
         "DROP TRIGGER events_no_update; UPDATE events SET reason = 'x' WHERE seq = 4;",
     );
-    match AuditStore::open(&path) {
-        Err(AuditError::HeadBroken { seq, problem }) => {
-            assert_eq!((seq, problem.contains("hash")), (4, true))
-        }
-        other => panic!("opened a store with a forged head: {:?}", other.map(|_| ())),
+    let store = AuditStore::open(&path).unwrap();
+    let why = store.lost().expect("a forged head is not trusted");
+    assert!(why.contains("seq 4") && why.contains("hash"), "{why}");
+    assert!(matches!(
+        store.append(decided(5), Durability::Normal),
+        Err(AuditError::Lost(_))
+    ));
+    assert!(!store.verify().unwrap().ok);
+}
+
+#[test]
+fn a_chain_recomputed_without_the_key_fails_verify() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 6);
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER events_no_update; UPDATE events SET reason = 'x' WHERE seq = 3;",
+    )
+    .unwrap();
+    // Recompute seq 3 on with plain SHA-256, as the unkeyed format would.
+    for seq in 3..=6 {
+        let prev: String = conn
+            .query_row("SELECT hash FROM events WHERE seq = ?1", [seq - 1], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        conn.execute(
+            "UPDATE events SET prev_hash = ?1 WHERE seq = ?2",
+            rusqlite::params![prev, seq],
+        )
+        .unwrap();
+        let unkeyed = unkeyed_hash(&conn, seq);
+        conn.execute(
+            "UPDATE events SET hash = ?1 WHERE seq = ?2",
+            rusqlite::params![unkeyed, seq],
+        )
+        .unwrap();
+    }
+    for report in [store.verify().unwrap(), verify_file(&path).unwrap()] {
+        assert_eq!(report.first_broken, Some(3), "{report:?}");
     }
 }
 

@@ -193,6 +193,14 @@ pub enum OperatorRequest {
     Release,
     Reload,
     AuditVerify,
+    /// Checks the chain and that it holds event `seq` with hash `hash`, a
+    /// head kept outside this host (`praxis audit anchor`).
+    AuditVerifyAnchor {
+        seq: u64,
+        hash: String,
+    },
+    /// The chain's head (`seq hash`), for keeping outside this host.
+    AuditAnchor,
     AuditTail {
         count: u32,
     },

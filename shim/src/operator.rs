@@ -123,7 +123,13 @@ fn parse_ttl(text: &str) -> Result<u64, String> {
 #[derive(Debug, Subcommand)]
 pub enum AuditCmd {
     /// Check the hash chain; exits non-zero naming the first broken seq.
-    Verify,
+    Verify {
+        /// Also check the chain holds this head (`SEQ:HASH`, as `praxis audit anchor` printed it).
+        #[arg(long, value_name = "SEQ:HASH")]
+        anchor: Option<String>,
+    },
+    /// Print the chain's head (`SEQ:HASH`), to keep outside this host for `verify --anchor`.
+    Anchor,
     /// The last events.
     Tail {
         #[arg(short = 'n', default_value_t = 20)]
@@ -278,20 +284,34 @@ fn events(
     }
 }
 
-fn verify() -> i32 {
-    match client::operator(OperatorRequest::AuditVerify, |_| {}) {
+fn verify(anchor: Option<String>) -> i32 {
+    let request = match anchor {
+        None => OperatorRequest::AuditVerify,
+        Some(text) => match text
+            .split_once(':')
+            .and_then(|(s, h)| Some((s.parse().ok()?, h)))
+        {
+            Some((seq, hash)) => OperatorRequest::AuditVerifyAnchor {
+                seq,
+                hash: hash.to_owned(),
+            },
+            None => {
+                eprintln!("praxis: --anchor takes SEQ:HASH, as `praxis audit anchor` prints it");
+                return 2;
+            }
+        },
+    };
+    match client::operator(request, |_| {}) {
         Ok(OperatorReply::Verify(v)) if v.ok => {
             println!("audit chain intact: {} events verified", v.events_checked);
             0
         }
         Ok(OperatorReply::Verify(v)) => {
-            println!(
-                "audit chain BROKEN at seq {}: {}",
-                v.first_broken
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|| String::from("?")),
-                v.problem.unwrap_or_default()
-            );
+            let problem = v.problem.unwrap_or_default();
+            match v.first_broken {
+                Some(seq) => println!("audit chain BROKEN at seq {seq}: {problem}"),
+                None => println!("audit store NOT TRUSTED: {problem}"),
+            }
             1
         }
         Ok(OperatorReply::Refused { reason }) => {
@@ -500,7 +520,20 @@ pub fn run(cmd: OperatorCmd) -> i32 {
         OperatorCmd::Kill { reason, .. } => simple(OperatorRequest::Kill { reason }),
         OperatorCmd::Status { json } => status(json),
         OperatorCmd::Reload => simple(OperatorRequest::Reload),
-        OperatorCmd::Audit(AuditCmd::Verify) => verify(),
+        OperatorCmd::Audit(AuditCmd::Verify { anchor }) => verify(anchor),
+        OperatorCmd::Audit(AuditCmd::Anchor) => {
+            match client::operator(OperatorRequest::AuditAnchor, |_| {}) {
+                Ok(OperatorReply::Done { message }) => {
+                    println!("{}", message.replacen(' ', ":", 1));
+                    0
+                }
+                Ok(other) => {
+                    eprintln!("praxis: unexpected reply: {other:?}");
+                    1
+                }
+                Err(e) => report(&e),
+            }
+        }
         OperatorCmd::Audit(AuditCmd::Tail {
             count,
             follow,

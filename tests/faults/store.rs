@@ -54,8 +54,13 @@ fn a_store_deleted_under_the_daemon_stops_all_work() {
 }
 
 #[test]
-fn a_cut_tail_and_a_recomputed_chain_fail_against_the_anchor() {
-    for tampering in [&["truncate", "3"][..], &["recompute"]] {
+fn a_cut_tail_and_a_recomputed_chain_are_refused() {
+    // A cut tail is consistent in itself: the anchor shows it. A chain
+    // recomputed without the key breaks at the first rewritten event.
+    for (tampering, why) in [
+        (&["truncate", "3"][..], "anchor"),
+        (&["recompute"], "the audit chain is broken"),
+    ] {
         let mut d = Daemon::start();
         for _ in 0..4 {
             ran(&d);
@@ -63,8 +68,42 @@ fn a_cut_tail_and_a_recomputed_chain_fail_against_the_anchor() {
         assert!(d.praxis(&["audit", "verify"]).status.success());
         d.kill9();
         tamper(&d.db(), tampering);
-        // The tampered chain is self-consistent: only the anchor shows it.
         d.spawn();
-        refuses_all_work(&d, "anchor");
+        refuses_all_work(&d, why);
     }
+}
+
+#[test]
+fn a_chain_rewritten_with_the_key_fails_against_an_anchor_kept_elsewhere() {
+    let mut d = Daemon::start();
+    for _ in 0..3 {
+        ran(&d);
+    }
+    let anchor = d.praxis(&["audit", "anchor"]);
+    assert!(anchor.status.success(), "{anchor:?}");
+    let anchor = String::from_utf8_lossy(&anchor.stdout).trim().to_owned();
+    ran(&d);
+    let ok = d.praxis(&["audit", "verify", "--anchor", &anchor]);
+    assert!(ok.status.success(), "{ok:?}");
+
+    // Someone with the key and the state dir rewrites history and the local
+    // anchor alike: only the head kept elsewhere shows it.
+    d.kill9();
+    let state = d.dir.path().join("state/praxis");
+    tamper(
+        &d.db(),
+        &["recompute", state.join("audit.key").to_str().unwrap()],
+    );
+    std::fs::remove_file(state.join("audit.anchor")).unwrap();
+    d.spawn();
+    assert!(
+        d.praxis(&["audit", "verify"]).status.success(),
+        "consistent in itself"
+    );
+    let out = d.praxis(&["audit", "verify", "--anchor", &anchor]);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("given anchor"),
+        "{out:?}"
+    );
 }

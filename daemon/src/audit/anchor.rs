@@ -92,3 +92,20 @@ pub(crate) fn still_there(db: &Path, opened: (u64, u64)) -> Option<String> {
         Err(e) => Some(format!("the audit store {}: {e}", db.display())),
     }
 }
+
+/// Logs `head` to the system log (LOG_AUTHPRIV | LOG_INFO), where journald or
+/// a log shipper keeps it outside the state dir.
+pub(crate) fn to_syslog(head: &Head) {
+    let Ok(line) = std::ffi::CString::new(format!("audit head {} {}", head.seq, head.hash)) else {
+        return;
+    };
+    // SAFETY: a NUL-terminated "%s" format and one C string, both alive for
+    // the call; syslog copies what it needs.
+    unsafe {
+        libc::syslog(
+            libc::LOG_AUTHPRIV | libc::LOG_INFO,
+            c"praxisd: %s".as_ptr(),
+            line.as_ptr(),
+        )
+    };
+}

@@ -7,3 +7,13 @@ pub(crate) struct Head {
     pub seq: i64,
     pub hash: String,
 }
+
+impl Head {
+    /// The head of an empty chain.
+    pub(crate) fn genesis() -> Head {
+        Head {
+            seq: 0,
+            hash: super::record::GENESIS.to_owned(),
+        }
+    }
+}

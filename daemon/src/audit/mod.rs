@@ -17,8 +17,13 @@
 //! For the event with sequence number `seq`:
 //!
 //! ```text
-//! hash = lowercase_hex(SHA-256(prev_hash ‖ canonical_record))
+//! hash = lowercase_hex(HMAC-SHA256(key, prev_hash ‖ canonical_record))
 //! ```
+//!
+//! with `key` the 32 bytes of `audit.key` beside the store (mode 0600, made at
+//! the first start). Events of a store from before keys, below the
+//! `keyed_from` recorded in the `audit_chain` table, use plain
+//! `SHA-256(prev_hash ‖ canonical_record)`.
 //!
 //! where `prev_hash` is the `hash` of event `seq - 1` (64 ASCII `0`s for
 //! `seq = 1`), fed to SHA-256 as its 64 ASCII hex characters, and
@@ -36,19 +41,22 @@
 //!   `\r`, `\t`, or else `\u00XX` with lowercase hex; everything else,
 //!   non-ASCII included, is written as raw UTF-8.
 //!
-//! Python reproduces it as
+//! Python reproduces the record as
 //! `json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()`
-//! for `row` = the row as a dict without `hash`.
+//! for `row` = the row as a dict without `hash`, and the hash as
+//! `hmac.new(key, prev_hash.encode() + record, hashlib.sha256).hexdigest()`.
 //!
 //! Verification walks from `seq = 1`, checking for each row that `seq` follows
 //! on, that `prev_hash` equals the previous row's `hash` and that `hash`
 //! recomputes; it also compares the last `seq` with the highest one SQLite
 //! ever assigned (`sqlite_sequence`) to notice rows cut from the end.
 //!
-//! A chain proves history unchanged relative to a hash known elsewhere (the
-//! running daemon's head, an exported copy, a SIEM). Someone able to rewrite
-//! the file and recompute every later hash is caught only against such a
-//! copy, which is why `export` exists.
+//! Without the key, a rewritten row cannot be given a valid hash. With it
+//! (someone who can read praxisd's state), history is proven unchanged only
+//! relative to a head kept elsewhere: the anchor file beside the store
+//! (`audit.anchor`, checked at open and in verify), the system log in system
+//! mode, or a head printed by `praxis audit anchor` and checked with
+//! `praxis audit verify --anchor`.
 //!
 //! # Writing
 //!
@@ -64,6 +72,7 @@ mod ballast;
 mod checkpoint;
 mod event;
 mod head;
+mod key;
 mod read;
 mod record;
 mod schema;
@@ -147,6 +156,10 @@ struct Inner {
     lost: Arc<Mutex<Option<String>>>,
     /// The reserve is released: the filesystem is full.
     space_low: Arc<AtomicBool>,
+    /// The chain's key, for verifying.
+    chain: key::Chain,
+    /// Whether the writer logs each committed head to syslog.
+    syslog: Arc<AtomicBool>,
 }
 
 impl Drop for Inner {
@@ -181,21 +194,39 @@ impl AuditStore {
         extra: &[&str],
     ) -> Result<AuditStore, AuditError> {
         let path = path.as_ref();
-        let conn = schema::open_writer(path, extra)?;
-        let head = verify::load_head(&conn)?;
+        let conn = schema::open_writer(path, &[&[key::SCHEMA], extra].concat())?;
         let io = |source| AuditError::Io {
             path: path.display().to_string(),
             source,
         };
-        // A store that does not hold its anchored head was cut or replaced:
-        // it is kept as it is, and nothing more is written to it.
-        let problem = match anchor::read(path) {
-            Ok(Some(anchored)) => anchor::check(&conn, &anchored)?,
-            Ok(None) => {
-                anchor::write(path, &head).map_err(io)?;
-                None
-            }
-            Err(why) => Some(why),
+        // A store whose key is gone, whose head does not verify, or that does
+        // not hold its anchored head was tampered with or replaced: it is
+        // kept as it is, and nothing more is written to it.
+        let (chain, head, problem) = match key::Chain::for_writer(&conn, path) {
+            Err(why) => (
+                key::Chain::for_reader(&conn, path),
+                Head::genesis(),
+                Some(why),
+            ),
+            Ok(chain) => match verify::load_head(&conn, &chain) {
+                Err(AuditError::HeadBroken { seq, problem }) => (
+                    chain,
+                    Head::genesis(),
+                    Some(format!("the audit chain is broken at seq {seq}: {problem}")),
+                ),
+                Err(e) => return Err(e),
+                Ok(head) => {
+                    let problem = match anchor::read(path) {
+                        Ok(Some(anchored)) => anchor::check(&conn, &anchored)?,
+                        Ok(None) => {
+                            anchor::write(path, &head).map_err(io)?;
+                            None
+                        }
+                        Err(why) => Some(why),
+                    };
+                    (chain, head, problem)
+                }
+            },
         };
         if let Some(why) = &problem {
             tracing::error!("{why}; refusing all work until an operator acts");
@@ -212,10 +243,13 @@ impl AuditStore {
             opened: anchor::identity(path).map_err(io)?,
             lost: Arc::clone(&lost),
             space_low: Arc::clone(&space_low),
+            syslog: Arc::new(AtomicBool::new(false)),
         };
+        let syslog = Arc::clone(&guard.syslog);
         let shared = Arc::new(Mutex::new(head.clone()));
         let checkpointer = Checkpointer::spawn(path)?;
-        let (jobs, writer) = writer::spawn(conn, head, Arc::clone(&shared), guard)?;
+        let verify_chain = chain.clone();
+        let (jobs, writer) = writer::spawn(conn, head, Arc::clone(&shared), guard, chain)?;
         Ok(AuditStore {
             inner: Arc::new(Inner {
                 path: path.to_owned(),
@@ -226,6 +260,8 @@ impl AuditStore {
                 head: shared,
                 lost,
                 space_low,
+                chain: verify_chain,
+                syslog,
             }),
         })
     }
@@ -375,7 +411,50 @@ impl AuditStore {
             .clone();
         self.inner
             .readers
-            .with(|conn| verify::verify(conn, Some(&committed)))
+            .with(|conn| verify::verify(conn, Some(&committed), &self.inner.chain))
+    }
+
+    /// The head last committed: `(seq, hash)`, the anchor to keep elsewhere.
+    pub fn head(&self) -> (i64, String) {
+        let head = self
+            .inner
+            .head
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        (head.seq, head.hash.clone())
+    }
+
+    /// [`AuditStore::verify`], then that the chain holds event `seq` with
+    /// `hash`: a head kept outside this host, so a chain rewritten with the
+    /// key, or cut behind that head, fails too.
+    pub fn verify_against(&self, seq: i64, hash: &str) -> Result<VerifyReport, AuditError> {
+        let report = self.verify()?;
+        if !report.ok {
+            return Ok(report);
+        }
+        let outside = Head {
+            seq,
+            hash: hash.to_owned(),
+        };
+        let problem = self
+            .inner
+            .readers
+            .with(|conn| anchor::check(conn, &outside).map_err(AuditError::from))?;
+        Ok(match problem {
+            Some(problem) => VerifyReport {
+                ok: false,
+                first_broken: Some(seq),
+                problem: Some(problem.replace("its anchor", "the given anchor")),
+                ..report
+            },
+            None => report,
+        })
+    }
+
+    /// Also writes each committed head to the system log (system mode), so
+    /// a copy of the anchor lives outside the state dir.
+    pub fn anchor_to_syslog(&self) {
+        self.inner.syslog.store(true, Ordering::SeqCst);
     }
 
     /// The last `n` events, oldest first.
@@ -459,7 +538,8 @@ impl AuditStore {
 /// read-only.
 pub fn verify_file(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
     let conn = schema::open_reader(path.as_ref())?;
-    let report = verify::verify(&conn, None)?;
+    let chain = key::Chain::for_reader(&conn, path.as_ref());
+    let report = verify::verify(&conn, None, &chain)?;
     if !report.ok {
         return Ok(report);
     }

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::AuditError;
 use super::head::Head;
-use super::record::{GENESIS, RECORD_LEN, SELECT_LIST, canonical, chain_hash, read_values};
+use super::key::Chain;
+use super::record::{GENESIS, RECORD_LEN, SELECT_LIST, canonical, read_values};
 
 /// The result of walking the chain.
 #[must_use]
@@ -40,6 +41,7 @@ impl VerifyReport {
 pub(crate) fn verify(
     conn: &Connection,
     committed: Option<&Head>,
+    chain: &Chain,
 ) -> Result<VerifyReport, AuditError> {
     let snapshot = conn.unchecked_transaction()?;
     let mut stmt =
@@ -50,7 +52,7 @@ pub(crate) fn verify(
     let mut expected: i64 = 1;
     while let Some(row) = rows.next()? {
         let (record, hash) = read_values(row)?;
-        let hash = match check_row(expected, &prev, &record, hash) {
+        let hash = match check_row(expected, &prev, &record, hash, chain) {
             Ok(hash) => hash,
             Err(problem) => return Ok(VerifyReport::broken(checked, expected, problem)),
         };
@@ -89,7 +91,7 @@ pub(crate) fn verify(
 
 /// Reads and checks the last event, the one the next append chains onto.
 /// Refuses a head whose hash does not recompute, or a log whose end was cut.
-pub(crate) fn load_head(conn: &Connection) -> Result<Head, AuditError> {
+pub(crate) fn load_head(conn: &Connection, chain: &Chain) -> Result<Head, AuditError> {
     let last = conn
         .query_row(
             &format!(
@@ -122,7 +124,7 @@ pub(crate) fn load_head(conn: &Connection) -> Result<Head, AuditError> {
             });
         }
     };
-    let hash = check_row(seq, &prev, &record, hash)
+    let hash = check_row(seq, &prev, &record, hash, chain)
         .map_err(|problem| AuditError::HeadBroken { seq, problem })?;
     if recorded > seq {
         return Err(AuditError::HeadBroken {
@@ -138,7 +140,13 @@ pub(crate) fn load_head(conn: &Connection) -> Result<Head, AuditError> {
 
 /// Checks one row against the expected `seq` and the previous hash; returns
 /// the row's (verified) hash.
-fn check_row(expected: i64, prev: &str, record: &[Value], hash: Value) -> Result<String, String> {
+fn check_row(
+    expected: i64,
+    prev: &str,
+    record: &[Value],
+    hash: Value,
+    chain: &Chain,
+) -> Result<String, String> {
     match &record[0] {
         Value::Integer(seq) if *seq == expected => {}
         Value::Integer(seq) if *seq > expected => {
@@ -158,7 +166,7 @@ fn check_row(expected: i64, prev: &str, record: &[Value], hash: Value) -> Result
             ));
         }
     }
-    let computed = chain_hash(prev, &canonical(record)?);
+    let computed = chain.hash(expected, prev, &canonical(record)?)?;
     match hash {
         Value::Text(stored) if stored == computed => Ok(stored),
         Value::Text(_) => Err("hash mismatch: the row's content was changed".into()),

@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::event::{Appended, Durability, Event};
 use super::head::Head;
-use super::record::{COLUMNS, canonical, chain_hash, record_of};
+use super::key::Chain;
+use super::record::{COLUMNS, canonical, record_of};
 use super::{AuditError, time, verify};
 use super::{anchor, ballast, spill};
 
@@ -74,6 +75,7 @@ pub(crate) fn spawn(
     head: Head,
     shared: Arc<Mutex<Head>>,
     guard: Guard,
+    chain: Chain,
 ) -> Result<(Sender<Job>, JoinHandle<()>), AuditError> {
     let (tx, rx) = std::sync::mpsc::channel();
     let writer = Writer {
@@ -82,6 +84,7 @@ pub(crate) fn spawn(
         shared,
         synchronous: Durability::Normal,
         guard,
+        chain,
     };
     let handle = thread::Builder::new()
         .name("praxis-audit-writer".into())
@@ -100,6 +103,7 @@ struct Writer {
     /// The `synchronous` level the connection is currently set to.
     synchronous: Durability,
     guard: Guard,
+    chain: Chain,
 }
 
 /// What keeps the store honest between commits: the file the writer opened,
@@ -113,6 +117,8 @@ pub(crate) struct Guard {
     /// The reserve was released: the filesystem is full, new work is refused
     /// until the reserve fits again.
     pub space_low: Arc<AtomicBool>,
+    /// Log each committed head to syslog too (system mode).
+    pub syslog: Arc<AtomicBool>,
 }
 
 impl Guard {
@@ -184,27 +190,29 @@ impl Writer {
             .collect();
         let mut result = self
             .set_synchronous(durability)
-            .and_then(|()| write_batch(&mut self.conn, &self.head, work));
+            .and_then(|()| write_batch(&mut self.conn, &self.head, work, &self.chain));
         if matches!(&result, Err(e) if disk_full(e)) && self.release_reserve() {
             self.reload_head();
             let retry: Vec<(Event, Option<TxOp>)> =
                 plain.iter().flatten().cloned().map(|e| (e, None)).collect();
-            result = write_batch(&mut self.conn, &self.head, retry).map(|(outcomes, head)| {
-                let mut retried = outcomes.into_iter();
-                let hooked = || {
-                    Err(AuditError::Commit(
-                        "the filesystem filled during the batch".into(),
-                    ))
-                };
-                let outcomes = plain
-                    .iter()
-                    .map(|e| match e {
-                        Some(_) => retried.next().unwrap_or_else(hooked),
-                        None => hooked(),
-                    })
-                    .collect();
-                (outcomes, head)
-            });
+            result = write_batch(&mut self.conn, &self.head, retry, &self.chain).map(
+                |(outcomes, head)| {
+                    let mut retried = outcomes.into_iter();
+                    let hooked = || {
+                        Err(AuditError::Commit(
+                            "the filesystem filled during the batch".into(),
+                        ))
+                    };
+                    let outcomes = plain
+                        .iter()
+                        .map(|e| match e {
+                            Some(_) => retried.next().unwrap_or_else(hooked),
+                            None => hooked(),
+                        })
+                        .collect();
+                    (outcomes, head)
+                },
+            );
             // The spilled events were not in the retry: they stay spilled.
             return self.answer(result, replies, None, 0);
         }
@@ -224,7 +232,7 @@ impl Writer {
     }
 
     fn reload_head(&mut self) {
-        match verify::load_head(&self.conn) {
+        match verify::load_head(&self.conn, &self.chain) {
             Ok(head) => self.head = head,
             Err(e) => tracing::error!(error = %e, "audit head unreadable after failed batch"),
         }
@@ -245,6 +253,9 @@ impl Writer {
                 *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = self.head.clone();
                 if let Err(e) = anchor::write(&self.guard.db, &self.head) {
                     tracing::error!("audit anchor not written: {e}");
+                }
+                if self.guard.syslog.load(Ordering::Relaxed) {
+                    anchor::to_syslog(&self.head);
                 }
                 if let Some(taken) = spilled {
                     tracing::warn!("{replayed} spilled audit event(s) moved into the chain");
@@ -292,14 +303,15 @@ fn write_batch(
     conn: &mut Connection,
     head: &Head,
     work: Vec<(Event, Option<TxOp>)>,
+    chain: &Chain,
 ) -> Result<(Vec<Result<Appended, AuditError>>, Head), AuditError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut tip = head.clone();
     let mut outcomes = Vec::with_capacity(work.len());
     for (event, op) in work {
         let outcome = match op {
-            None => insert(&tx, &tip, &event),
-            Some(op) => with_savepoint(&tx, &tip, &event, op)?,
+            None => insert(&tx, &tip, &event, chain),
+            Some(op) => with_savepoint(&tx, &tip, &event, op, chain)?,
         };
         if let Ok(appended) = &outcome {
             tip = Head {
@@ -327,10 +339,11 @@ fn with_savepoint(
     tip: &Head,
     event: &Event,
     op: TxOp,
+    chain: &Chain,
 ) -> Result<Result<Appended, AuditError>, AuditError> {
     tx.execute_batch("SAVEPOINT audit_event")?;
     let outcome = match panic::catch_unwind(AssertUnwindSafe(|| op(tx))) {
-        Ok(Ok(())) => insert(tx, tip, event),
+        Ok(Ok(())) => insert(tx, tip, event, chain),
         Ok(Err(reason)) => Err(AuditError::Rejected(reason)),
         Err(_) => Err(AuditError::Rejected("transaction hook panicked".into())),
     };
@@ -342,12 +355,19 @@ fn with_savepoint(
 }
 
 /// Chains `event` onto `tip` and inserts it.
-fn insert(tx: &Transaction<'_>, tip: &Head, event: &Event) -> Result<Appended, AuditError> {
+fn insert(
+    tx: &Transaction<'_>,
+    tip: &Head,
+    event: &Event,
+    chain: &Chain,
+) -> Result<Appended, AuditError> {
     let seq = tip.seq + 1;
     let ts = time::now();
     let record = record_of(event, seq, &ts, &tip.hash)?;
     let canonical = canonical(&record).map_err(|problem| AuditError::Corrupt { seq, problem })?;
-    let hash = chain_hash(&tip.hash, &canonical);
+    let hash = chain
+        .hash(seq, &tip.hash, &canonical)
+        .map_err(|problem| AuditError::Corrupt { seq, problem })?;
     let hash_value = Value::Text(hash.clone());
     tx.prepare_cached(&INSERT)?.execute(params_from_iter(
         record.iter().chain(iter::once(&hash_value)),

@@ -1,11 +1,15 @@
 """Tampers with a stopped praxisd's audit store the way an attacker with file
-access would, keeping the unkeyed chain self-consistent.
+access would: without the chain key (hashes recomputed as plain SHA-256), or
+with a stolen one.
 
-usage: tamper.py DB recompute   rewrite event 2's reason, recompute every later hash
+usage: tamper.py DB recompute [KEY]
+                                rewrite event 2's reason, recompute every later hash
+                                (HMAC under KEY, a stolen audit.key, if given)
        tamper.py DB truncate N  delete the last N events and reset sqlite_sequence
        tamper.py DB lock S      hold an exclusive transaction for S seconds
 """
 import hashlib
+import hmac
 import json
 import sqlite3
 import sys
@@ -32,7 +36,12 @@ if action == "recompute":
         row["prev_hash"] = prev
         del row["hash"]
         canonical = json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        digest = hashlib.sha256(prev.encode() + canonical.encode()).hexdigest()
+        message = prev.encode() + canonical.encode()
+        if len(sys.argv) > 3:
+            key = open(sys.argv[3], "rb").read()
+            digest = hmac.new(key, message, hashlib.sha256).hexdigest()
+        else:
+            digest = hashlib.sha256(message).hexdigest()
         conn.execute("UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?", (prev, digest, row["seq"]))
         prev = digest
 elif action == "truncate":
