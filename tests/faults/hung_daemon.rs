@@ -225,3 +225,33 @@ fn the_mcp_server_answers_an_error_result_in_time() {
     let _ = child.wait();
     assert!(!hung.work().join("hang.txt").exists());
 }
+
+#[test]
+fn the_agents_sdk_guardrail_holds_within_its_deadline() {
+    let hung = Hung::start();
+    let python = std::env::var("PRAXIS_PYTHON").unwrap_or_else(|_| String::from("python3"));
+    let began = Instant::now();
+    let out = hung
+        .cmd(Path::new(&python))
+        .args([
+            "-c",
+            "import json, praxis_agents; print(json.dumps(praxis_agents.judge('touch hang.txt')))",
+        ])
+        .env(
+            "PYTHONPATH",
+            crate::common::repo().join("integrations/agents-sdk"),
+        )
+        .env("PRAXIS_RUN", bin("praxis-run"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        began.elapsed() < BOUND + Duration::from_secs(5),
+        "took {:?}",
+        began.elapsed()
+    );
+    assert!(out.status.success(), "needs openai-agents: {out:?}");
+    let decision: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(decision["decision"], "HOLD", "{decision}");
+    assert_eq!(decision["execution_prevented"], true);
+}

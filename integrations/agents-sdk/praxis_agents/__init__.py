@@ -50,6 +50,16 @@ def _ids(tool_call_id: str | None) -> list[str]:
     return ids
 
 
+def _deadline() -> float:
+    """Seconds to wait for praxis-run's answer: its own decision deadline
+    (``PRAXIS_DECISION_TIMEOUT``, default 10 s) plus slack for it to report."""
+    try:
+        seconds = float(os.environ.get("PRAXIS_DECISION_TIMEOUT", "10"))
+    except ValueError:
+        seconds = 10.0
+    return (seconds if seconds > 0 else 10.0) + 5.0
+
+
 def judge(command: str, tool_call_id: str | None = None) -> dict[str, Any]:
     """The daemon's decision on ``command`` (audited, not run).
 
@@ -61,7 +71,7 @@ def judge(command: str, tool_call_id: str | None = None) -> dict[str, Any]:
             [_praxis_run(), "judge", "--json", *_ids(tool_call_id), "-c", command],
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=_deadline(),
             check=False,
         )
         decision = json.loads(done.stdout)
