@@ -41,7 +41,10 @@ pub struct Engaged {
 
 impl Engaged {
     pub fn message(&self) -> String {
-        format!("kill switch engaged: {}", self.reason)
+        format!(
+            "an operator stopped all work (kill switch: {}); wait until it is released, or report this to the user; do not try another way",
+            self.reason
+        )
     }
 }
 

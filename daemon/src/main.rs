@@ -114,6 +114,10 @@ fn verify_offline(layout: &Layout, state: Option<PathBuf>) -> i32 {
 }
 
 fn main() {
+    // `praxisd verify | head` ends quietly instead of panicking.
+    // SAFETY: restoring the default disposition of one signal before any
+    // thread starts; no handler code is involved.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let layout = Layout::for_mode(mode_of(&cli));
     if let Some(Cmd::Verify { state }) = cli.cmd {

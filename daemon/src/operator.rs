@@ -65,6 +65,7 @@ pub fn refusal(daemon: &Daemon, peer: &Peer, request: &OperatorRequest) -> Optio
             | OperatorRequest::CredRevoke { .. }
             | OperatorRequest::Undo { .. }
             | OperatorRequest::UndoList
+            | OperatorRequest::Stop
     );
     if inside_refused {
         let Some(pid) = peer.pid else {
@@ -277,6 +278,7 @@ pub async fn handle(
                     .pipe_one()
             }
             OperatorRequest::UndoList => blocking(daemon, undo_list).await.pipe_one(),
+            OperatorRequest::Stop => vec![stop(daemon)],
             OperatorRequest::AuditExport { since } => {
                 blocking(daemon, move |d| match since {
                     Some(ts) => audit_reply(d.audit.since(&ts)),
@@ -290,6 +292,27 @@ pub async fn handle(
         if writer.send(&ServerMsg::Operator { reply }).await.is_err() {
             return;
         }
+    }
+}
+
+/// `praxis stop`: a user-mode daemon drains and exits, as on SIGTERM; a
+/// system-mode one is its service manager's to stop.
+fn stop(daemon: &Daemon) -> OperatorReply {
+    if daemon.config.mode() == praxis_proto::Mode::System {
+        return OperatorReply::Refused {
+            reason: String::from("praxisd runs as a system service here: systemctl stop praxisd"),
+        };
+    }
+    match nix::sys::signal::raise(nix::sys::signal::Signal::SIGTERM) {
+        Ok(()) => OperatorReply::Done {
+            message: format!(
+                "praxisd (pid {}) is stopping: running commands end, then it exits",
+                std::process::id()
+            ),
+        },
+        Err(e) => OperatorReply::Refused {
+            reason: format!("cannot signal praxisd: {e}"),
+        },
     }
 }
 

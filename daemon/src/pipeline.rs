@@ -34,6 +34,9 @@ use crate::{
     preconditions, redact, roles,
 };
 
+/// The rule id of a refusal by the kill switch, so clients can word it.
+pub const KILL_SWITCH_RULE: &str = "kill_switch";
+
 /// Role of a request that claims none.
 pub const DEFAULT_ROLE: &str = "agent";
 
@@ -304,7 +307,9 @@ fn judge(
     trail: &mut Trail,
 ) -> Result<Decided, Refused> {
     if let Err(engaged) = kill_switch::check(daemon) {
-        return Err(Refused::Stop(Refusal::unclassified(engaged.message())));
+        let mut refusal = Refusal::unclassified(engaged.message());
+        refusal.rule_ids.push(String::from(KILL_SWITCH_RULE));
+        return Err(Refused::Stop(refusal));
     }
     if let Some(why) = daemon.audit.refusing() {
         return Err(Refused::Hold(Refusal::unclassified(why)));

@@ -243,6 +243,8 @@ pub enum OperatorRequest {
     },
     /// The snapshots kept, and until when.
     UndoList,
+    /// Ends a user-mode daemon cleanly (as SIGTERM does).
+    Stop,
 }
 
 /// Where the daemon reads a brokered credential's value when a command needs it.

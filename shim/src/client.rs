@@ -177,7 +177,12 @@ pub fn operator(
     request: OperatorRequest,
     mut each: impl FnMut(&OperatorReply),
 ) -> Result<OperatorReply, ClientError> {
-    let stream = connect_existing()?;
+    // In user mode an operator needs to know nothing about the daemon: it is
+    // started like for praxis-run, except to be stopped.
+    let stream = match request {
+        OperatorRequest::Stop => connect_existing()?,
+        _ => connect()?,
+    };
     set_deadline(&stream, Some(crate::deadline::decision()))?;
     send_first(&stream, &ClientMsg::Operator { request }, &[])?;
     loop {

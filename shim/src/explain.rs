@@ -40,12 +40,16 @@ pub struct ExplainArgs {
 pub enum PolicyCmd {
     /// Validate policy files and their rule examples (default: the built-in
     /// patterns and the operator's policy.toml).
-    Check { files: Vec<PathBuf> },
+    Check {
+        /// Policy files to check (default: the built-in patterns and policy.toml).
+        files: Vec<PathBuf>,
+    },
     /// Run `[[case]]` test files (command, expect, optional role, cwd, tier).
     Test {
         /// An operator policy.toml to load on top of the built-in patterns.
         #[arg(long)]
         policy: Option<PathBuf>,
+        /// Test files of `[[case]]` entries.
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },

@@ -59,7 +59,7 @@ impl Plan {
                 file: if *user {
                     home()?.join(".claude/settings.json")
                 } else {
-                    PathBuf::from(".claude/settings.json")
+                    project_root()?.join(".claude/settings.json")
                 },
                 command: hook("claude-code"),
                 events: vec![
@@ -121,6 +121,17 @@ impl Plan {
         });
         list.is_empty()
     }
+}
+
+/// The project a project-scope install belongs to: the nearest directory up
+/// from here that holds `.git` (or `.claude`), else the current directory.
+fn project_root() -> Result<PathBuf, InstallError> {
+    let here = std::env::current_dir().map_err(|e| InstallError::Io(String::from("."), e))?;
+    Ok(here
+        .ancestors()
+        .find(|dir| dir.join(".git").exists() || dir.join(".claude").is_dir())
+        .unwrap_or(&here)
+        .to_path_buf())
 }
 
 /// Reads, updates and atomically rewrites the configuration file.

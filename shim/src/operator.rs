@@ -11,18 +11,22 @@ use praxis_proto::{
 };
 
 use crate::client::{self, ClientError};
+use praxis_proto::{Layout, Mode};
 
 #[derive(Debug, Subcommand)]
 pub enum OperatorCmd {
     /// Engage the kill switch (refuse new work, end running work), or release it.
     Kill {
+        /// Why, for the audit log and for every agent that is refused.
         #[arg(long)]
         reason: Option<String>,
+        /// Release the kill switch: new work is judged again.
         #[arg(long, conflicts_with = "reason")]
         release: bool,
     },
     /// Show the daemon's mode, socket, policy revision, self-test, process tracking, kill switch and counts.
     Status {
+        /// One JSON document instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -33,21 +37,26 @@ pub enum OperatorCmd {
     Audit(AuditCmd),
     /// Held requests waiting for an operator.
     Pending {
+        /// One JSON document instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Approve a held request once: the agent may then run the same command again.
     Approve {
+        /// The held request (as `praxis pending` lists it).
         request_id: String,
         /// How long the approval stays usable: 90s, 10m, 2h, 1d (default 15m).
         #[arg(long, value_parser = parse_ttl)]
         ttl: Option<u64>,
+        /// A note for the audit log.
         #[arg(long)]
         note: Option<String>,
     },
     /// Deny a held request (or withdraw its unused approval).
     Deny {
+        /// The held request, or the approved one whose approval to withdraw.
         request_id: String,
+        /// A note for the audit log.
         #[arg(long)]
         note: Option<String>,
     },
@@ -59,6 +68,8 @@ pub enum OperatorCmd {
     Install(crate::install::InstallCmd),
     /// Put back what a command removed or overwrote, from the snapshot taken before it ran.
     Undo(crate::undo::UndoArgs),
+    /// Stop a user-mode praxisd cleanly (running commands end first).
+    Stop,
 }
 
 #[derive(Debug, Subcommand)]
@@ -67,16 +78,21 @@ pub enum CredCmd {
     Add(CredAdd),
     /// Names, variables, roles, programs and source kinds; never values.
     List {
+        /// One JSON document instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Revoke a credential: no later request gets it.
-    Revoke { name: String },
+    Revoke {
+        /// The credential's name.
+        name: String,
+    },
 }
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["from_file", "from_env", "from_command"])))]
 pub struct CredAdd {
+    /// A name for the credential (letters, digits, `-`, `_`).
     name: String,
     /// Environment variable the command gets the value in.
     #[arg(long)]
@@ -132,18 +148,24 @@ pub enum AuditCmd {
     Anchor,
     /// The last events.
     Tail {
+        /// How many events.
         #[arg(short = 'n', default_value_t = 20)]
         count: u32,
         /// Keep following new events.
         #[arg(short, long)]
         follow: bool,
+        /// One JSON document instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Every event of one request.
-    Show { request_id: String },
+    Show {
+        /// The request id, or a prefix of it that only one request has.
+        request_id: String,
+    },
     /// Events as JSON Lines, for a SIEM.
     Export {
+        /// JSON Lines, one event a line (the one format).
         #[arg(long, required = true)]
         jsonl: bool,
         /// RFC 3339 time (or a date) to start at.
@@ -152,6 +174,7 @@ pub enum AuditCmd {
     },
     /// Follow live non-ALLOW decisions.
     Watch {
+        /// One JSON document instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -164,12 +187,82 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(250);
 
 fn report(e: &ClientError) -> i32 {
     eprintln!("praxis: {e}");
+    if let ClientError::Unreachable { .. } = e
+        && Layout::detect().mode == Mode::System
+    {
+        eprintln!(
+            "praxis: praxisd is a system service here: start it with `systemctl start praxisd`"
+        );
+    }
     EXIT_UNREACHABLE
+}
+
+/// The kill file praxisd watches: `kill_file` of praxis.toml, else the default.
+fn kill_file(layout: &Layout) -> std::path::PathBuf {
+    std::fs::read_to_string(layout.config_dir.join("praxis.toml"))
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok())
+        .and_then(|t| t.get("kill_file")?.as_str().map(std::path::PathBuf::from))
+        .unwrap_or_else(|| layout.default_kill_file())
+}
+
+/// The kill switch without a daemon to ask: the file it watches is made (or
+/// removed) here, and a daemon that starts later finds it.
+fn kill(reason: Option<String>, release: bool) -> i32 {
+    let request = if release {
+        OperatorRequest::Release
+    } else {
+        OperatorRequest::Kill {
+            reason: reason.clone(),
+        }
+    };
+    // Asked first: in user mode this starts a daemon that is not running.
+    match client::operator(request, |_| {}) {
+        Err(ClientError::Unreachable { .. } | ClientError::Autostart(_)) => {}
+        reply => return answer(reply),
+    }
+    let file = kill_file(&Layout::detect());
+    let done = if release {
+        std::fs::remove_file(&file).or_else(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Ok(()),
+            _ => Err(e),
+        })
+    } else {
+        std::fs::write(
+            &file,
+            reason.unwrap_or_else(|| String::from("engaged with praxisd down")) + "\n",
+        )
+    };
+    match (done, release) {
+        (Ok(()), false) => {
+            println!(
+                "praxisd is not running: wrote the kill file {}; praxisd refuses all work while it exists (praxis kill --release removes it)",
+                file.display()
+            );
+            0
+        }
+        (Ok(()), true) => {
+            println!(
+                "praxisd is not running: removed the kill file {}",
+                file.display()
+            );
+            0
+        }
+        (Err(e), _) => {
+            eprintln!("praxis: {}: {e}", file.display());
+            1
+        }
+    }
 }
 
 /// Sends one request; prints `Done`/`Refused` and maps them to 0/1.
 pub(crate) fn simple(request: OperatorRequest) -> i32 {
-    match client::operator(request, |_| {}) {
+    answer(client::operator(request, |_| {}))
+}
+
+/// Prints a `Done`/`Refused` answer and maps it to 0/1.
+fn answer(reply: Result<OperatorReply, ClientError>) -> i32 {
+    match reply {
         Ok(OperatorReply::Done { message }) => {
             println!("{message}");
             0
@@ -516,8 +609,8 @@ pub fn run(cmd: OperatorCmd) -> i32 {
         OperatorCmd::Cred(cmd) => cred(cmd),
         OperatorCmd::Install(cmd) => crate::install::run(cmd),
         OperatorCmd::Undo(args) => crate::undo::run(args),
-        OperatorCmd::Kill { release: true, .. } => simple(OperatorRequest::Release),
-        OperatorCmd::Kill { reason, .. } => simple(OperatorRequest::Kill { reason }),
+        OperatorCmd::Kill { reason, release } => kill(reason, release),
+        OperatorCmd::Stop => simple(OperatorRequest::Stop),
         OperatorCmd::Status { json } => status(json),
         OperatorCmd::Reload => simple(OperatorRequest::Reload),
         OperatorCmd::Audit(AuditCmd::Verify { anchor }) => verify(anchor),

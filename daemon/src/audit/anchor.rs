@@ -5,7 +5,7 @@
 //! file the writer opened.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension};
@@ -25,6 +25,10 @@ pub(crate) fn read(db: &Path) -> Result<Option<Head>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
+    // Made but never written (a crash at the very first start).
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
     let (seq, hash) = text
         .trim()
         .split_once(' ')
@@ -38,12 +42,21 @@ pub(crate) fn read(db: &Path) -> Result<Option<Head>, String> {
     }))
 }
 
-/// Records `head` as the anchor (a new file renamed over the old one).
-pub(crate) fn write(db: &Path, head: &Head) -> std::io::Result<()> {
-    let path = path_of(db);
-    let temp = path.with_extension("anchor.tmp");
-    fs::write(&temp, format!("{} {}\n", head.seq, head.hash))?;
-    fs::rename(&temp, &path)
+/// The anchor file, open for rewriting in place after every batch.
+pub(crate) fn open(db: &Path) -> std::io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path_of(db))
+}
+
+/// Records `head` in the anchor file: one fixed-width line written in place
+/// (a single small write, not a new file per batch).
+pub(crate) fn write(file: &fs::File, head: &Head) -> std::io::Result<()> {
+    file.write_all_at(format!("{:020} {}\n", head.seq, head.hash).as_bytes(), 0)
 }
 
 /// Why the store at `conn` does not hold the anchored head, if it does not.

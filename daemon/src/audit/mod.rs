@@ -218,10 +218,7 @@ impl AuditStore {
                 Ok(head) => {
                     let problem = match anchor::read(path) {
                         Ok(Some(anchored)) => anchor::check(&conn, &anchored)?,
-                        Ok(None) => {
-                            anchor::write(path, &head).map_err(io)?;
-                            None
-                        }
+                        Ok(None) => None,
                         Err(why) => Some(why),
                     };
                     (chain, head, problem)
@@ -231,7 +228,7 @@ impl AuditStore {
         if let Some(why) = &problem {
             tracing::error!("{why}; refusing all work until an operator acts");
         }
-        let lost = Arc::new(Mutex::new(problem));
+        let lost = Arc::new(Mutex::new(problem.clone()));
         // Without its reserve the store starts as on a full filesystem.
         let space_low = Arc::new(AtomicBool::new(false));
         if let Err(e) = ballast::ensure(path) {
@@ -244,7 +241,11 @@ impl AuditStore {
             lost: Arc::clone(&lost),
             space_low: Arc::clone(&space_low),
             syslog: Arc::new(AtomicBool::new(false)),
+            anchor: anchor::open(path).map_err(io)?,
         };
+        if problem.is_none() {
+            anchor::write(&guard.anchor, &head).map_err(io)?;
+        }
         let syslog = Arc::clone(&guard.syslog);
         let shared = Arc::new(Mutex::new(head.clone()));
         let checkpointer = Checkpointer::spawn(path)?;

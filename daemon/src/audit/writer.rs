@@ -119,6 +119,8 @@ pub(crate) struct Guard {
     pub space_low: Arc<AtomicBool>,
     /// Log each committed head to syslog too (system mode).
     pub syslog: Arc<AtomicBool>,
+    /// `audit.anchor`, rewritten after every batch.
+    pub anchor: std::fs::File,
 }
 
 impl Guard {
@@ -251,7 +253,7 @@ impl Writer {
             Ok((outcomes, head)) => {
                 self.head = head;
                 *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = self.head.clone();
-                if let Err(e) = anchor::write(&self.guard.db, &self.head) {
+                if let Err(e) = anchor::write(&self.guard.anchor, &self.head) {
                     tracing::error!("audit anchor not written: {e}");
                 }
                 if self.guard.syslog.load(Ordering::Relaxed) {

@@ -30,7 +30,12 @@ use praxis_shim::mcp;
 /// its own stderr line, then one plain sentence for the model reading it.
 fn signal_refusal(verdict: Verdict, reason: &str, frame: Option<&DecisionFrame>) {
     let json = exec::refusal_json(verdict, reason, frame);
+    let stopped_by_operator =
+        frame.is_some_and(|f| f.rule_ids.iter().any(|id| id == "kill_switch"));
     let sentence = match (verdict, frame.and_then(|f| f.approve_with.as_deref())) {
+        (Verdict::Stop, _) if stopped_by_operator => {
+            format!("praxis: STOP - work is stopped by an operator; nothing was run ({reason}).")
+        }
         (Verdict::Stop, _) => format!(
             "praxis: STOP - this command was not run and cannot be approved ({reason}); do not retry it, choose another approach."
         ),

@@ -26,13 +26,35 @@ enum Cmd {
     Policy(explain::PolicyCmd),
     #[command(flatten)]
     Operator(operator::OperatorCmd),
+    /// Print shell completions for praxis (e.g. `praxis completions bash > ~/.local/share/bash-completion/completions/praxis`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the praxis man page (`praxis man | man -l -`).
+    Man,
     /// Write man pages and shell completions (used when packaging).
     #[command(hide = true)]
     Generate(generate::GenerateArgs),
 }
 
 fn main() {
+    // Output piped into `head` ends quietly, as other command-line tools do.
+    // SAFETY: restoring the default disposition of one signal before any
+    // thread starts; no handler code is involved.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let code = match Cli::parse().cmd {
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "praxis", &mut std::io::stdout());
+            0
+        }
+        Cmd::Man => match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("praxis man: {e}");
+                1
+            }
+        },
         Cmd::Explain(args) => explain::explain(args),
         Cmd::Policy(cmd) => explain::policy(cmd),
         Cmd::Operator(cmd) => operator::run(cmd),

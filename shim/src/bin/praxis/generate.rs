@@ -43,7 +43,7 @@ pub struct GenerateArgs {
 
 /// Exit statuses of `praxis-run`, shared by its man page sections.
 const RUN_EXIT_STATUS: &str = "Exit status: the command's own; 128+n when it died of signal n; \
-124 on timeout; 125 HOLD (also every fail-closed error, an unreachable daemon included); \
+123 outcome unknown (praxisd ended after the command started); 124 on timeout; 125 HOLD (also every fail-closed error, an unreachable daemon included); \
 126 STOP. A refused command writes one JSON audit-signal line on stderr, then one sentence.";
 
 /// `praxis-run` as its usage texts document it.
