@@ -21,12 +21,25 @@ bold=$'\e[1m'; dim=$'\e[2m'; off=$'\e[0m'
 step() { printf '\n%s== %s%s\n' "$bold" "$*" "$off"; }
 note() { printf '%s   %s%s\n' "$dim" "$*" "$off"; }
 
+# The command as it would be typed: words that need it are single-quoted.
+shown() {
+  local out="" w
+  for w in "$@"; do
+    if [[ $w =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
+      out+=" $w"
+    else
+      out+=" '${w//\'/\'\\\'\'}'"
+    fi
+  done
+  printf '$%s\n' "$out"
+}
+
 # expect CODE CMD...: runs CMD with no stdin, shows its stdout and stderr and
 # its exit status, and stops the demo if the status is not CODE.
 expect() {
   local want=$1 rc=0
   shift
-  printf '$ %s\n' "$*"
+  shown "$@"
   "$@" </dev/null >"$scratch/out" 2>"$scratch/err" || rc=$?
   sed 's/^/   /' "$scratch/out"
   sed 's/^/   stderr: /' "$scratch/err"
@@ -68,7 +81,7 @@ git -c user.name=demo -c user.email=demo@example.invalid commit --quiet -m "firs
 
 step "1. An allowed command: read-only, runs sandboxed and audited"
 expect 0 praxis-run -- git log --oneline
-note "exit 0: the command's own status."
+note "praxis-run exits with the command's own status."
 
 step "2. A held command: discarding uncommitted work needs a human"
 echo "an edit the agent should not throw away" >>notes.txt
@@ -92,7 +105,16 @@ sed 's/^/   | /' notes.txt
 expect 125 praxis-run -- git reset --hard
 note "the approval was one-shot: a second run is held again."
 
-step "5. The kill switch: running work dies, new work is refused"
+step "5. The edit it threw away comes back: praxis undo"
+note "before the approved reset ran, praxisd saved what it would discard."
+expect 0 praxis undo --list
+done_id=$(praxis undo --list --json | sed -n 's/.*"request_id":"\([^"]*\)".*/\1/p' | head -n 1)
+[[ -n $done_id ]] || { echo "demo: no snapshot to undo" >&2; exit 1; }
+expect 0 praxis undo "$done_id"
+note "notes.txt has the edit again:"
+sed 's/^/   | /' notes.txt
+
+step "6. The kill switch: running work dies, new work is refused"
 praxis-run -c 'sleep 4242' </dev/null >/dev/null 2>"$scratch/sleeper.err" &
 sleeper_pid=$!
 owned_pids+=("$sleeper_pid")
@@ -113,7 +135,7 @@ note "while engaged every request is refused (STOP, exit 126)."
 expect 0 praxis kill --release
 expect 0 praxis-run -- echo "working again"
 
-step "6. The audit trail: every decision, denials included, hash-chained"
+step "7. The audit trail: every decision, denials included, hash-chained"
 expect 0 praxis audit tail -n 40
 expect 0 praxis audit verify
 
@@ -125,6 +147,8 @@ cat <<'EOF'
    - `rm -rf /` was STOPPED by a catastrophic-pattern rule: exit 126, not approvable.
    - The operator approved the held request; the same command then ran exactly
      once, and a second attempt was held again.
+   - What the approved command discarded had been saved first: `praxis undo`
+     put it back.
    - The kill switch killed the running sleep and refused new work until released.
    - Every one of these decisions is in the audit log, and its hash chain verifies.
 EOF

@@ -347,9 +347,17 @@ fn undo(daemon: &Daemon, peer: &Peer, request_id: &str, force: bool) -> Operator
         }),
         Err((why, _)) => serde_json::json!({ "force": force, "refused": why }),
     };
+    let reason = match &result {
+        Ok(done) => format!(
+            "undone by uid {}: {} restored, {} removed",
+            peer.uid, done.restored, done.removed
+        ),
+        Err((why, _)) => format!("undo refused: {why}"),
+    };
     let event = Event {
         request_id: Some(request_id.to_owned()),
         uid: Some(peer.uid),
+        reason: Some(reason),
         detail: detail.as_object().cloned(),
         ..Event::new(EventKind::Undo)
     };

@@ -257,7 +257,7 @@ pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, approval::
         session: inbound.request.session.clone(),
         runtime: inbound.request.runtime.clone(),
         cwd: inbound.request.cwd.clone(),
-        argv_redacted: None,
+        argv_redacted: Some(redact::as_sent(daemon, &inbound.request.command)),
         policy_revision: None,
     };
 

@@ -4,6 +4,7 @@
 //! ([`crate::ids::arguments_digest`]).
 
 use praxis_policy::Decision;
+use praxis_proto::Command;
 
 use crate::state::Daemon;
 
@@ -14,4 +15,15 @@ pub fn for_audit(daemon: &Daemon, decision: &Decision) -> Vec<String> {
         .iter()
         .map(|c| daemon.redact(&c.command))
         .collect()
+}
+
+/// The request as the agent sent it, redacted: what the record shows of a
+/// request refused before the policy could take it apart (kill switch,
+/// drain, a store that cannot be trusted).
+pub fn as_sent(daemon: &Daemon, command: &Command) -> Vec<String> {
+    let text = match command {
+        Command::Shell(script) => script.clone(),
+        Command::Argv(argv) => argv.join(" "),
+    };
+    vec![daemon.redact(&text)]
 }

@@ -98,9 +98,10 @@ pub fn describe(plan: &Plan) -> String {
     )
 }
 
-fn event(kind: EventKind, request_id: &str, detail: serde_json::Value) -> Event {
+fn event(kind: EventKind, request_id: &str, reason: String, detail: serde_json::Value) -> Event {
     Event {
         request_id: Some(request_id.to_owned()),
+        reason: Some(reason),
         detail: detail.as_object().cloned(),
         ..Event::new(kind)
     }
@@ -123,13 +124,12 @@ pub async fn capture(
         "entries": taken.before.len(),
         "scope": taken.scope,
     });
-    if let Err(e) = daemon
-        .record(
-            event(EventKind::Snapshot, request_id, detail),
-            Durability::Normal,
-        )
-        .await
-    {
+    let reason = format!(
+        "saved {} files, {} bytes for `praxis undo {request_id}`",
+        taken.files, taken.bytes
+    );
+    let record = event(EventKind::Snapshot, request_id, reason, detail);
+    if let Err(e) = daemon.record(record, Durability::Normal).await {
         tracing::error!("audit of a snapshot failed: {e}");
     }
     expire(daemon, store).await;
@@ -147,7 +147,11 @@ async fn expire(daemon: &Daemon, store: &Store) {
     };
     for gone in expired {
         let detail = serde_json::json!({ "bytes": gone.bytes, "because": gone.reason });
-        let record = event(EventKind::SnapshotExpired, &gone.request_id, detail);
+        let reason = format!(
+            "snapshot dropped ({}), {} bytes freed",
+            gone.reason, gone.bytes
+        );
+        let record = event(EventKind::SnapshotExpired, &gone.request_id, reason, detail);
         if let Err(e) = daemon.record(record, Durability::Normal).await {
             tracing::error!("audit of a snapshot expiry failed: {e}");
         }
