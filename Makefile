@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: build release test lint fmt bench demo clean deb deb-check bench-process
+.PHONY: build release install test lint fmt bench demo clean deb deb-check bench-process
 
 build:
 	$(CARGO) build --workspace --bins
@@ -18,6 +18,15 @@ release:
 	$(CARGO) build --workspace --bins --release
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release -p praxis-shim --bin praxis-run --target $(HOST_TRIPLE)
 	cp $(TARGET_DIR)/$(HOST_TRIPLE)/release/praxis-run $(TARGET_DIR)/release/praxis-run
+
+# The three binaries into $(PREFIX)/bin (default ~/.local/bin). praxis-run
+# starts a user-mode praxisd from there on first use.
+PREFIX ?= $(HOME)/.local
+install: release
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(TARGET_DIR)/release/praxis $(TARGET_DIR)/release/praxis-run $(TARGET_DIR)/release/praxisd $(DESTDIR)$(PREFIX)/bin/
+	@echo "installed praxis, praxis-run and praxisd in $(DESTDIR)$(PREFIX)/bin"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "add it to PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
 
 # The end-to-end tests drive the real binaries, so build them first, and the
 # real Python clients (MCP SDK, openai-agents), from a project venv made once

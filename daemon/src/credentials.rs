@@ -220,6 +220,34 @@ fn trim_end(value: &mut Zeroizing<Vec<u8>>) {
     }
 }
 
+/// Why a credential's source cannot give a value now, if it cannot: a file
+/// that is missing, unreadable or empty, a variable praxisd does not have, a
+/// command whose program is not found. Nothing is run to find out.
+pub fn unusable(spec: &CredentialSpec) -> Option<String> {
+    match &spec.source {
+        // Opened, not read: the value stays where it is until a command needs it.
+        CredentialSource::File(path) => {
+            match std::fs::File::open(path).and_then(|f| f.metadata()) {
+                Ok(meta) if meta.len() == 0 => Some(format!("{path} is empty")),
+                Ok(_) => None,
+                Err(e) => Some(format!("cannot read {path}: {e}")),
+            }
+        }
+        CredentialSource::Env(var) => std::env::var_os(var)
+            .is_none()
+            .then(|| format!("praxisd's environment has no {var}")),
+        CredentialSource::Command(command) => {
+            let program = command.split_whitespace().next().unwrap_or_default();
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let found =
+                praxis_sandbox::host::resolve_program(program, &path, std::path::Path::new("/"));
+            found
+                .is_none()
+                .then(|| format!("`{program}` is not found on praxisd's PATH"))
+        }
+    }
+}
+
 /// Reads one credential's value now.
 async fn resolve(
     daemon: &Daemon,
@@ -252,21 +280,42 @@ async fn resolve(
 }
 
 /// The credentials stage: resolves the granted values into the permit. Runs
-/// after the intent is committed; an error means the command does not run.
+/// after the intent is committed. A credential that cannot be resolved
+/// affects only this command: it runs without it, the agent is told in one
+/// line, and the failure is audited.
 pub async fn inject(
     daemon: &Daemon,
     permit: &mut Permit,
     grants: &[CredentialSpec],
 ) -> Result<(), String> {
     for spec in grants {
-        let value = resolve(daemon, spec)
-            .await
-            .map_err(|e| errors::one_line(&e))?;
-        permit.brokered.push(Brokered {
-            name: spec.name.clone(),
-            env: spec.env.clone(),
-            value,
-        });
+        match resolve(daemon, spec).await {
+            Ok(value) => permit.brokered.push(Brokered {
+                name: spec.name.clone(),
+                env: spec.env.clone(),
+                value,
+            }),
+            Err(e) => {
+                let why = errors::one_line(&e);
+                let line = format!(
+                    "praxis: credential `{}` could not be resolved ({why}); the command runs without {}",
+                    spec.name, spec.env
+                );
+                let event = Event {
+                    request_id: Some(permit.request_id.clone()),
+                    credentials: Some(vec![spec.name.clone()]),
+                    reason: Some(line.clone()),
+                    ..Event::new(EventKind::CredentialUnresolved)
+                };
+                if let Err(e) = daemon.record(event, Durability::Normal).await {
+                    tracing::error!("audit of an unresolved credential failed: {e}");
+                }
+                permit.advisory = Some(match permit.advisory.take() {
+                    Some(earlier) => format!("{earlier}\n{line}"),
+                    None => line,
+                });
+            }
+        }
     }
     Ok(())
 }
@@ -295,6 +344,7 @@ pub fn wipe(env: &mut Vec<(OsString, OsString)>, names: &[String]) {
 
 fn info(spec: CredentialSpec, origin: &str) -> CredentialInfo {
     CredentialInfo {
+        problem: unusable(&spec),
         source_kind: spec.source.kind().to_owned(),
         name: spec.name,
         env: spec.env,
@@ -302,6 +352,15 @@ fn info(spec: CredentialSpec, origin: &str) -> CredentialInfo {
         programs: spec.programs,
         origin: origin.to_owned(),
     }
+}
+
+/// Each credential whose source cannot give a value now, with why.
+pub fn problems(daemon: &Daemon) -> Vec<String> {
+    active(daemon)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|(spec, _)| unusable(spec).map(|why| format!("{}: {why}", spec.name)))
+        .collect()
 }
 
 /// `praxis cred list`: names, roles, programs and source kinds, never values.
@@ -357,6 +416,9 @@ pub fn add(daemon: &Daemon, peer: &Peer, mut spec: CredentialSpec) -> OperatorRe
     let refused = |reason: String| OperatorReply::Refused { reason };
     if let Err(why) = config::check_credential(&mut spec, &daemon.config.roles.default) {
         return refused(why);
+    }
+    if let Some(why) = unusable(&spec) {
+        return refused(format!("credential `{}` cannot be used: {why}", spec.name));
     }
     if let Ok(policy) = daemon.policy()
         && let Some(role) = spec

@@ -115,6 +115,7 @@ fn status(daemon: &Daemon) -> StatusReport {
         kill_switch: daemon.kill_switch.current().map(|e| e.reason),
         kill_file: daemon.kill_switch.file().display().to_string(),
         audit_problem: daemon.audit.lost(),
+        credential_problems: credentials::problems(daemon),
         in_flight: daemon.children.len() as u64,
         requests: Counters::get(&daemon.counters.requests),
         allowed: Counters::get(&daemon.counters.allowed),
@@ -241,10 +242,7 @@ pub async fn handle(
                 .await
             }
             OperatorRequest::AuditShow { request_id } => {
-                blocking(daemon, move |d| {
-                    audit_reply(d.audit.by_request(&request_id))
-                })
-                .await
+                blocking(daemon, move |d| show(d, &request_id)).await
             }
             OperatorRequest::Pending => blocking(daemon, approval::pending).await.pipe_one(),
             OperatorRequest::Approve {
@@ -314,6 +312,35 @@ fn stop(daemon: &Daemon) -> OperatorReply {
             reason: format!("cannot signal praxisd: {e}"),
         },
     }
+}
+
+/// `praxis audit show ID`: the one request a unique prefix names, then the
+/// requests an approval ties to it (the run a held request's approval
+/// allowed), each event once, in order.
+fn show(daemon: &Daemon, prefix: &str) -> Vec<OperatorReply> {
+    let refused = |reason: String| vec![OperatorReply::Refused { reason }];
+    let id = match daemon.audit.request_with_prefix(prefix) {
+        Ok(Ok(Some(id))) => id,
+        Ok(Ok(None)) => return refused(format!("no request id starts with `{prefix}`")),
+        Ok(Err(two)) => {
+            return refused(format!(
+                "`{prefix}` is ambiguous ({} and more): give more of the id",
+                two.join(", ")
+            ));
+        }
+        Err(e) => return refused(errors::one_line(&e)),
+    };
+    let linked = daemon.audit.linked_requests(&id).unwrap_or_default();
+    let mut all = Vec::new();
+    for request in std::iter::once(&id).chain(&linked) {
+        match daemon.audit.by_request(request) {
+            Ok(events) => all.extend(events),
+            Err(e) => return refused(errors::one_line(&e)),
+        }
+    }
+    all.sort_by_key(|e| e.seq);
+    all.dedup_by_key(|e| e.seq);
+    audit_reply(Ok(all))
 }
 
 /// A verification as the operator sees it.

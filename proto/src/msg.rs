@@ -291,6 +291,10 @@ pub struct CredentialInfo {
     pub programs: Vec<String>,
     /// `config` (praxis.toml) or `operator` (`praxis cred add`).
     pub origin: String,
+    /// Why its source cannot give a value now (commands that would get it
+    /// run without it), if it cannot.
+    #[serde(default)]
+    pub problem: Option<String>,
 }
 
 /// A held request as `praxis pending` shows it.
@@ -331,6 +335,9 @@ pub struct StatusReport {
     /// praxisd ran, or not holding its anchored head): all work is refused.
     #[serde(default)]
     pub audit_problem: Option<String>,
+    /// Credentials whose source cannot give a value now, with why.
+    #[serde(default)]
+    pub credential_problems: Vec<String>,
     pub in_flight: u64,
     pub requests: u64,
     pub allowed: u64,

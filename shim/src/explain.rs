@@ -112,6 +112,15 @@ fn load_policy(policy_file: &Path) -> Result<Policy, String> {
     }
 }
 
+/// The policy praxisd would load here (built-in patterns and the operator's
+/// policy.toml), and the file it reads, for `praxis doctor`.
+pub fn operator_policy() -> (PathBuf, Result<Policy, String>) {
+    let home = env_dir("HOME").unwrap_or_default();
+    let file = layout(&home).policy_file;
+    let loaded = load_policy(&file);
+    (file, loaded)
+}
+
 /// The host as the request would see it, gathered with read-only lookups.
 fn gather_context(
     cwd: &Path,

@@ -5,6 +5,7 @@ pub mod args;
 pub mod client;
 pub mod contract;
 pub mod deadline;
+pub mod doctor;
 pub mod exec;
 pub mod explain;
 pub mod hook;

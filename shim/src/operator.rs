@@ -162,6 +162,9 @@ pub enum AuditCmd {
     Show {
         /// The request id, or a prefix of it that only one request has.
         request_id: String,
+        /// One JSON object per event instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Events as JSON Lines, for a SIEM.
     Export {
@@ -435,6 +438,9 @@ fn status(json: bool) -> i32 {
             if let Some(why) = &s.audit_problem {
                 println!("REFUSING ALL WORK: {why}");
             }
+            for why in &s.credential_problems {
+                println!("credential cannot be resolved: {why}");
+            }
             if let Some(why) = &s.hold_all {
                 println!("SERVING ONLY HOLD: {why}");
             }
@@ -542,6 +548,9 @@ fn print_credentials(items: &[CredentialInfo], json: bool) {
             programs,
             c.origin
         );
+        if let Some(why) = &c.problem {
+            println!("    CANNOT BE RESOLVED: {why}; commands that would get it run without it");
+        }
     }
 }
 
@@ -549,15 +558,15 @@ fn cred(cmd: CredCmd) -> i32 {
     match cmd {
         CredCmd::Add(a) => {
             let source = match (a.from_file, a.from_env, a.from_command) {
+                (Some(path), _, _) if std::path::Path::new(&path).is_absolute() => {
+                    CredentialSource::File(path)
+                }
                 (Some(path), _, _) => {
-                    // The daemon reads it; a relative path would name its cwd, not ours.
-                    match std::path::absolute(&path) {
-                        Ok(p) => CredentialSource::File(p.display().to_string()),
-                        Err(e) => {
-                            eprintln!("praxis: {path}: {e}");
-                            return 2;
-                        }
-                    }
+                    // The daemon reads it, from its own working directory.
+                    eprintln!(
+                        "praxis: --from-file needs an absolute path, not `{path}` (e.g. --from-file \"$PWD/{path}\")"
+                    );
+                    return 2;
                 }
                 (None, Some(var), _) => CredentialSource::Env(var),
                 (None, None, Some(command)) => CredentialSource::Command(command),
@@ -610,7 +619,13 @@ pub fn run(cmd: OperatorCmd) -> i32 {
         OperatorCmd::Install(cmd) => crate::install::run(cmd),
         OperatorCmd::Undo(args) => crate::undo::run(args),
         OperatorCmd::Kill { reason, release } => kill(reason, release),
-        OperatorCmd::Stop => simple(OperatorRequest::Stop),
+        OperatorCmd::Stop => match client::operator(OperatorRequest::Stop, |_| {}) {
+            Err(ClientError::Unreachable { .. }) => {
+                println!("praxisd is not running");
+                0
+            }
+            reply => answer(reply),
+        },
         OperatorCmd::Status { json } => status(json),
         OperatorCmd::Reload => simple(OperatorRequest::Reload),
         OperatorCmd::Audit(AuditCmd::Verify { anchor }) => verify(anchor),
@@ -638,9 +653,9 @@ pub fn run(cmd: OperatorCmd) -> i32 {
             false,
             |_| true,
         ),
-        OperatorCmd::Audit(AuditCmd::Show { request_id }) => events(
+        OperatorCmd::Audit(AuditCmd::Show { request_id, json }) => events(
             OperatorRequest::AuditShow { request_id },
-            true,
+            json,
             false,
             false,
             |_| true,

@@ -38,6 +38,8 @@ pub enum EventKind {
     CredentialAdded,
     /// A brokered credential was revoked (by name).
     CredentialRevoked,
+    /// A granted credential could not be resolved; its command ran without it.
+    CredentialUnresolved,
     /// A request hit its retry budget.
     BudgetExhausted,
     /// A judgment-memory review operation.
@@ -58,7 +60,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind this build names, for parsing and documentation.
-    const NAMED: [EventKind; 20] = [
+    const NAMED: [EventKind; 21] = [
         EventKind::Decided,
         EventKind::Started,
         EventKind::Finished,
@@ -72,6 +74,7 @@ impl EventKind {
         EventKind::ApprovalExpired,
         EventKind::CredentialAdded,
         EventKind::CredentialRevoked,
+        EventKind::CredentialUnresolved,
         EventKind::BudgetExhausted,
         EventKind::Review,
         EventKind::Snapshot,
@@ -97,6 +100,7 @@ impl EventKind {
             EventKind::ApprovalExpired => "approval_expired",
             EventKind::CredentialAdded => "credential_added",
             EventKind::CredentialRevoked => "credential_revoked",
+            EventKind::CredentialUnresolved => "credential_unresolved",
             EventKind::BudgetExhausted => "budget_exhausted",
             EventKind::Review => "review",
             EventKind::Snapshot => "snapshot",

@@ -495,6 +495,40 @@ impl AuditStore {
             .with(|conn| read::events(conn, "WHERE request_id = ?1 ORDER BY seq", [request_id]))
     }
 
+    /// The one request id that starts with `prefix`: `Ok(None)` when none
+    /// does, `Err` naming two when it is ambiguous.
+    pub fn request_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Result<Option<String>, Vec<String>>, AuditError> {
+        let ids: Vec<String> = self.inner.readers.with(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT DISTINCT request_id FROM events WHERE request_id >= ?1 AND request_id < ?1 || char(1114111) LIMIT 2",
+            )?;
+            let rows = stmt.query_map([prefix], |row| row.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<Vec<String>>>().map_err(AuditError::from)
+        })?;
+        Ok(match ids.len() {
+            0 => Ok(None),
+            1 => Ok(ids.into_iter().next()),
+            _ => Err(ids),
+        })
+    }
+
+    /// The other requests tied to `request_id` by an approval: the runs an
+    /// approval of it allowed (or, for a run, the held request it approved).
+    pub fn linked_requests(&self, request_id: &str) -> Result<Vec<String>, AuditError> {
+        self.inner.readers.with(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT DISTINCT o.request_id FROM events e JOIN events o ON o.approval_id = e.approval_id \
+                 WHERE e.request_id = ?1 AND e.approval_id IS NOT NULL AND o.request_id IS NOT NULL \
+                 AND o.request_id != ?1 ORDER BY o.seq",
+            )?;
+            let rows = stmt.query_map([request_id], |row| row.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<Vec<String>>>().map_err(AuditError::from)
+        })
+    }
+
     /// Number of events per kind.
     pub fn count_by_kind(&self) -> Result<BTreeMap<String, u64>, AuditError> {
         self.inner

@@ -26,6 +26,13 @@ enum Cmd {
     Policy(explain::PolicyCmd),
     #[command(flatten)]
     Operator(operator::OperatorCmd),
+    /// Check this machine, the daemon, the policy, the agent runtimes' hooks,
+    /// the credentials and the disk, with a fix for each failure.
+    Doctor {
+        /// One JSON array of findings instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print shell completions for praxis (e.g. `praxis completions bash > ~/.local/share/bash-completion/completions/praxis`).
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -58,6 +65,7 @@ fn main() {
         Cmd::Explain(args) => explain::explain(args),
         Cmd::Policy(cmd) => explain::policy(cmd),
         Cmd::Operator(cmd) => operator::run(cmd),
+        Cmd::Doctor { json } => praxis_shim::doctor::run(json),
         Cmd::Generate(args) => match generate::generate(Cli::command(), &args) {
             Ok(()) => 0,
             Err(e) => {
