@@ -79,38 +79,24 @@ fn credentials_are_checked_at_add_and_a_broken_one_fails_alone() {
     let d = Daemon::start();
     let token = d.dir.path().join("token");
     std::fs::write(&token, "s3cr3t-value\n").unwrap();
-    let relative = d.praxis(&[
-        "cred",
-        "add",
-        "gh",
-        "--env",
-        "GH_TOKEN",
-        "--from-file",
-        "token",
-    ]);
+    let add = |file: &str| {
+        d.praxis(&[
+            "cred",
+            "add",
+            "gh",
+            "--env",
+            "GH_TOKEN",
+            "--from-file",
+            file,
+        ])
+    };
+    let relative = add("token");
     assert_eq!(relative.status.code(), Some(2), "{relative:?}");
     assert!(text(&relative).contains("absolute path"));
-    let missing = d.dir.path().join("missing").display().to_string();
-    let out = d.praxis(&[
-        "cred",
-        "add",
-        "gh",
-        "--env",
-        "GH_TOKEN",
-        "--from-file",
-        &missing,
-    ]);
+    let out = add(&d.dir.path().join("missing").display().to_string());
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(text(&out).contains("cannot read"), "{out:?}");
-    let out = d.praxis(&[
-        "cred",
-        "add",
-        "gh",
-        "--env",
-        "GH_TOKEN",
-        "--from-file",
-        token.to_str().unwrap(),
-    ]);
+    let out = add(token.to_str().unwrap());
     assert!(out.status.success(), "{out:?}");
 
     // The file goes away: commands still run, without it, and say so.
