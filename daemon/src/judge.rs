@@ -221,8 +221,22 @@ async fn unjudgeable(
     };
     let mut trail = trail_of(peer, request, &exec);
     trail.argv_redacted = Some(vec![name.clone()]);
+    let allowed = daemon
+        .policy()
+        .is_ok_and(|policy| policy.runtime_tool_allowed(&name));
     let (verdict, details) = match kill_switch::check(daemon) {
         Err(engaged) => (Verdict::Stop, Refusal::unclassified(engaged.message())),
+        Ok(()) if allowed => {
+            let details = Refusal {
+                rule_ids: vec![String::from("runtime_tools")],
+                tier: praxis_policy::Tier::ReadOnly,
+                ..Refusal::unclassified(format!(
+                    "the runtime's tool `{name}` runs no host command and touches no file (patterns.toml [runtime_tools])"
+                ))
+            };
+            let verdict = record_allow(daemon, &trail, request, &details).await;
+            return (trail, verdict, details);
+        }
         Ok(()) => (
             Verdict::Hold,
             Refusal::unclassified(format!(

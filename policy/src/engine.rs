@@ -156,6 +156,7 @@ pub struct Policy {
     rules: RuleSet,
     roles: BTreeMap<String, RolePosture>,
     redactor: Redactor,
+    runtime_tools: HashSet<String>,
 }
 
 fn invalid(file: &str, message: impl Into<String>) -> LoadError {
@@ -454,6 +455,7 @@ impl Policy {
             rules,
             roles,
             redactor,
+            runtime_tools: file.runtime_tools.allow.iter().cloned().collect(),
         };
         policy.check_examples(|id| {
             let at_index = ids.iter().position(|x| x == id).map_or(0, |i| origins[i]);
@@ -797,6 +799,12 @@ impl Policy {
     /// Roles this policy defines.
     pub fn roles(&self) -> impl Iterator<Item = &str> {
         self.roles.keys().map(String::as_str)
+    }
+
+    /// Whether `tool`, a tool of an agent runtime with no command or file
+    /// equivalent, is one `[runtime_tools]` allows (it runs nothing on the host).
+    pub fn runtime_tool_allowed(&self, tool: &str) -> bool {
+        self.runtime_tools.contains(tool)
     }
 
     /// The loaded rules, in evaluation order.

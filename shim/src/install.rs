@@ -32,9 +32,9 @@ pub enum InstallError {
     NoHome,
 }
 
-/// Tools whose calls the Claude Code hook judges.
-pub const CLAUDE_MATCHER: &str =
-    "Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Grep|Glob|LS|WebFetch|WebSearch|mcp__.*";
+/// Tools whose calls the Claude Code hook judges: every one, so a tool
+/// Praxis has no rule for meets the unknown-tool posture instead of going unseen.
+pub const CLAUDE_MATCHER: &str = "*";
 
 /// What to install where.
 #[derive(Debug, PartialEq, Eq)]

@@ -645,3 +645,39 @@ fn an_operator_approval_of_a_held_hook_call_allows_it_once() {
         "one-shot"
     );
 }
+
+#[test]
+fn claude_tools_without_a_rule_meet_the_unknown_posture_and_runtime_tools_pass() {
+    let d = Daemon::start_in_git();
+    let tool = |name: &str, input: Value| {
+        claude(
+            &d,
+            &event("PreToolUse", name, input, json!({ "cwd": d.work() })),
+        )
+    };
+    // Scheduling future prompts: no rule covers it, so it is unknown.
+    let cron = tool("CronCreate", json!({ "cron": "* * * * *", "prompt": "x" }));
+    assert_eq!(cron["permissionDecision"], "ask", "{cron}");
+    assert!(
+        cron["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("unknown is HOLD"),
+        "{cron}"
+    );
+    // A to-do list runs nothing on the host.
+    let todo = tool("TodoWrite", json!({ "todos": [] }));
+    assert_eq!(todo["permissionDecision"], "allow", "{todo}");
+    // Praxis's own MCP tool is judged by praxisd when it runs, not here.
+    let own = d.praxis_run(
+        &["hook", "claude-code"],
+        &event(
+            "PreToolUse",
+            "mcp__praxis__run_command",
+            json!({ "command": "ls" }),
+            json!({ "cwd": d.work() }),
+        ),
+    );
+    assert_eq!(own.status.code(), Some(0), "{own:?}");
+    assert!(own.stdout.is_empty(), "{own:?}");
+}

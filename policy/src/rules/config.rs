@@ -25,6 +25,17 @@ pub struct PatternsFile {
     /// The redactor's rules; when absent, the redactor's built-in rules.
     #[serde(default)]
     pub redact: Option<crate::redact::RedactConfig>,
+    #[serde(default)]
+    pub runtime_tools: RuntimeTools,
+}
+
+/// `[runtime_tools]`: agent-runtime tools that run no host command and touch
+/// no file themselves. Every other tool without a rule is unknown, so HOLD.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeTools {
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 /// The operator's `policy.toml`: roles, uid map, extra rules, limits, credential grants.

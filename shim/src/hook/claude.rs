@@ -49,7 +49,15 @@ fn answer(input: &str) -> Result<Answer, HookError> {
     }
 }
 
+/// Tools of Praxis's own MCP server (`praxis-run mcp`, registered as `praxis`):
+/// praxisd judges each call itself, so the hook does not judge it again.
+const OWN_MCP_TOOLS: &str = "mcp__praxis__";
+
 fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
+    // Left to the runtime's own permissions: no second judgment, no grant.
+    if event.tool()?.starts_with(OWN_MCP_TOOLS) {
+        return Ok(Answer::silent());
+    }
     let unattended = event
         .permission_mode
         .as_deref()
