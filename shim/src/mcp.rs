@@ -3,18 +3,24 @@
 //! command through praxisd's pipeline. A command that is not allowed comes
 //! back as a tool error (`isError: true`) carrying the decision.
 
+use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
-use praxis_proto::{Command, ExecRequest, Verdict};
+use praxis_proto::{ClientMsg, Command, ExecRequest, Verdict};
 use serde_json::{Value, json};
 
-use crate::client::ClientError;
+use crate::client::{self, ClientError};
 use crate::exec::{self, Outcome, Sink};
 use crate::judge::Caller;
 
-/// The protocol revision this server speaks.
+/// The latest protocol revision this server speaks.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// Every revision it speaks; a client asking for one of them gets it.
+pub const SUPPORTED: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18"];
 
 /// Name of the one tool.
 pub const TOOL: &str = "run_command";
@@ -45,33 +51,134 @@ impl Sink for Collected {
 }
 
 /// The server: who it acts for, and the directory commands run in by default.
+#[derive(Clone)]
 pub struct Server {
     pub caller: Caller,
     pub cwd: PathBuf,
 }
 
+/// A parsed `run_command` call, ready to run.
+pub struct Call {
+    command: String,
+    cwd: PathBuf,
+    timeout_secs: Option<u64>,
+    call_id: String,
+}
+
+/// What one incoming message asks of the server.
+enum Route {
+    /// Answered at once.
+    Answer(Value),
+    /// A notification that needs no answer.
+    Silent,
+    /// `notifications/cancelled` for the request with this id.
+    Cancel(String),
+    /// A tool call, run on its own thread so others and pings go on.
+    Run { id: Value, call: Call },
+}
+
+/// Tool calls under way, by request id: the connection to praxisd (to send
+/// a cancel on) and whether the client cancelled the call.
+#[derive(Default)]
+struct Running {
+    stream: Option<UnixStream>,
+    cancelled: bool,
+}
+
+type InFlight = Arc<Mutex<HashMap<String, Running>>>;
+
+fn key(id: &Value) -> String {
+    id.to_string()
+}
+
+fn write_line(output: &Mutex<impl Write>, reply: &Value) -> io::Result<()> {
+    let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
+    writeln!(out, "{reply}")?;
+    out.flush()
+}
+
 impl Server {
     /// Serves requests from `input` until it closes, one answer per line.
-    pub fn serve(&self, input: impl BufRead, mut output: impl Write) -> io::Result<()> {
+    /// Tool calls run concurrently; `ping` and the rest are answered at once;
+    /// a cancelled call's command is ended and its answer not sent.
+    pub fn serve(
+        &self,
+        input: impl BufRead,
+        output: impl Write + Send + 'static,
+    ) -> io::Result<()> {
+        let output = Arc::new(Mutex::new(output));
+        let calls: InFlight = Arc::default();
+        let mut workers = Vec::new();
         for line in input.lines() {
             let line = line?;
             if line.trim().is_empty() {
                 continue;
             }
-            if let Some(reply) = self.handle(&line) {
-                writeln!(output, "{reply}")?;
-                output.flush()?;
+            match self.route(&line) {
+                Route::Answer(reply) => write_line(&output, &reply)?,
+                Route::Silent => {}
+                Route::Cancel(id) => {
+                    let mut calls = calls.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(running) = calls.get_mut(&id) {
+                        running.cancelled = true;
+                        if let Some(stream) = &running.stream {
+                            let _ = client::send(stream, &ClientMsg::Cancel);
+                        }
+                    }
+                }
+                Route::Run { id, call } => {
+                    let key = key(&id);
+                    calls
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(key.clone(), Running::default());
+                    let (server, calls, output) =
+                        (self.clone(), Arc::clone(&calls), Arc::clone(&output));
+                    workers.push(std::thread::spawn(move || {
+                        let keep = |stream: &UnixStream| {
+                            if let Some(running) = calls
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .get_mut(&key)
+                            {
+                                running.stream = stream.try_clone().ok();
+                            }
+                        };
+                        let value = server.run(call, keep);
+                        let cancelled = calls
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(&key)
+                            .is_some_and(|r| r.cancelled);
+                        // A cancelled request gets no answer (the client stopped waiting).
+                        if !cancelled {
+                            let _ = write_line(&output, &result(id, value));
+                        }
+                    }));
+                }
             }
+        }
+        for worker in workers {
+            let _ = worker.join();
         }
         Ok(())
     }
 
-    /// The answer to one message; none for a notification.
+    /// The answer to one message, running a tool call in place (for tests
+    /// and one-shot use); none for a notification.
     pub fn handle(&self, line: &str) -> Option<Value> {
+        match self.route(line) {
+            Route::Answer(reply) => Some(reply),
+            Route::Silent | Route::Cancel(_) => None,
+            Route::Run { id, call } => Some(result(id, self.run(call, |_| {}))),
+        }
+    }
+
+    fn route(&self, line: &str) -> Route {
         let message: Value = match serde_json::from_str(line) {
             Ok(message) => message,
             Err(e) => {
-                return Some(error(
+                return Route::Answer(error(
                     Value::Null,
                     PARSE_ERROR,
                     &format!("parse error: {e}"),
@@ -83,37 +190,51 @@ impl Server {
         let valid = message.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
             && matches!(id, None | Some(Value::String(_) | Value::Number(_)));
         let (Some(method), true) = (method, valid) else {
-            return Some(error(
+            return Route::Answer(error(
                 id.unwrap_or(Value::Null),
                 INVALID_REQUEST,
                 "invalid request: a JSON-RPC 2.0 object with a method is expected (batches are not supported)",
             ));
         };
-        // Notifications (no id) get no answer, known or not.
-        let id = id?;
         let params = message.get("params").cloned().unwrap_or(Value::Null);
-        Some(match method {
-            "initialize" => result(
-                id,
-                json!({
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": { "tools": { "listChanged": false } },
-                    "serverInfo": { "name": "praxis", "version": env!("CARGO_PKG_VERSION") },
-                    "instructions": "run_command is the only way to run a shell command here: praxis decides before it runs (ALLOW runs it sandboxed; HOLD waits for an operator; STOP never runs) and audits every call.",
-                }),
-            ),
+        // Notifications (no id) get no answer, known or not.
+        let Some(id) = id else {
+            return match (method, params.get("requestId")) {
+                ("notifications/cancelled", Some(request)) => Route::Cancel(key(request)),
+                _ => Route::Silent,
+            };
+        };
+        Route::Answer(match method {
+            "initialize" => {
+                // The client's revision when this server speaks it, else the latest.
+                let asked = params.get("protocolVersion").and_then(Value::as_str);
+                let version = SUPPORTED
+                    .iter()
+                    .copied()
+                    .find(|v| Some(*v) == asked)
+                    .unwrap_or(PROTOCOL_VERSION);
+                result(
+                    id,
+                    json!({
+                        "protocolVersion": version,
+                        "capabilities": { "tools": { "listChanged": false } },
+                        "serverInfo": { "name": "praxis", "version": env!("CARGO_PKG_VERSION") },
+                        "instructions": "run_command is the only way to run a shell command here: praxis decides before it runs (ALLOW runs it sandboxed; HOLD waits for an operator; STOP never runs) and audits every call.",
+                    }),
+                )
+            }
             "ping" => result(id, json!({})),
             "tools/list" => result(id, json!({ "tools": [tool_description()] })),
-            "tools/call" => match self.call(&id, &params) {
-                Ok(value) => result(id, value),
+            "tools/call" => match self.prepare(&id, &params) {
+                Ok(call) => return Route::Run { id, call },
                 Err(why) => error(id, INVALID_PARAMS, &why),
             },
             other => error(id, METHOD_NOT_FOUND, &format!("method not found: {other}")),
         })
     }
 
-    /// Runs `run_command` and returns the tool result.
-    fn call(&self, id: &Value, params: &Value) -> Result<Value, String> {
+    /// Checks a `run_command` call's arguments.
+    fn prepare(&self, id: &Value, params: &Value) -> Result<Call, String> {
         let name = params.get("name").and_then(Value::as_str);
         if name != Some(TOOL) {
             return Err(format!("unknown tool: {}", name.unwrap_or("(none)")));
@@ -141,16 +262,23 @@ impl Server {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        Ok(self.run(command, cwd, timeout_secs, call_id))
+        Ok(Call {
+            command: command.to_owned(),
+            cwd,
+            timeout_secs,
+            call_id,
+        })
     }
 
-    fn run(
-        &self,
-        command: &str,
-        cwd: PathBuf,
-        timeout_secs: Option<u64>,
-        call_id: String,
-    ) -> Value {
+    /// Runs a call through praxisd; `connected` gets the connection, to send
+    /// a cancel on.
+    fn run(&self, call: Call, connected: impl FnOnce(&UnixStream)) -> Value {
+        let Call {
+            command,
+            cwd,
+            timeout_secs,
+            call_id,
+        } = call;
         let refused =
             |frame: Option<&praxis_proto::DecisionFrame>, verdict: Verdict, reason: &str| {
                 let decision = exec::refusal_json(verdict, reason, frame);
@@ -175,7 +303,7 @@ impl Server {
             }
         };
         let request = ExecRequest {
-            command: Command::Shell(command.to_owned()),
+            command: Command::Shell(command),
             cwd: cwd.display().to_string(),
             role: self.caller.role.clone(),
             session: self.caller.session.clone(),
@@ -191,29 +319,38 @@ impl Server {
             approval_token: None,
         };
         let mut out = Collected::default();
-        match exec::run(request, stdin, cwd_dir, &mut out, |_| {}) {
+        match exec::run(request, stdin, cwd_dir, &mut out, connected) {
             Ok(Outcome::Refused(frame)) => refused(Some(&frame), frame.decision, &frame.reason),
             Ok(outcome @ Outcome::Exited(_)) => {
                 let code = match outcome.exit_code() {
                     Ok(code) => code,
                     Err(e) => return refused(None, Verdict::Hold, &e.to_string()),
                 };
+                let timed_out = matches!(&outcome, Outcome::Exited(exit) if exit.status == praxis_proto::ExitStatus::TimedOut);
                 let stdout = String::from_utf8_lossy(&out.stdout);
                 let stderr = String::from_utf8_lossy(&out.stderr);
-                let mut text = format!("exit code: {code}\n");
+                let mut text = if timed_out {
+                    String::from("timed out: the command reached its time limit and was ended\n")
+                } else {
+                    String::new()
+                };
+                text.push_str(&format!("exit code: {code}\n"));
                 if !stdout.is_empty() {
                     text.push_str(&format!("stdout:\n{stdout}"));
                 }
                 if !stderr.is_empty() {
                     text.push_str(&format!("stderr:\n{stderr}"));
                 }
+                // The output goes once, in the text; the structure says what
+                // came of it.
                 json!({
                     "content": [{ "type": "text", "text": text }],
                     "structuredContent": {
                         "decision": "ALLOW",
                         "exit_code": code,
-                        "stdout": stdout,
-                        "stderr": stderr,
+                        "timed_out": timed_out,
+                        "stdout_bytes": out.stdout.len(),
+                        "stderr_bytes": out.stderr.len(),
                     },
                     "isError": code != 0,
                 })

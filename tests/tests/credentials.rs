@@ -211,8 +211,8 @@ fn env_and_command_sources_are_resolved_by_the_daemon() {
         text.contains(&sha256_hex(b"from-command-4d2b8e6a")),
         "{text}"
     );
-    // A credential that cannot be resolved stops the command, fail closed.
-    ok(&d.praxis(&[
+    // A source that cannot give a value is refused when it is added.
+    let out = d.praxis(&[
         "cred",
         "add",
         "broken",
@@ -220,8 +220,22 @@ fn env_and_command_sources_are_resolved_by_the_daemon() {
         "BROKEN",
         "--from-env",
         "PRAXIS_TEST_NOT_SET",
-    ]));
-    let out = d.run(&["--", "true"]);
-    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("PRAXIS_TEST_NOT_SET"));
+    // One that fails only when used (a command that prints nothing) affects
+    // only the commands that would get it: they run without it, and say so.
+    ok(&d.praxis(&[
+        "cred",
+        "add",
+        "silent",
+        "--env",
+        "SILENT_CRED",
+        "--from-command",
+        "true",
+    ]));
+    let out = d.run(&["-c", "echo ${SILENT_CRED:-absent}"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "absent\n", "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`silent` could not be resolved"));
+    assert_eq!(d.events_of_kind("credential_unresolved").len(), 1);
 }

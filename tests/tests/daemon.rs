@@ -76,7 +76,7 @@ fn kill_switch_refuses_new_work_and_release_restores_it() {
         v["reason"]
             .as_str()
             .unwrap()
-            .contains("kill switch engaged: incident 42")
+            .contains("an operator stopped all work (kill switch: incident 42)")
     );
     assert!(d.praxis(&["kill", "--release"]).status.success());
     assert_ne!(d.run(&["--", "true"]).status.code(), Some(126));

@@ -34,7 +34,15 @@ fn an_mcp_session_lists_the_tool_and_runs_only_what_is_allowed() {
 
     assert_eq!(v["allowed"]["is_error"], false, "{v}");
     assert_eq!(v["allowed"]["structured"]["exit_code"], 0);
-    assert_eq!(v["allowed"]["structured"]["stdout"], "praxis-mcp-ok\n");
+    // The output goes once, in the text; the structure counts it.
+    assert!(
+        v["allowed"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("praxis-mcp-ok"),
+        "{v}"
+    );
+    assert_eq!(v["allowed"]["structured"]["stdout_bytes"], 14);
 
     let stop = &v["catastrophic"];
     assert_eq!(stop["is_error"], true, "{v}");
@@ -55,4 +63,69 @@ fn an_mcp_session_lists_the_tool_and_runs_only_what_is_allowed() {
             .any(|e| e["runtime"] == "mcp" && e["decision"] == "STOP"),
         "the refusal is audited under the mcp runtime"
     );
+}
+
+#[test]
+fn mcp_calls_run_concurrently_and_a_cancel_ends_the_command() {
+    let d = Daemon::start_in_git();
+    let script = repo().join("tests/conformance/mcp_concurrency.py");
+    let out = d
+        .cmd(std::path::Path::new(&python()))
+        .args([
+            script.display().to_string(),
+            bin("praxis-run").display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the MCP client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    let took = v["parallel_seconds"].as_f64().unwrap();
+    assert!(
+        took < 3.0,
+        "five one-second calls took {took} s: not concurrent"
+    );
+    for (i, text) in v["texts"].as_array().unwrap().iter().enumerate() {
+        assert!(text.as_str().unwrap().contains(&format!("call-{i}")), "{v}");
+    }
+    assert_eq!(v["cancelled"], true, "{v}");
+    assert!(
+        v["after"].as_str().unwrap().contains("still-serving"),
+        "{v}"
+    );
+    let ended = d
+        .events_of_kind("finished")
+        .into_iter()
+        .any(|e| e["detail"]["ended_because"] == "cancelled by the client");
+    assert!(
+        ended,
+        "the cancelled sleep was ended: {:?}",
+        d.events_of_kind("finished")
+    );
+}
+
+#[test]
+fn mcp_answers_with_the_clients_protocol_revision_when_it_speaks_it() {
+    let d = Daemon::start();
+    for (asked, answered) in [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2099-01-01", "2025-06-18"),
+    ] {
+        let init = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{asked}","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
+        );
+        let out = d.praxis_run(&["mcp"], &format!("{init}\n"));
+        let reply: serde_json::Value =
+            serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap())
+                .unwrap();
+        assert_eq!(
+            reply["result"]["protocolVersion"], answered,
+            "asked {asked}"
+        );
+    }
 }

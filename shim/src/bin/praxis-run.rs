@@ -377,7 +377,7 @@ fn run_mcp(args: &[String]) -> i32 {
         caller,
         cwd: std::env::current_dir().unwrap_or_else(|_| "/".into()),
     };
-    match server.serve(std::io::stdin().lock(), std::io::stdout().lock()) {
+    match server.serve(std::io::stdin().lock(), std::io::stdout()) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("praxis-run mcp: {e}");
