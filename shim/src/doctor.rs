@@ -237,24 +237,65 @@ fn runtimes(out: &mut Vec<Finding>) {
         &claude,
         "praxis install claude-code",
     );
+    let codex_hooks = home.join(".codex/hooks.json");
     runtime(
         out,
         "codex",
         "codex",
-        &[home.join(".codex/hooks.json")],
+        std::slice::from_ref(&codex_hooks),
         "praxis install codex",
     );
-    if out
-        .last()
-        .is_some_and(|f| f.level == Level::Ok && f.found.starts_with("hooks present"))
-    {
-        out.push(not_ok(
-            "codex trust",
-            Level::Warn,
-            "Codex runs user hooks only once they are trusted; this cannot be read from here",
-            "start codex in this project and trust its hooks when asked",
-        ));
+    if hook_in(&codex_hooks).is_some() {
+        let config = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap_or_default();
+        out.push(codex_trust(&config, &codex_hooks));
     }
+}
+
+/// Codex runs a user hook only if it is enabled and trusted: its user
+/// `config.toml` keeps, under `[hooks.state]`, one entry per hook keyed by
+/// the hooks file, event and position, with `enabled` and `trusted_hash`.
+fn codex_trust(config: &str, hooks: &Path) -> Finding {
+    let states = config
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|t| t.get("hooks")?.get("state")?.as_table().cloned())
+        .unwrap_or_default();
+    let file = hooks.display().to_string();
+    let ours: Vec<&toml::Value> = states
+        .iter()
+        .filter(|(key, _)| key.contains(&file))
+        .map(|(_, state)| state)
+        .collect();
+    let fix = "start codex, open its hooks list and trust the praxis hooks (Codex asks for new or changed hooks)";
+    if ours
+        .iter()
+        .any(|s| s.get("enabled").and_then(toml::Value::as_bool) == Some(false))
+    {
+        return not_ok(
+            "codex trust",
+            Level::Fail,
+            "a praxis hook is disabled in ~/.codex/config.toml",
+            fix,
+        );
+    }
+    let trusted = ours
+        .iter()
+        .filter(|s| s.get("trusted_hash").is_some())
+        .count();
+    if trusted == 0 {
+        return not_ok(
+            "codex trust",
+            Level::Fail,
+            "the praxis hooks are not trusted: Codex does not run untrusted user hooks",
+            fix,
+        );
+    }
+    ok(
+        "codex trust",
+        format!(
+            "{trusted} praxis hook(s) trusted in ~/.codex/config.toml (Codex re-checks each against the hook as it is now)"
+        ),
+    )
 }
 
 fn credentials(out: &mut Vec<Finding>) {
@@ -339,4 +380,26 @@ pub fn run(json: bool) -> i32 {
         }
     }
     i32::from(out.iter().any(|f| f.level == Level::Fail))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codex_trust_is_read_from_the_hook_state_table() {
+        let hooks = Path::new("/home/dev/.codex/hooks.json");
+        let none = codex_trust("model = \"x\"\n", hooks);
+        assert_eq!(none.level, Level::Fail);
+        let trusted = codex_trust(
+            "[hooks.state.\"/home/dev/.codex/hooks.json:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:ab\"\n",
+            hooks,
+        );
+        assert_eq!(trusted.level, Level::Ok, "{}", trusted.found);
+        let disabled = codex_trust(
+            "[hooks.state.\"/home/dev/.codex/hooks.json:pre_tool_use:0:0\"]\nenabled = false\ntrusted_hash = \"sha256:ab\"\n",
+            hooks,
+        );
+        assert_eq!(disabled.level, Level::Fail);
+    }
 }
