@@ -267,12 +267,14 @@ pub async fn not_started(
     }
 }
 
-/// The output redactor of one command: the policy's secret rules plus its
-/// brokered values, whose encoded forms it masks too.
+/// The output redactor of one command: the policy's secret rules (in their
+/// output form) plus its brokered values, whose encoded forms it masks too.
 fn redactor(permit: &Permit) -> Result<Redactor, String> {
-    let base = permit.policy.redactor();
+    // What the agent reads is what it may write back: generic rules mask
+    // there only what looks like a real secret; brokered values always.
+    let base = permit.policy.redactor().for_output();
     if permit.brokered.is_empty() {
-        return Ok(base.clone());
+        return Ok(base);
     }
     let values: Vec<(&str, &[u8])> = permit
         .brokered

@@ -323,3 +323,19 @@ fn the_kill_switch_ends_a_setsid_descendant() {
     assert_ne!(out.status.code(), Some(0), "{out:?}");
     assert_gone(&escaped);
 }
+
+#[test]
+fn output_keeps_placeholders_the_agent_may_write_back_and_masks_real_secrets() {
+    let d = Daemon::start();
+    let config = "api_key = \"test\"\nsecret=blocked\npassword: changeme\nGITHUB_TOKEN=ghp_9f8e7d6c5b4a3210ZYXWVU\n";
+    std::fs::write(d.work().join("app.conf"), config).unwrap();
+    let out = d.run(&["--", "cat", "app.conf"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.starts_with("api_key = \"test\"\nsecret=blocked\npassword: changeme\n"),
+        "placeholders changed: {shown}"
+    );
+    assert!(shown.contains("GITHUB_TOKEN=[REDACTED:"), "{shown}");
+    assert!(!shown.contains("ghp_9f8e7d6c5b4a3210"), "{shown}");
+}

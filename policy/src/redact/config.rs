@@ -57,6 +57,33 @@ pub struct RuleConfig {
     pub allowlist: AllowlistConfig,
     /// Texts the rule must and must not catch, checked when the rules load.
     pub examples: Examples,
+    /// For output the agent reads (and may edit and write back): the
+    /// stricter test a match must pass there too. Without it, output is
+    /// masked as the audit store is.
+    #[serde(default)]
+    pub output: Option<OutputFilter>,
+}
+
+/// A generic rule's stricter test in the agent's output, so that reading a
+/// config file and writing it back does not replace `api_key = "test"` by a
+/// mask: the secret must reach the entropy floor and contain no stopword.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputFilter {
+    /// Minimum Shannon entropy of the secret, in bits per byte.
+    pub entropy: f64,
+    /// Case-insensitive substrings that mark a value as a placeholder.
+    #[serde(default)]
+    pub stopwords: Vec<String>,
+    pub examples: OutputExamples,
+}
+
+/// Texts the output filter must leave as they are, and must still mask.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputExamples {
+    pub kept: Vec<String>,
+    pub masked: Vec<String>,
 }
 
 /// What is not a secret even though a rule matched it.

@@ -24,7 +24,10 @@ use std::sync::Arc;
 
 use aho_corasick::AhoCorasick;
 
-pub use config::{AllowlistConfig, DEFAULT_STREAM_WINDOW, Examples, RedactConfig, RuleConfig};
+pub use config::{
+    AllowlistConfig, DEFAULT_STREAM_WINDOW, Examples, OutputExamples, OutputFilter, RedactConfig,
+    RuleConfig,
+};
 pub use known::MIN_KNOWN_VALUE_LEN;
 pub use rule::shannon_entropy;
 pub use stream::StreamRedactor;
@@ -105,6 +108,9 @@ pub struct Redactor {
     known: Option<Arc<KnownValues>>,
     /// Label `i < rules.len()` is rule `i`; the rest name known values.
     labels: Arc<[Label]>,
+    /// Masking output the agent reads: generic rules apply their stricter
+    /// output test; known values are masked all the same.
+    for_output: bool,
 }
 
 #[derive(Debug)]
@@ -169,9 +175,48 @@ impl Redactor {
             rules: Arc::new(set),
             known: None,
             labels,
+            for_output: false,
         };
         redactor.check_examples(config)?;
+        redactor.for_output().check_output_examples(config)?;
         Ok(redactor)
+    }
+
+    /// The same rules and values, masking output the agent reads: a generic
+    /// rule's match is left as it is there when it is below its output
+    /// entropy floor or a placeholder, so a file read and written back is
+    /// not corrupted. The audit store and logs keep the full rules.
+    #[must_use]
+    pub fn for_output(&self) -> Self {
+        Self {
+            for_output: true,
+            ..self.clone()
+        }
+    }
+
+    /// Each output filter keeps its `kept` examples and masks its `masked` ones.
+    fn check_output_examples(&self, config: &RedactConfig) -> Result<(), RedactError> {
+        for (index, rc) in config.rules.iter().enumerate() {
+            let Some(filter) = &rc.output else { continue };
+            let caught = |example: &str| {
+                let mut hits = Vec::new();
+                self.rule_hits(example.as_bytes(), &mut hits, Some(index));
+                !hits.is_empty()
+            };
+            if let Some(example) = filter.examples.masked.iter().find(|e| !caught(e)) {
+                return Err(RedactError::MissedTruePositive {
+                    rule: format!("{} (output)", rc.id),
+                    example: example.clone(),
+                });
+            }
+            if let Some(example) = filter.examples.kept.iter().find(|e| caught(e)) {
+                return Err(RedactError::CaughtFalsePositive {
+                    rule: format!("{} (output)", rc.id),
+                    example: example.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Each rule, run as in real use (prefilter included), must catch each of
@@ -226,6 +271,7 @@ impl Redactor {
             rules: Arc::clone(&self.rules),
             known: known.map(Arc::new),
             labels: labels.into(),
+            for_output: self.for_output,
         })
     }
 
@@ -320,7 +366,7 @@ impl Redactor {
         }
         for (index, rule) in set.rules.iter().enumerate() {
             if triggered[index] {
-                rule.find(text, &set.global, index, out);
+                rule.find(text, &set.global, index, self.for_output, out);
             }
         }
     }

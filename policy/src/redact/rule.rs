@@ -74,6 +74,8 @@ pub(super) struct Rule {
     regex: Regex,
     entropy: Option<f64>,
     allowlist: Allowlist,
+    /// The stricter test in the agent's output: entropy floor and stopwords.
+    output: Option<(f64, Option<AhoCorasick>)>,
 }
 
 impl Rule {
@@ -97,17 +99,58 @@ impl Rule {
         if config.examples.true_positives.is_empty() || config.examples.false_positives.is_empty() {
             return Err(RedactError::MissingExamples { rule: id });
         }
+        let output = match &config.output {
+            None => None,
+            Some(filter) => {
+                if !(filter.entropy > 0.0 && filter.entropy <= 8.0) {
+                    return Err(RedactError::BadEntropy {
+                        rule: id,
+                        bits: filter.entropy,
+                    });
+                }
+                let stopwords = (!filter.stopwords.is_empty())
+                    .then(|| {
+                        AhoCorasick::builder()
+                            .ascii_case_insensitive(true)
+                            .build(&filter.stopwords)
+                            .map_err(|source| RedactError::Automaton {
+                                scope: id.clone(),
+                                source,
+                            })
+                    })
+                    .transpose()?;
+                Some((filter.entropy, stopwords))
+            }
+        };
         Ok(Self {
             regex: compile_regex(&config.regex, &id)?,
             allowlist: Allowlist::compile(&config.allowlist, &id)?,
             keywords: config.keywords.clone(),
             entropy: config.entropy,
+            output,
             id,
         })
     }
 
-    /// Appends this rule's hits in `text` (labelled `label`) to `out`.
-    pub fn find(&self, text: &[u8], global: &Allowlist, label: usize, out: &mut Vec<Hit>) {
+    /// Whether a secret this rule found is left as it is in the agent's
+    /// output: below the output entropy floor, or a placeholder.
+    fn kept_in_output(&self, secret: &[u8]) -> bool {
+        self.output.as_ref().is_some_and(|(floor, stopwords)| {
+            shannon_entropy(secret) < *floor
+                || stopwords.as_ref().is_some_and(|ac| ac.is_match(secret))
+        })
+    }
+
+    /// Appends this rule's hits in `text` (labelled `label`) to `out`; for
+    /// the agent's output (`for_output`), only those that pass its output test.
+    pub fn find(
+        &self,
+        text: &[u8],
+        global: &Allowlist,
+        label: usize,
+        for_output: bool,
+        out: &mut Vec<Hit>,
+    ) {
         for caps in self.regex.captures_iter(text) {
             let Some(whole) = caps.get(0) else { continue };
             let secret = caps.iter().skip(1).flatten().next().unwrap_or(whole);
@@ -122,6 +165,7 @@ impl Rule {
             }
             if self.allowlist.allows(whole.as_bytes(), secret.as_bytes())
                 || global.allows(whole.as_bytes(), secret.as_bytes())
+                || (for_output && self.kept_in_output(secret.as_bytes()))
             {
                 continue;
             }

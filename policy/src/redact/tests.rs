@@ -602,3 +602,39 @@ fn stream_output_leaves_in_batches_and_is_complete() {
     out.extend(s.finish());
     assert_eq!(out, line.repeat(200));
 }
+
+/// Ordinary code and config files an agent reads and may write back: in its
+/// output they come through byte for byte, while the audit form still masks
+/// what the generic rule matches in them.
+#[test]
+fn ordinary_files_are_not_corrupted_in_the_agents_output() {
+    let full = redactor();
+    let output = full.for_output();
+    let files = [
+        // .env.example
+        "API_KEY=your-api-key-here\nDB_PASSWORD=changeme\nSESSION_SECRET=dummy-session-secret\n",
+        // docker-compose.yml
+        "services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: example\n      POSTGRES_USER: app\n",
+        // settings.py
+        "SECRET_KEY = 'django-insecure-placeholder'\nDEBUG = True\n",
+        // a test fixture
+        "def test_login():\n    login(user='admin', password='test')\n",
+        // config.toml
+        "[auth]\ntoken = \"${AUTH_TOKEN}\"\napi_key = \"test\"\n",
+    ];
+    for file in files {
+        assert_eq!(output.redact_str(file), file, "changed in output:\n{file}");
+    }
+    // The audit form keeps the full rule: these are masked there.
+    for line in [
+        "echo secret=blocked",
+        "api_key = \"test\"",
+        "token: hunter2hunter2",
+    ] {
+        assert_ne!(full.redact_str(line), line, "{line}");
+        assert_eq!(output.redact_str(line), line, "{line}");
+    }
+    // A real-looking secret is masked in output too.
+    let real = "GITHUB_TOKEN=ghp_9f8e7d6c5b4a3210ZYXWVU\n";
+    assert!(output.redact_str(real).contains("[REDACTED:"));
+}
