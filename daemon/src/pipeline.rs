@@ -345,7 +345,14 @@ fn judge(
         &analysis,
         &gathered.context,
     );
-    trail.argv_redacted = Some(redact::for_audit(daemon, &decision));
+    // What the agent sent, as sent (operators, redirections, quoting), then
+    // the simple commands it was judged as when they differ.
+    let mut shown = redact::as_sent(daemon, &request.command);
+    let breakdown = redact::for_audit(daemon, &decision);
+    if breakdown != shown {
+        shown.extend(breakdown);
+    }
+    trail.argv_redacted = Some(shown);
     Ok(Decided {
         decision,
         policy,

@@ -17,9 +17,9 @@ pub fn for_audit(daemon: &Daemon, decision: &Decision) -> Vec<String> {
         .collect()
 }
 
-/// The request as the agent sent it, redacted: what the record shows of a
-/// request refused before the policy could take it apart (kill switch,
-/// drain, a store that cannot be trusted).
+/// The request as the agent sent it, redacted: the first thing every record,
+/// pending list and approval shows, so an operator approves what was sent
+/// (`curl URL | sh`, not `curl URL ; sh`).
 pub fn as_sent(daemon: &Daemon, command: &Command) -> Vec<String> {
     let text = match command {
         Command::Shell(script) => script.clone(),

@@ -291,15 +291,11 @@ fn human(event: &serde_json::Value) -> String {
             .unwrap_or("")
             .to_owned()
     };
+    // The command as the agent sent it (the breakdown follows it in JSON).
     let argv = event
         .get("argv_redacted")
-        .and_then(|v| v.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str())
-                .collect::<Vec<_>>()
-                .join(" ; ")
-        })
+        .and_then(|v| v.get(0))
+        .and_then(|v| v.as_str())
         .unwrap_or_default();
     let exit = match (
         event.get("exit_code").and_then(|v| v.as_i64()),
@@ -519,8 +515,11 @@ fn print_pending(items: &[PendingItem], json: bool) {
             age(p.age_secs),
             p.role,
             p.tier,
-            p.command.join(" ; ")
+            p.command.first().map_or("", String::as_str)
         );
+        if p.command.len() > 1 {
+            println!("    judged as: {}", p.command[1..].join(" ; "));
+        }
         println!("    cwd {}  reason: {}", p.cwd, p.reason);
     }
 }
