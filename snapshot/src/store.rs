@@ -117,17 +117,23 @@ fn count(entries: &BTreeMap<String, Entry>) -> (u64, u64) {
         .fold((0, 0), |(files, bytes), e| (files + 1, bytes + e.size))
 }
 
+/// Writes beside the file, then renames over it: a reader (`praxis undo`
+/// racing the seal) sees the old record or the new one, never a torn one.
 fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), SnapshotError> {
     let text = serde_json::to_vec(value).expect("snapshot records serialize");
+    let mut staged = path.as_os_str().to_owned();
+    staged.push(".new");
+    let staged = PathBuf::from(staged);
     let mut file = fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .open(path)
-        .map_err(|e| SnapshotError::io(path.display().to_string(), e))?;
+        .open(&staged)
+        .map_err(|e| SnapshotError::io(staged.display().to_string(), e))?;
     file.write_all(&text)
         .and_then(|()| file.sync_data())
+        .and_then(|()| fs::rename(&staged, path))
         .map_err(|e| SnapshotError::io(path.display().to_string(), e))
 }
 

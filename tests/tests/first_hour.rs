@@ -167,7 +167,7 @@ fn the_kill_switch_works_with_no_daemon_to_ask() {
 
 #[test]
 fn praxis_stop_ends_a_user_mode_daemon() {
-    let d = Daemon::start();
+    let mut d = Daemon::start();
     let out = d.praxis(&["stop"]);
     assert!(
         out.status.success() && text(&out).contains("is stopping"),
@@ -186,7 +186,8 @@ fn praxis_stop_ends_a_user_mode_daemon() {
         again.status.success() && text(&again).contains("not running"),
         "{again:?}"
     );
-    assert!(d.events_of_kind("shutdown").len() == 1);
+    assert!(d.wait_exit(std::time::Duration::from_secs(10)).success());
+    assert_eq!(d.events_of_kind("shutdown").len(), 1);
 }
 
 #[test]

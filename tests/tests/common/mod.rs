@@ -129,6 +129,21 @@ impl Daemon {
         self.dir.path().join("home/work")
     }
 
+    /// Waits for the daemon process to exit on its own (after `praxis stop`):
+    /// its last audit record is written after the socket is gone.
+    pub fn wait_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let child = self.child.as_mut().expect("a daemon this test started");
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return status;
+            }
+            assert!(Instant::now() < deadline, "praxisd did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn socket(&self) -> PathBuf {
         self.dir.path().join("run/praxis/praxisd.sock")
     }
