@@ -112,9 +112,9 @@ function lastJsonLine(text: string): Record<string, unknown> | undefined {
 
 const DECISIONS: readonly string[] = ["ALLOW", "HOLD", "STOP"];
 
-/** Reads praxis-run's answer to `before_tool_call`. An ALLOW counts only
- * with exit status 0 and `execution_prevented: false`; a refusal is taken as
- * praxis-run wrote it; anything else is an error. */
+/** Reads praxis-run's answer to `before_tool_call`: a decision of praxisd
+ * comes with exit status 0 (an ALLOW also with `execution_prevented: false`);
+ * anything else is an error, which the caller turns into a block. */
 export function readVerdict(out: { code: number | null; stdout: string; stderr: string }): Verdict {
   const answer = lastJsonLine(out.stdout);
   const decision = answer?.decision;
@@ -123,8 +123,13 @@ export function readVerdict(out: { code: number | null; stdout: string; stderr: 
     throw new PraxisCallError(`praxis-run gave no decision (exit ${out.code})${detail ? `: ${detail}` : ""}`);
   }
   const reason = typeof answer.reason === "string" ? answer.reason : "";
-  if (decision === "ALLOW" && (out.code !== 0 || answer.execution_prevented !== false)) {
-    throw new PraxisCallError(`praxis-run answered ALLOW with exit ${out.code}: ${reason}`);
+  // Exit 0 is praxisd's decision; any other status is praxis-run's own
+  // refusal after an error (no request, nothing to approve).
+  if (out.code !== 0) {
+    throw new PraxisCallError(`${reason || "praxis-run failed"} (exit ${out.code})`);
+  }
+  if (decision === "ALLOW" && answer.execution_prevented !== false) {
+    throw new PraxisCallError(`praxis-run answered ALLOW with execution_prevented: ${reason}`);
   }
   const text = (key: string) => (typeof answer[key] === "string" ? (answer[key] as string) : null);
   const params = answer.params;
