@@ -1,6 +1,7 @@
 //! The OpenClaw plugin (`integrations/openclaw/`) inside the real `openclaw`
 //! package from npm, against a real praxisd: its node:test suite loads the
-//! plugin through OpenClaw's own plugin loader and runs OpenClaw's exec tool.
+//! plugin through OpenClaw's own plugin loader, from the config that
+//! `praxis install openclaw` wrote, and runs OpenClaw's exec tool.
 //! `make test` installs the node packages (`npm ci`) and builds the plugin.
 
 mod common;
@@ -38,12 +39,46 @@ fn the_openclaw_plugin_judges_exec_in_the_real_openclaw() {
         dir.display()
     );
     let d = Daemon::start_in_git();
+    // OpenClaw's config as the operator gets it: `praxis install openclaw`,
+    // twice (idempotent), next to a setting of the user's own.
+    let config = d.home().join(".openclaw/openclaw.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, r#"{"gateway": {"port": 18789}}"#).unwrap();
+    let plugin = dir.display().to_string();
+    let installs: Vec<_> = (0..2)
+        .map(|_| d.praxis(&["install", "openclaw", "--plugin", &plugin]))
+        .collect();
+    for out in &installs {
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            said.contains(&config.display().to_string()),
+            "says where: {said}"
+        );
+    }
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(written["gateway"]["port"], 18789);
+    assert_eq!(
+        written["plugins"]["load"]["paths"],
+        serde_json::json!([plugin])
+    );
+    assert_eq!(written["plugins"]["entries"]["praxis"]["enabled"], true);
+    assert_eq!(
+        written["plugins"]["entries"]["praxis"]["config"]["praxisRun"],
+        bin("praxis-run").display().to_string()
+    );
+
     let out = d
         .cmd(&node)
         .args(["--test", "--test-reporter=spec"])
         .args(["test/openclaw.test.mjs", "test/praxis.test.mjs"])
         .current_dir(&dir)
-        .env("PRAXIS_RUN", bin("praxis-run"))
+        .env("OPENCLAW_CONFIG_PATH", &config)
         .env("OPENCLAW_TEST_WORKSPACE", d.work())
         .output()
         .unwrap();

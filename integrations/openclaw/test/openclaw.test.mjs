@@ -1,8 +1,9 @@
 // The praxis plugin inside the real `openclaw` package: loaded by OpenClaw's
 // own plugin loader from a config that names it, its hooks run by OpenClaw's
 // hook runner, and `exec` run by OpenClaw's own exec tool. praxisd is real
-// too: the end-to-end test (tests/tests/openclaw.rs) starts one and runs this
-// suite with PRAXIS_RUN and OPENCLAW_TEST_WORKSPACE set.
+// too: the end-to-end test (tests/tests/openclaw.rs) starts one, runs
+// `praxis install openclaw`, and runs this suite with OPENCLAW_CONFIG_PATH
+// and OPENCLAW_TEST_WORKSPACE set.
 //
 // OpenClaw exports no entry for its plugin loader, so it is found in the
 // package's dist by its function name.
@@ -16,7 +17,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const pluginDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const praxisRun = process.env.PRAXIS_RUN;
+const configPath = process.env.OPENCLAW_CONFIG_PATH;
 const workspace = process.env.OPENCLAW_TEST_WORKSPACE;
 const SESSION = "oc-session-1";
 const DECISION_TIMEOUT_MS = 4000;
@@ -31,23 +32,19 @@ async function openclawLoader() {
   throw new Error(`no loadOpenClawPlugins in ${dist}`);
 }
 
-/** OpenClaw's config as `praxis install openclaw` writes it, plus the test's settings. */
+/** OpenClaw's config as `praxis install openclaw` wrote it, with the test's
+ * workspace and a deadline short enough for the silent-daemon case. */
 function openclawConfig() {
-  return {
-    agents: { defaults: { workspace } },
-    plugins: {
-      load: { paths: [pluginDir] },
-      entries: {
-        praxis: {
-          enabled: true,
-          config: { praxisRun, decisionTimeoutMs: DECISION_TIMEOUT_MS, approvalTimeoutMs: 60_000 },
-        },
-      },
-    },
-  };
+  const config = JSON.parse(fs.readFileSync(configPath, "utf8"));
+  config.agents = { defaults: { workspace } };
+  Object.assign(config.plugins.entries.praxis.config, {
+    decisionTimeoutMs: DECISION_TIMEOUT_MS,
+    approvalTimeoutMs: 60_000,
+  });
+  return config;
 }
 
-describe("the praxis plugin in OpenClaw", { skip: !praxisRun || !workspace ? "PRAXIS_RUN and OPENCLAW_TEST_WORKSPACE are set by tests/tests/openclaw.rs" : false }, () => {
+describe("the praxis plugin in OpenClaw", { skip: !configPath || !workspace ? "OPENCLAW_CONFIG_PATH and OPENCLAW_TEST_WORKSPACE are set by tests/tests/openclaw.rs" : false }, () => {
   let config;
   let exec;
   let write;
