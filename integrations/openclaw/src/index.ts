@@ -226,9 +226,10 @@ export function register(api: PluginApi): void {
         return failClosed(err);
       }
     },
-    // Runs before other plugins' handlers; the host's budget for it stays
-    // above our own deadline, so our refusal is the one that is seen.
-    { priority: 1000, timeoutMs: cfg.decisionTimeoutMs + 2000 },
+    // Runs after other plugins' handlers: each sees the original params and
+    // the last returned params win, so what runs is what praxisd judged. The
+    // host's budget stays above our own deadline, so our refusal is seen.
+    { priority: -1000, timeoutMs: cfg.decisionTimeoutMs + 2000 },
   );
 
   const forward = async (name: HookEventName, event: HookEvent) => {
