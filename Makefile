@@ -39,7 +39,23 @@ $(VENV)/installed: tests/requirements.txt
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 	touch $@
 
-test: build $(VENV)/installed
+# The OpenClaw plugin and the real `openclaw` package its test loads it into
+# (with the Node.js that OpenClaw needs, from npm), installed once and again
+# when the lockfile changes, without install scripts or optional packages;
+# the plugin is rebuilt when its source changes. Without npm the test says
+# it is skipped.
+OPENCLAW := integrations/openclaw
+
+$(OPENCLAW)/node_modules/.installed: $(OPENCLAW)/package-lock.json
+	cd $(OPENCLAW) && npm ci --ignore-scripts --omit=optional --no-audit --no-fund
+	touch $@
+
+$(OPENCLAW)/dist/index.js: $(OPENCLAW)/node_modules/.installed $(OPENCLAW)/tsconfig.json $(wildcard $(OPENCLAW)/src/*.ts)
+	cd $(OPENCLAW) && npm run build
+
+OPENCLAW_PLUGIN := $(if $(shell command -v npm 2>/dev/null),$(OPENCLAW)/dist/index.js)
+
+test: build $(VENV)/installed $(OPENCLAW_PLUGIN)
 	PRAXIS_PYTHON=$(abspath $(VENV))/bin/python $(CARGO) test --workspace --no-fail-fast
 
 lint:

@@ -16,7 +16,8 @@ usage:
   praxis-run [OPTIONS] -- ARGV...        run an argv
   praxis-run judge [--json] [--session S] [--runtime R] [--tool-call-id T] (-c 'CMD' | -- ARGV...)
                                          decide and audit without running
-  praxis-run hook (claude-code | codex)  a runtime's hook: the event JSON on stdin
+  praxis-run hook (claude-code | codex | openclaw)
+                                         a runtime's hook: the event JSON on stdin
   praxis-run mcp [--session S] [--role R]
                                          a stdio MCP server whose tool is this pipeline
   praxis-run plan --contract ID          check a planner's JSON on stdin (guardian01.v1)

