@@ -156,12 +156,24 @@ mod tests {
             seconds: 30,
         };
         let b = learned.backstop(Some(WorkKind::Write), fixed, floor, &POLICY);
-        assert_eq!(b, Backstop { actions: 10, seconds: 200 });
-        assert_eq!(learned.backstop(Some(WorkKind::Read), fixed, floor, &POLICY), fixed);
+        assert_eq!(
+            b,
+            Backstop {
+                actions: 10,
+                seconds: 200
+            }
+        );
+        assert_eq!(
+            learned.backstop(Some(WorkKind::Read), fixed, floor, &POLICY),
+            fixed
+        );
         let tight = Backstop {
             actions: 6,
             seconds: 100,
         };
-        assert_eq!(learned.backstop(Some(WorkKind::Write), tight, floor, &POLICY), tight);
+        assert_eq!(
+            learned.backstop(Some(WorkKind::Write), tight, floor, &POLICY),
+            tight
+        );
     }
 }

@@ -4,13 +4,13 @@
 use praxis_policy::verdict::Tier;
 
 use crate::event::{EventKind, HookEvent, Judgment, Status, WorkKind};
-use crate::policy::{Backstop, Mechanism, MethodBlock, PolicyError, Risk, SessionPolicy, Templates};
+use crate::policy::{
+    Backstop, Mechanism, MethodBlock, PolicyError, Risk, SessionPolicy, Templates,
+};
 use crate::signal::{SIGNALS, Signal, Telemetry};
 use crate::state::{CHANGED_FILES_KEPT, Mark, OpenCheckpoint, SessionState, Streak, Window};
 use crate::steer::Slot;
-use crate::transition::{
-    Evidence, Outcome, SkipReason, Transition, WindowEnd, WindowRecord,
-};
+use crate::transition::{Evidence, Outcome, SkipReason, Transition, WindowEnd, WindowRecord};
 
 /// How many changed files a checkpoint offers for re-reading, and a steer names.
 const REREAD_OFFERED: usize = 8;
@@ -98,10 +98,8 @@ impl Detector {
                 step.st.seen.insert(Telemetry::Lifecycle);
                 step.st.turn_ended = false;
                 if step.st.actions > 0 {
-                    let fired = Fired::new(
-                        Signal::Lifecycle,
-                        String::from("A new user prompt began."),
-                    );
+                    let fired =
+                        Fired::new(Signal::Lifecycle, String::from("A new user prompt began."));
                     step.arm(vec![fired], Risk::Low);
                 }
                 step.ensure_window(Risk::Low);
@@ -254,7 +252,8 @@ impl Step<'_, '_> {
             module: file_target.map(|t| module_of(t, cwd, self.policy().scope.depth)),
             plan,
             tests: shell
-                && target.is_some_and(|t| is_test_command(t, &self.policy().checkpoint.test_commands)),
+                && target
+                    .is_some_and(|t| is_test_command(t, &self.policy().checkpoint.test_commands)),
         }
     }
 
@@ -276,10 +275,7 @@ impl Step<'_, '_> {
         };
         let text = self.render(&self.det.templates.method, &fired, rule.name(), &[], None);
         if posture.steer_only {
-            self.out.push(Transition::Steer {
-                signal: None,
-                text,
-            });
+            self.out.push(Transition::Steer { signal: None, text });
             return false;
         }
         self.out.push(Transition::Block {
@@ -326,7 +322,10 @@ impl Step<'_, '_> {
             return;
         };
         let reread = action.kind == Some(WorkKind::Read)
-            && action.path.as_ref().is_some_and(|p| open.reread.contains(p));
+            && action
+                .path
+                .as_ref()
+                .is_some_and(|p| open.reread.contains(p));
         let mechanism = [
             (Mechanism::Reread, reread),
             (Mechanism::PlanUpdate, action.plan),
@@ -352,9 +351,7 @@ impl Step<'_, '_> {
     fn first_risk(&mut self, action: &Action) -> Option<Fired> {
         let j = action.judgment?;
         let tier_reached = j.tier >= self.policy().risk.first_risk_tier;
-        if !(tier_reached || j.protected)
-            || self.st.window.as_ref().is_some_and(|w| w.risk_seen)
-        {
+        if !(tier_reached || j.protected) || self.st.window.as_ref().is_some_and(|w| w.risk_seen) {
             return None;
         }
         if let Some(w) = &mut self.st.window {
@@ -414,10 +411,7 @@ impl Step<'_, '_> {
         Some(Fired {
             from: Some(phase),
             to: Some(to),
-            ..Fired::new(
-                Signal::WorkKindShift,
-                format!("It held for {n} actions."),
-            )
+            ..Fired::new(Signal::WorkKindShift, format!("It held for {n} actions."))
         })
     }
 
@@ -444,12 +438,21 @@ impl Step<'_, '_> {
             module: Some(module.clone()),
             ..Fired::new(
                 Signal::ScopeChange,
-                format!("Changes moved into {module}, a module not changed before in this session."),
+                format!(
+                    "Changes moved into {module}, a module not changed before in this session."
+                ),
             )
         })
     }
 
+    /// The same call back to back. File writes are left out: their target
+    /// (the path) is not the whole call, and edits to one file in a row are
+    /// ordinary work.
     fn repeat(&mut self, action: &Action) -> Option<Fired> {
+        if self.policy().tools.write.iter().any(|t| t == action.tool) {
+            self.st.repeating = None;
+            return None;
+        }
         let limit = self.policy().loops.repeat_calls;
         let streak = Streak::bump(&mut self.st.repeating, call_key(action.tool, action.target));
         if streak.count < limit || streak.reported {
@@ -460,7 +463,10 @@ impl Step<'_, '_> {
             count,
             ..Fired::new(
                 Signal::RepeatLoop,
-                format!("The same {} call was made {count} times in a row.", action.tool),
+                format!(
+                    "The same {} call was made {count} times in a row.",
+                    action.tool
+                ),
             )
         })
     }
@@ -474,7 +480,10 @@ impl Step<'_, '_> {
         if w.actions >= w.backstop.actions {
             fired.push(Fired::new(
                 Signal::ToolBudget,
-                format!("This stretch of work reached its budget of {} actions.", w.backstop.actions),
+                format!(
+                    "This stretch of work reached its budget of {} actions.",
+                    w.backstop.actions
+                ),
             ));
         }
         let elapsed_s = self.now.saturating_sub(w.opened.at_ms) / 1000;
@@ -513,7 +522,9 @@ impl Step<'_, '_> {
         }
         let closed = self.close_window(WindowEnd::Boundary(signal));
         if let Some(open) = self.st.checkpoint.take() {
-            self.out.push(Transition::CheckpointSkipped { checkpoint: open.id });
+            self.out.push(Transition::CheckpointSkipped {
+                checkpoint: open.id,
+            });
         }
         let also: Vec<Signal> = fired.iter().map(Fired::signal).collect();
         self.out.push(Transition::Boundary {
@@ -637,10 +648,10 @@ impl Step<'_, '_> {
 
     /// Adds the action to the open window.
     fn apply(&mut self, action: &Action, risk: Risk) {
+        // A test run is a write itself (it builds); it still verifies what came before.
         if action.tests {
             self.st.untested_writes = false;
-        }
-        if action.kind == Some(WorkKind::Write) {
+        } else if action.kind == Some(WorkKind::Write) {
             self.st.untested_writes = true;
         }
         let raised = self
@@ -685,7 +696,8 @@ impl Step<'_, '_> {
             let missing = signal.needs();
             if !self.st.seen.contains(&missing) {
                 if self.st.disabled.insert(signal) {
-                    self.out.push(Transition::SignalDisabled { signal, missing });
+                    self.out
+                        .push(Transition::SignalDisabled { signal, missing });
                 }
             } else if self.st.disabled.remove(&signal) {
                 self.out.push(Transition::SignalEnabled { signal });
@@ -744,7 +756,11 @@ fn call_key(tool: &str, target: Option<&str>) -> String {
 fn absolute(path: &str, cwd: Option<&str>) -> String {
     match cwd {
         Some(cwd) if !path.starts_with('/') => {
-            format!("{}/{}", cwd.trim_end_matches('/'), path.trim_start_matches("./"))
+            format!(
+                "{}/{}",
+                cwd.trim_end_matches('/'),
+                path.trim_start_matches("./")
+            )
         }
         _ => path.to_owned(),
     }
@@ -762,7 +778,10 @@ fn module_of(path: &str, cwd: Option<&str>, depth: usize) -> String {
         None if path.starts_with('/') => (path, "/"),
         None => (path, ""),
     };
-    let dirs: Vec<&str> = path.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+    let dirs: Vec<&str> = path
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
     let dirs = &dirs[..dirs.len().saturating_sub(1)];
     if dirs.is_empty() {
         return String::from(".");
@@ -778,7 +797,9 @@ fn is_test_command(command: &str, tests: &[String]) -> bool {
     command
         .split(['\n', ';', '|', '&'])
         .map(|part| {
-            let mut words = part.split_whitespace().skip_while(|w| w.contains('=') && !w.starts_with('-'));
+            let mut words = part
+                .split_whitespace()
+                .skip_while(|w| w.contains('=') && !w.starts_with('-'));
             let mut line = String::new();
             for w in words.by_ref() {
                 if !line.is_empty() {

@@ -41,7 +41,7 @@ pub mod transition;
 pub use baseline::{Baseline, Median, WindowSample, learn};
 pub use detector::Detector;
 pub use event::{EventKind, HookEvent, Judgment, ScopeKey, Status, WorkKind};
-pub use policy::{MethodBlock, Mechanism, PolicyError, Posture, Risk, SessionPolicy};
+pub use policy::{Mechanism, MethodBlock, PolicyError, Posture, Risk, SessionPolicy};
 pub use signal::{SIGNALS, Signal, Telemetry};
 pub use state::SessionState;
 pub use transition::{Evidence, Outcome, SkipReason, Transition, WindowEnd, WindowRecord};

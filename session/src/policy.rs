@@ -353,8 +353,15 @@ mod tests {
         assert!(unknown.to_string().contains("persist"), "{unknown}");
         let template =
             SessionPolicy::with_overrides("[steer]\nlifecycle = \"run {command}\"\n").unwrap_err();
-        assert!(matches!(template, PolicyError::Template { what: "lifecycle", .. }));
-        let zero = SessionPolicy::with_overrides("[hysteresis]\npersist_actions = 0\n").unwrap_err();
+        assert!(matches!(
+            template,
+            PolicyError::Template {
+                what: "lifecycle",
+                ..
+            }
+        ));
+        let zero =
+            SessionPolicy::with_overrides("[hysteresis]\npersist_actions = 0\n").unwrap_err();
         assert!(matches!(zero, PolicyError::Invalid(_)));
         let role = SessionPolicy::with_overrides("default_role = \"ghost\"\n").unwrap_err();
         assert!(role.to_string().contains("ghost"), "{role}");

@@ -103,8 +103,8 @@ impl Template {
                 .find('}')
                 .ok_or(TemplateError::Unclosed(offset + open))?;
             let name = &rest[open + 1..open + close];
-            let slot =
-                Slot::parse(name).ok_or_else(|| TemplateError::UnknownPlaceholder(name.to_owned()))?;
+            let slot = Slot::parse(name)
+                .ok_or_else(|| TemplateError::UnknownPlaceholder(name.to_owned()))?;
             pieces.push(Piece::Slot(slot));
             offset += open + close + 1;
             rest = &rest[open + close + 1..];
@@ -149,7 +149,10 @@ mod tests {
             Template::parse("run {command} again"),
             Err(TemplateError::UnknownPlaceholder("command".into()))
         );
-        assert_eq!(Template::parse("ab {count"), Err(TemplateError::Unclosed(3)));
+        assert_eq!(
+            Template::parse("ab {count"),
+            Err(TemplateError::Unclosed(3))
+        );
         assert_eq!(Template::parse("  "), Err(TemplateError::Empty));
     }
 }

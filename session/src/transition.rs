@@ -41,7 +41,10 @@ impl WindowRecord {
 #[serde(rename_all = "snake_case", tag = "why")]
 pub enum SkipReason {
     /// Inside the re-arm floor (R5a): too few actions and too little time since the last boundary.
-    RearmFloor { actions_since: u64, seconds_since: u64 },
+    RearmFloor {
+        actions_since: u64,
+        seconds_since: u64,
+    },
 }
 
 /// The observable evidence that satisfied a checkpoint.
@@ -70,9 +73,13 @@ pub enum Transition {
         risk: Risk,
         backstop: Backstop,
     },
-    WindowClosed { record: WindowRecord },
+    WindowClosed {
+        record: WindowRecord,
+    },
     /// The window reached its backstop (tool count or time).
-    WindowExpired { record: WindowRecord },
+    WindowExpired {
+        record: WindowRecord,
+    },
     /// The window's risk rose; its backstop shrank with it.
     WindowRiskRaised {
         window: u32,
@@ -80,22 +87,41 @@ pub enum Transition {
         backstop: Backstop,
     },
     /// Advisory text for the agent, through its runtime's channel.
-    Steer { signal: Option<Signal>, text: String },
+    Steer {
+        signal: Option<Signal>,
+        text: String,
+    },
     CheckpointRequired {
         checkpoint: u32,
         mechanisms: Vec<Mechanism>,
         /// Files changed in the closed window; re-reading one is evidence.
         reread: Vec<String>,
     },
-    CheckpointSatisfied { checkpoint: u32, evidence: Evidence },
+    CheckpointSatisfied {
+        checkpoint: u32,
+        evidence: Evidence,
+    },
     /// The next boundary came and the checkpoint had no evidence.
-    CheckpointSkipped { checkpoint: u32 },
+    CheckpointSkipped {
+        checkpoint: u32,
+    },
     /// A signal fired but did not arm a boundary.
-    Skip { signal: Signal, reason: SkipReason },
-    SignalDisabled { signal: Signal, missing: Telemetry },
-    SignalEnabled { signal: Signal },
+    Skip {
+        signal: Signal,
+        reason: SkipReason,
+    },
+    SignalDisabled {
+        signal: Signal,
+        missing: Telemetry,
+    },
+    SignalEnabled {
+        signal: Signal,
+    },
     /// A method rule blocks this action for the caller's role (L15).
-    Block { method: String, reason: String },
+    Block {
+        method: String,
+        reason: String,
+    },
 }
 
 /// All transitions of one event, in order.

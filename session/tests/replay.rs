@@ -33,8 +33,8 @@ fn load(path: &Path) -> Vec<Line> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            let mut value: serde_json::Value =
-                serde_json::from_str(l).unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1));
+            let mut value: serde_json::Value = serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1));
             let expect = value
                 .as_object_mut()
                 .and_then(|o| o.remove("expect"))
@@ -64,10 +64,15 @@ fn notable(outcome: &Outcome) -> Vec<String> {
             Transition::WindowExpired { .. } => Some(String::from("expired")),
             Transition::CheckpointSatisfied { evidence, .. } => Some(format!(
                 "checkpoint:{}",
-                serde_json::to_value(evidence.mechanism).unwrap().as_str().unwrap()
+                serde_json::to_value(evidence.mechanism)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
             )),
             Transition::CheckpointSkipped { .. } => Some(String::from("checkpoint_skipped")),
-            Transition::SignalDisabled { signal, .. } => Some(format!("disabled:{}", signal.as_str())),
+            Transition::SignalDisabled { signal, .. } => {
+                Some(format!("disabled:{}", signal.as_str()))
+            }
             Transition::SignalEnabled { signal } => Some(format!("enabled:{}", signal.as_str())),
             _ => None,
         })
@@ -76,7 +81,10 @@ fn notable(outcome: &Outcome) -> Vec<String> {
 
 fn replay(detector: &Detector, lines: &[Line]) -> Vec<Outcome> {
     let mut state = SessionState::new(lines[0].event.scope(), None);
-    lines.iter().map(|l| detector.observe(&mut state, &l.event)).collect()
+    lines
+        .iter()
+        .map(|l| detector.observe(&mut state, &l.event))
+        .collect()
 }
 
 #[test]
@@ -145,7 +153,11 @@ fn replaying_a_trajectory_twice_or_resuming_persisted_state_gives_the_same_trans
             .collect();
         let stored = serde_json::to_string(&state).unwrap();
         let mut state: SessionState = serde_json::from_str(&stored).unwrap();
-        resumed.extend(lines[half..].iter().map(|l| detector.observe(&mut state, &l.event)));
+        resumed.extend(
+            lines[half..]
+                .iter()
+                .map(|l| detector.observe(&mut state, &l.event)),
+        );
         assert_eq!(first, resumed, "{}", path.display());
     }
 }
