@@ -1,7 +1,7 @@
 //! The detector: one event and the session's state in, transitions out.
 //! Pure and deterministic: no clock, no I/O, no hash-ordered iteration.
 
-use praxis_policy::verdict::Tier;
+use praxis_policy::verdict::{Tier, Verdict};
 
 use crate::event::{EventKind, HookEvent, Judgment, Status, WorkKind};
 use crate::policy::{
@@ -646,12 +646,15 @@ impl Step<'_, '_> {
         }
     }
 
-    /// Adds the action to the open window.
+    /// Adds the action to the open window. An action Praxis held or
+    /// stopped is part of the trajectory but changed nothing (yet).
     fn apply(&mut self, action: &Action, risk: Risk) {
+        let ran = action.judgment.is_none_or(|j| j.verdict == Verdict::Allow);
+        let wrote = ran && action.kind == Some(WorkKind::Write);
         // A test run is a write itself (it builds); it still verifies what came before.
-        if action.tests {
+        if action.tests && ran {
             self.st.untested_writes = false;
-        } else if action.kind == Some(WorkKind::Write) {
+        } else if wrote {
             self.st.untested_writes = true;
         }
         let raised = self
@@ -669,7 +672,7 @@ impl Step<'_, '_> {
         {
             w.risk_seen = true;
         }
-        if action.kind == Some(WorkKind::Write)
+        if wrote
             && let Some(path) = &action.path
             && w.changed.len() < CHANGED_FILES_KEPT
         {

@@ -132,12 +132,17 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The steer text to deliver, if any (one per event at most).
-    pub fn steer(&self) -> Option<&str> {
-        self.transitions.iter().find_map(|t| match t {
-            Transition::Steer { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
+    /// The steer text to deliver, if any: every steer of the event, one per line.
+    pub fn steer(&self) -> Option<String> {
+        let texts: Vec<&str> = self
+            .transitions
+            .iter()
+            .filter_map(|t| match t {
+                Transition::Steer { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        (!texts.is_empty()).then(|| texts.join("\n"))
     }
 
     /// The method block that applies, if any: the daemon refuses the action with this reason.

@@ -382,3 +382,26 @@ fn a_learned_baseline_shortens_the_backstop_of_its_work_kind() {
     let _ = fresh.act("Read", "src/a.rs", Tier::ReadOnly);
     assert_eq!(fresh.state.window.as_ref().unwrap().backstop.actions, 60);
 }
+
+#[test]
+fn a_held_write_changed_nothing_so_it_needs_no_verification() {
+    let mut s =
+        Session::new("[roles.agent]\nmethod_blocks = [{ kind = \"skipped_verification\" }]\n");
+    s.role = Some("agent");
+    let mut held = s.event(EventKind::PreToolUse, "Edit", ".git/config");
+    held.judgment = Some(Judgment {
+        tier: Tier::ReversibleWrite,
+        verdict: Verdict::Hold,
+        protected: true,
+        role: Some("agent".into()),
+    });
+    let o = s.feed(held);
+    assert_eq!(
+        boundaries(&o),
+        [Signal::FirstRisk],
+        "a protected path is a boundary"
+    );
+    let o = s.act("Bash", "git push", Tier::ExternalSideEffect);
+    assert!(o.block().is_none(), "{o:?}");
+    assert!(s.state.window.as_ref().unwrap().changed.is_empty());
+}
