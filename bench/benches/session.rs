@@ -35,18 +35,19 @@ fn corpus() -> Vec<Vec<HookEvent>> {
 }
 
 fn edit(i: usize) -> HookEvent {
+    let read = i.is_multiple_of(3);
     HookEvent {
         runtime: "claude-code".into(),
         session: "bench".into(),
         kind: EventKind::PreToolUse,
-        tool: Some(if i % 3 == 0 { "Read" } else { "Edit" }.into()),
+        tool: Some(if read { "Read" } else { "Edit" }.into()),
         target: Some(format!("crates/c{}/src/m{}.rs", i % 7, i % 23)),
         cwd: Some("/home/dev/big".into()),
         call_id: Some(format!("toolu_{i:06}")),
         status: Status::Unknown,
         at_ms: 1_763_980_000_000 + i as u64 * 9_000,
         judgment: Some(Judgment {
-            tier: if i % 3 == 0 {
+            tier: if read {
                 Tier::ReadOnly
             } else {
                 Tier::ReversibleWrite
@@ -71,7 +72,10 @@ fn bench(c: &mut Criterion) {
             for trajectory in &trajectories {
                 let mut state = SessionState::new(trajectory[0].scope(), None);
                 for event in trajectory {
-                    transitions += detector.observe(&mut state, black_box(event)).transitions.len();
+                    transitions += detector
+                        .observe(&mut state, black_box(event))
+                        .transitions
+                        .len();
                 }
             }
             transitions
@@ -90,7 +94,12 @@ fn bench(c: &mut Criterion) {
     group.bench_function("one_event_after_500_actions", |b| {
         b.iter_batched(
             || long.clone(),
-            |mut state| detector.observe(&mut state, black_box(&next)).transitions.len(),
+            |mut state| {
+                detector
+                    .observe(&mut state, black_box(&next))
+                    .transitions
+                    .len()
+            },
             BatchSize::SmallInput,
         )
     });
