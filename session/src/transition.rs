@@ -152,8 +152,4 @@ impl Outcome {
             _ => None,
         })
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.transitions.is_empty()
-    }
 }
