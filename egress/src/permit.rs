@@ -121,7 +121,8 @@ impl Host {
                 && l.len() <= 63
                 && !l.starts_with('-')
                 && !l.ends_with('-')
-                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         };
         (!name.is_empty() && name.len() <= 253 && name.split('.').all(valid_label))
             .then_some(Host::Name(name))
@@ -263,13 +264,12 @@ impl Injection {
             .iter()
             .map(|d| Ok((d.pattern()?, d.port)))
             .collect::<Result<Vec<_>, PermitError>>()?;
-        let header_name =
-            HeaderName::from_bytes(cred.header_name.as_bytes()).map_err(|_| {
-                PermitError::BadHeaderName {
-                    name: cred.name.clone(),
-                    header: cred.header_name.clone(),
-                }
-            })?;
+        let header_name = HeaderName::from_bytes(cred.header_name.as_bytes()).map_err(|_| {
+            PermitError::BadHeaderName {
+                name: cred.name.clone(),
+                header: cred.header_name.clone(),
+            }
+        })?;
         let mut header_value = HeaderValue::from_str(&cred.header_value)
             .map_err(|_| PermitError::BadHeaderValue(cred.name.clone()))?;
         header_value.set_sensitive(true);
@@ -293,7 +293,10 @@ mod tests {
 
     fn permit(grants: &[(&str, u16)]) -> Permit {
         Permit::new(
-            grants.iter().map(|(h, p)| Destination::new(*h, *p)).collect(),
+            grants
+                .iter()
+                .map(|(h, p)| Destination::new(*h, *p))
+                .collect(),
             vec![],
         )
         .unwrap()
