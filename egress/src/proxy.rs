@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -442,7 +442,12 @@ impl Served {
         started: Instant,
     ) -> Response<ProxyBody> {
         let kind = RequestKind::Http(request.method().to_string());
-        let asked = request.uri().to_string();
+        // Only the authority goes into the audit: a path may carry anything.
+        let asked = request
+            .uri()
+            .authority()
+            .map(ToString::to_string)
+            .unwrap_or_default();
         let reason = match request.uri().scheme_str() {
             Some("http") => None,
             Some(_) => Some(
@@ -460,7 +465,7 @@ impl Served {
             );
         }
         let Some(target) = Target::from_authority(request.uri().authority(), Some(80)) else {
-            let reason = format!("{asked}: no valid host");
+            let reason = format!("{asked:?} is not a valid host");
             return self.refuse(StatusCode::BAD_REQUEST, asked, kind, reason, started);
         };
         if !self.permit.allows(&target.host, target.port) {
@@ -521,7 +526,11 @@ impl Served {
     ) -> Response<ProxyBody> {
         let kind = RequestKind::Connect;
         let Some(target) = Target::from_authority(request.uri().authority(), None) else {
-            let asked = request.uri().to_string();
+            let asked = request
+                .uri()
+                .authority()
+                .map(ToString::to_string)
+                .unwrap_or_default();
             return self.refuse(
                 StatusCode::BAD_REQUEST,
                 asked,
@@ -724,12 +733,12 @@ impl Served {
     }
 
     /// Resolves (here, never in the child) and connects. A name other than
-    /// `localhost` that resolves to a loopback or unspecified address is
-    /// refused: a grant by name is for a host elsewhere, and must not become
-    /// a way into this machine's own services.
+    /// `localhost` is not connected to a loopback, unspecified or link-local
+    /// address it resolves to: a grant by name is for a host elsewhere, and
+    /// must not become a way into this machine's own services or a cloud
+    /// metadata endpoint. An IP-literal grant is taken as meant.
     async fn dial(&self, upstream: &Upstream) -> Result<Tracked<TcpStream>, Verdict> {
         let target = &upstream.target;
-        let may_be_local = target.host.is_localhost() || matches!(target.host, Host::Ip(_));
         let attempt = async {
             let addresses: Vec<SocketAddr> = match &target.host {
                 Host::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],
@@ -738,16 +747,10 @@ impl Served {
                     .map_err(|e| Verdict::Failed(format!("cannot resolve {}: {e}", target.host)))?
                     .collect(),
             };
-            let usable: Vec<SocketAddr> = addresses
-                .into_iter()
-                .filter(|a| {
-                    let ip = a.ip().to_canonical();
-                    may_be_local || !(ip.is_loopback() || ip.is_unspecified())
-                })
-                .collect();
+            let usable = usable_addresses(&target.host, addresses);
             if usable.is_empty() {
                 return Err(Verdict::Refused(format!(
-                    "{} resolves to no address outside this machine",
+                    "{} resolves only to addresses of this machine or its link, which only `localhost` or an IP-literal grant may reach",
                     target.host
                 )));
             }
@@ -826,9 +829,65 @@ where
     ))
 }
 
+/// The resolved addresses a host's grant may reach (see [`Served::dial`]).
+fn usable_addresses(host: &Host, resolved: Vec<SocketAddr>) -> Vec<SocketAddr> {
+    if host.is_localhost() || matches!(host, Host::Ip(_)) {
+        return resolved;
+    }
+    resolved
+        .into_iter()
+        .filter(|a| !is_this_machine_or_link(a.ip().to_canonical()))
+        .collect()
+}
+
+fn is_this_machine_or_link(ip: IpAddr) -> bool {
+    ip.is_loopback()
+        || ip.is_unspecified()
+        || match ip {
+            IpAddr::V4(v4) => v4.is_link_local(),
+            IpAddr::V6(v6) => v6.is_unicast_link_local(),
+        }
+}
+
 fn reason_of(verdict: &Verdict) -> String {
     match verdict {
         Verdict::Allowed => String::new(),
         Verdict::Refused(reason) | Verdict::Failed(reason) => reason.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addrs(list: &[&str]) -> Vec<SocketAddr> {
+        list.iter().map(|a| a.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_granted_name_never_leads_to_this_machine_or_its_link() {
+        let name = Host::parse("registry.example.org").unwrap();
+        let resolved = addrs(&[
+            "127.0.0.1:443",
+            "[::1]:443",
+            "0.0.0.0:443",
+            "169.254.169.254:443",
+            "[fe80::1]:443",
+            "[::ffff:127.0.0.2]:443",
+            "192.0.2.10:443",
+            "[2001:db8::1]:443",
+        ]);
+        assert_eq!(
+            usable_addresses(&name, resolved.clone()),
+            addrs(&["192.0.2.10:443", "[2001:db8::1]:443"])
+        );
+        for local in ["localhost", "x.localhost", "127.0.0.1", "169.254.169.254"] {
+            let host = Host::parse(local).unwrap();
+            assert_eq!(
+                usable_addresses(&host, resolved.clone()),
+                resolved,
+                "{local}"
+            );
+        }
     }
 }
