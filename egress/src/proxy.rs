@@ -215,6 +215,42 @@ async fn ended(mut ended: watch::Receiver<()>) {
     while ended.changed().await.is_ok() {}
 }
 
+/// The HTTP/1 server side, for the child's connections and for the
+/// requests inside an intercepted tunnel alike.
+fn server(limits: &Limits) -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(MIN_BUFFER));
+    builder
+}
+
+/// What the audit records of where a request asked to go: the authority
+/// only, since a path or query may carry anything.
+fn asked_authority(uri: &Uri) -> String {
+    uri.authority().map(ToString::to_string).unwrap_or_default()
+}
+
+/// The event of a request that never reached its destination.
+fn nothing_sent(
+    destination: String,
+    kind: RequestKind,
+    verdict: Verdict,
+    started: Instant,
+) -> ConnectionEvent {
+    ConnectionEvent {
+        destination,
+        kind,
+        verdict,
+        bytes_up: 0,
+        bytes_down: 0,
+        duration: started.elapsed(),
+        credentials: vec![],
+        intercepted: false,
+    }
+}
+
 fn text(status: StatusCode, body: String) -> Response<ProxyBody> {
     let mut response = Response::new(
         Full::new(Bytes::from(body))
@@ -321,16 +357,12 @@ impl Served {
         started: Instant,
     ) -> Response<ProxyBody> {
         let body = format!("praxis egress: {reason}\n");
-        self.record(ConnectionEvent {
+        self.record(nothing_sent(
             destination,
             kind,
-            verdict: Verdict::Refused(reason),
-            bytes_up: 0,
-            bytes_down: 0,
-            duration: started.elapsed(),
-            credentials: vec![],
-            intercepted: false,
-        });
+            Verdict::Refused(reason),
+            started,
+        ));
         text(status, body)
     }
 
@@ -348,16 +380,7 @@ impl Served {
             Verdict::Allowed | Verdict::Failed(_) => StatusCode::BAD_GATEWAY,
         };
         let body = format!("praxis egress: {}\n", reason_of(&verdict));
-        self.record(ConnectionEvent {
-            destination: target.to_string(),
-            kind,
-            verdict,
-            bytes_up: 0,
-            bytes_down: 0,
-            duration: started.elapsed(),
-            credentials: vec![],
-            intercepted: false,
-        });
+        self.record(nothing_sent(target.to_string(), kind, verdict, started));
         text(status, body)
     }
 
@@ -392,28 +415,19 @@ impl Served {
             async move { Ok::<_, Infallible>(handler.handle(request, slot, activity).await) }
         });
         let started = Instant::now();
-        let conn = hyper::server::conn::http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(limits.header_read_timeout)
-            .max_buf_size(limits.max_header_bytes.max(MIN_BUFFER))
-            .serve_connection(io, service)
-            .with_upgrades();
+        let conn = server(limits).serve_connection(io, service).with_upgrades();
         tokio::select! {
             served = conn => {
                 if let Err(e) = served
                     && e.is_parse()
                 {
                     // hyper has answered 400 (431 for an oversized head).
-                    self.record(ConnectionEvent {
-                        destination: String::new(),
-                        kind: RequestKind::Malformed,
-                        verdict: Verdict::Refused(format!("not an HTTP request: {e}")),
-                        bytes_up: 0,
-                        bytes_down: 0,
-                        duration: started.elapsed(),
-                        credentials: vec![],
-                        intercepted: false,
-                    });
+                    self.record(nothing_sent(
+                        String::new(),
+                        RequestKind::Malformed,
+                        Verdict::Refused(format!("not an HTTP request: {e}")),
+                        started,
+                    ));
                 }
             }
             () = activity.idle_for(limits.idle_timeout) => {}
@@ -442,12 +456,7 @@ impl Served {
         started: Instant,
     ) -> Response<ProxyBody> {
         let kind = RequestKind::Http(request.method().to_string());
-        // Only the authority goes into the audit: a path may carry anything.
-        let asked = request
-            .uri()
-            .authority()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let asked = asked_authority(request.uri());
         let reason = match request.uri().scheme_str() {
             Some("http") => None,
             Some(_) => Some(
@@ -526,11 +535,7 @@ impl Served {
     ) -> Response<ProxyBody> {
         let kind = RequestKind::Connect;
         let Some(target) = Target::from_authority(request.uri().authority(), None) else {
-            let asked = request
-                .uri()
-                .authority()
-                .map(ToString::to_string)
-                .unwrap_or_default();
+            let asked = asked_authority(request.uri());
             return self.refuse(
                 StatusCode::BAD_REQUEST,
                 asked,
@@ -678,10 +683,7 @@ impl Served {
                 Ok::<_, Infallible>(this.forward_intercepted(request, &sender, &upstream).await)
             }
         });
-        hyper::server::conn::http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(self.shared.limits.header_read_timeout)
-            .max_buf_size(self.shared.limits.max_header_bytes.max(MIN_BUFFER))
+        server(&self.shared.limits)
             .serve_connection(TokioIo::new(tls), service)
             .await
             .map_err(|e| format!("inside the intercepted tunnel: {e}"))
