@@ -74,7 +74,8 @@ impl Default for Limits {
 
 /// The daemon's egress proxy: limits, the CA for interception (if any) and
 /// the roots upstream TLS is verified against. One per daemon; each command
-/// gets its own [`Egress::serve`].
+/// gets its own [`Egress::serve`]. Cloning is cheap (shared state).
+#[derive(Clone)]
 pub struct Egress {
     shared: Arc<Shared>,
 }
