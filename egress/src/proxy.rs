@@ -1,0 +1,896 @@
+//! The proxy itself: serves one command's listener, lets CONNECT and plain
+//! HTTP through to the permit's destinations only, injects bound
+//! credentials, and reports every request to the sink.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::http::uri::Authority;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, watch};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+use zeroize::Zeroizing;
+
+use crate::ca::Ca;
+use crate::event::{ConnectionEvent, RequestKind, Verdict};
+use crate::io::{Activity, Counters, Tracked};
+use crate::permit::{Host, Injection, Permit};
+
+/// hyper refuses a read buffer smaller than this.
+const MIN_BUFFER: usize = 8192;
+
+/// Why a proxy could not be set up or a listener not served.
+#[derive(Debug, thiserror::Error)]
+pub enum EgressError {
+    #[error("the listener cannot be served: {0}")]
+    Listener(std::io::Error),
+    #[error("TLS configuration: {0}")]
+    Tls(#[from] rustls::Error),
+}
+
+/// Bounds on what one command's proxy will hold open.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections from the command served at once; more wait in the
+    /// listener's backlog.
+    pub max_connections: usize,
+    /// A connection (or tunnel) with no byte moving either way for this
+    /// long is closed.
+    pub idle_timeout: Duration,
+    /// A request's headers must arrive within this.
+    pub header_read_timeout: Duration,
+    /// The largest request head accepted (at least 8 KiB); larger gets 431.
+    pub max_header_bytes: usize,
+    /// Resolving and connecting to a destination must finish within this.
+    pub connect_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 64,
+            idle_timeout: Duration::from_secs(120),
+            header_read_timeout: Duration::from_secs(30),
+            max_header_bytes: 64 * 1024,
+            connect_timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+/// The daemon's egress proxy: limits, the CA for interception (if any) and
+/// the roots upstream TLS is verified against. One per daemon; each command
+/// gets its own [`Egress::serve`]. Cloning is cheap (shared state).
+#[derive(Clone)]
+pub struct Egress {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    limits: Limits,
+    ca: Option<Arc<Ca>>,
+    upstream_tls: TlsConnector,
+}
+
+type Sink = Arc<dyn Fn(ConnectionEvent) + Send + Sync>;
+type ProxyBody = BoxBody<Bytes, hyper::Error>;
+type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+impl Egress {
+    /// `ca`: intercept TLS to destinations with a bound credential; without
+    /// it such destinations get a blind tunnel and no credential.
+    /// `extra_roots`: trusted for upstream TLS besides the system's roots.
+    pub fn new(
+        limits: Limits,
+        ca: Option<Arc<Ca>>,
+        extra_roots: Vec<CertificateDer<'static>>,
+    ) -> Result<Egress, EgressError> {
+        let mut roots = RootCertStore::empty();
+        roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        roots.add_parsable_certificates(extra_roots);
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Egress {
+            shared: Arc::new(Shared {
+                limits,
+                ca,
+                upstream_tls: TlsConnector::from(Arc::new(config)),
+            }),
+        })
+    }
+
+    #[must_use]
+    pub fn ca(&self) -> Option<&Ca> {
+        self.shared.ca.as_deref()
+    }
+
+    /// Serves `listener` for one command with `permit`, calling `sink` once
+    /// per request (see [`ConnectionEvent`]). Runs until dropped (or
+    /// aborted); dropping it ends every connection and tunnel it started,
+    /// each of which still reports its event. Returns only if the listener
+    /// cannot be used.
+    pub async fn serve(
+        &self,
+        listener: std::net::TcpListener,
+        permit: Permit,
+        sink: impl Fn(ConnectionEvent) + Send + Sync + 'static,
+    ) -> Result<Infallible, EgressError> {
+        listener
+            .set_nonblocking(true)
+            .map_err(EgressError::Listener)?;
+        let listener =
+            tokio::net::TcpListener::from_std(listener).map_err(EgressError::Listener)?;
+        let (_alive, ended) = watch::channel(());
+        let served = Arc::new(Served {
+            shared: self.shared.clone(),
+            permit,
+            sink: Arc::new(sink),
+            ended,
+        });
+        let slots = Arc::new(Semaphore::new(self.shared.limits.max_connections.max(1)));
+        loop {
+            let slot = slots
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| EgressError::Listener(std::io::ErrorKind::BrokenPipe.into()))?;
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    tokio::spawn(served.clone().connection(stream, Arc::new(slot)));
+                }
+                // Out of descriptors or an aborted handshake: wait, go on.
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+}
+
+/// What every connection of one served listener shares.
+struct Served {
+    shared: Arc<Shared>,
+    permit: Permit,
+    sink: Sink,
+    /// Its sender lives in `serve`; when `serve` is dropped, this ends.
+    ended: watch::Receiver<()>,
+}
+
+/// Where a request asks to go.
+struct Target {
+    host: Host,
+    port: u16,
+}
+
+impl Target {
+    fn from_authority(authority: Option<&Authority>, default_port: Option<u16>) -> Option<Target> {
+        let authority = authority?;
+        Some(Target {
+            host: Host::parse(authority.host())?,
+            port: authority.port_u16().or(default_port)?,
+        })
+    }
+
+    /// The `Host` header for it, the port left out when it is the scheme's.
+    fn host_header(&self, scheme_port: u16) -> Option<HeaderValue> {
+        let text = if self.port == scheme_port {
+            self.host.to_string()
+        } else {
+            self.to_string()
+        };
+        HeaderValue::from_str(&text).ok()
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// One upstream connection's worth of context: where, and what to count.
+struct Upstream {
+    target: Target,
+    tls: bool,
+    activity: Arc<Activity>,
+    counters: Arc<Counters>,
+}
+
+async fn ended(mut ended: watch::Receiver<()>) {
+    while ended.changed().await.is_ok() {}
+}
+
+/// The HTTP/1 server side, for the child's connections and for the
+/// requests inside an intercepted tunnel alike.
+fn server(limits: &Limits) -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(MIN_BUFFER));
+    builder
+}
+
+/// What the audit records of where a request asked to go: the authority
+/// only, since a path or query may carry anything.
+fn asked_authority(uri: &Uri) -> String {
+    uri.authority().map(ToString::to_string).unwrap_or_default()
+}
+
+/// The event of a request that never reached its destination.
+fn nothing_sent(
+    destination: String,
+    kind: RequestKind,
+    verdict: Verdict,
+    started: Instant,
+) -> ConnectionEvent {
+    ConnectionEvent {
+        destination,
+        kind,
+        verdict,
+        bytes_up: 0,
+        bytes_down: 0,
+        duration: started.elapsed(),
+        credentials: vec![],
+        intercepted: false,
+    }
+}
+
+fn text(status: StatusCode, body: String) -> Response<ProxyBody> {
+    let mut response = Response::new(
+        Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// Headers that describe one hop, not the message; never forwarded.
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in [
+        "connection",
+        "proxy-connection",
+        "keep-alive",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "upgrade",
+    ] {
+        headers.remove(name);
+    }
+}
+
+/// Puts each bound credential into the request: its placeholder replaced
+/// by the secret in every header value, then its header set.
+fn inject(headers: &mut HeaderMap, injections: &[&Injection]) {
+    for injection in injections {
+        for value in headers.values_mut() {
+            let Ok(text) = value.to_str() else { continue };
+            if !text.contains(&injection.placeholder) {
+                continue;
+            }
+            let replaced = Zeroizing::new(text.replace(&injection.placeholder, &injection.secret));
+            if let Ok(mut real) = HeaderValue::from_str(&replaced) {
+                real.set_sensitive(true);
+                *value = real;
+            }
+        }
+        headers.insert(
+            injection.header_name.clone(),
+            injection.header_value.clone(),
+        );
+    }
+}
+
+/// The request as the destination gets it: origin-form, its own `Host`,
+/// no hop-by-hop headers, credentials in.
+fn rewrite(
+    mut request: Request<Incoming>,
+    target: &Target,
+    scheme_port: u16,
+    injections: &[&Injection],
+) -> Request<Incoming> {
+    let origin_form = request
+        .uri()
+        .path_and_query()
+        .and_then(|p| Uri::try_from(p.as_str()).ok())
+        .unwrap_or_else(|| Uri::from_static("/"));
+    *request.uri_mut() = origin_form;
+    *request.version_mut() = hyper::Version::HTTP_11;
+    let headers = request.headers_mut();
+    strip_hop_by_hop(headers);
+    if let Some(host) = target.host_header(scheme_port) {
+        headers.insert(header::HOST, host);
+    }
+    inject(headers, injections);
+    request
+}
+
+fn respond(response: Response<Incoming>) -> Response<ProxyBody> {
+    let mut response = response.map(BodyExt::boxed);
+    strip_hop_by_hop(response.headers_mut());
+    response
+}
+
+impl Served {
+    fn record(&self, event: ConnectionEvent) {
+        (self.sink)(event);
+    }
+
+    fn refuse(
+        &self,
+        status: StatusCode,
+        destination: String,
+        kind: RequestKind,
+        reason: String,
+        started: Instant,
+    ) -> Response<ProxyBody> {
+        let body = format!("praxis egress: {reason}\n");
+        self.record(nothing_sent(
+            destination,
+            kind,
+            Verdict::Refused(reason),
+            started,
+        ));
+        text(status, body)
+    }
+
+    /// The answer and event for a destination that was granted but could
+    /// not be used.
+    fn unreachable(
+        &self,
+        target: &Target,
+        kind: RequestKind,
+        verdict: Verdict,
+        started: Instant,
+    ) -> Response<ProxyBody> {
+        let status = match verdict {
+            Verdict::Refused(_) => StatusCode::FORBIDDEN,
+            Verdict::Allowed | Verdict::Failed(_) => StatusCode::BAD_GATEWAY,
+        };
+        let body = format!("praxis egress: {}\n", reason_of(&verdict));
+        self.record(nothing_sent(target.to_string(), kind, verdict, started));
+        text(status, body)
+    }
+
+    fn not_granted(
+        &self,
+        target: &Target,
+        kind: RequestKind,
+        started: Instant,
+    ) -> Response<ProxyBody> {
+        self.refuse(
+            StatusCode::FORBIDDEN,
+            target.to_string(),
+            kind,
+            format!(
+                "{target} is not granted to this command; it needs a grant naming it (a policy rule, or `praxis approve` of a request that names it)"
+            ),
+            started,
+        )
+    }
+
+    async fn connection(self: Arc<Self>, stream: TcpStream, slot: Arc<OwnedSemaphorePermit>) {
+        let _ = stream.set_nodelay(true);
+        let activity = Activity::new();
+        let io = TokioIo::new(Tracked::new(stream, activity.clone(), None));
+        let limits = &self.shared.limits;
+        let handler = self.clone();
+        let handler_activity = activity.clone();
+        let service = service_fn(move |request| {
+            let handler = handler.clone();
+            let slot = slot.clone();
+            let activity = handler_activity.clone();
+            async move { Ok::<_, Infallible>(handler.handle(request, slot, activity).await) }
+        });
+        let started = Instant::now();
+        let conn = server(limits).serve_connection(io, service).with_upgrades();
+        tokio::select! {
+            served = conn => {
+                if let Err(e) = served
+                    && e.is_parse()
+                {
+                    // hyper has answered 400 (431 for an oversized head).
+                    self.record(nothing_sent(
+                        String::new(),
+                        RequestKind::Malformed,
+                        Verdict::Refused(format!("not an HTTP request: {e}")),
+                        started,
+                    ));
+                }
+            }
+            () = activity.idle_for(limits.idle_timeout) => {}
+            () = ended(self.ended.clone()) => {}
+        }
+    }
+
+    async fn handle(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+        slot: Arc<OwnedSemaphorePermit>,
+        activity: Arc<Activity>,
+    ) -> Response<ProxyBody> {
+        let started = Instant::now();
+        if request.method() == Method::CONNECT {
+            self.connect(request, slot, activity, started).await
+        } else {
+            self.plain(request, activity, started).await
+        }
+    }
+
+    async fn plain(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+        activity: Arc<Activity>,
+        started: Instant,
+    ) -> Response<ProxyBody> {
+        let kind = RequestKind::Http(request.method().to_string());
+        let asked = asked_authority(request.uri());
+        let reason = match request.uri().scheme_str() {
+            Some("http") => None,
+            Some(_) => Some(
+                "only http:// URLs are forwarded as requests; other schemes go through CONNECT",
+            ),
+            None => Some("not a proxy request: send an absolute http:// URL, or CONNECT host:port"),
+        };
+        if let Some(reason) = reason {
+            return self.refuse(
+                StatusCode::BAD_REQUEST,
+                asked,
+                kind,
+                reason.to_owned(),
+                started,
+            );
+        }
+        let Some(target) = Target::from_authority(request.uri().authority(), Some(80)) else {
+            let reason = format!("{asked:?} is not a valid host");
+            return self.refuse(StatusCode::BAD_REQUEST, asked, kind, reason, started);
+        };
+        if !self.permit.allows(&target.host, target.port) {
+            return self.not_granted(&target, kind, started);
+        }
+        let injections: Vec<&Injection> = self
+            .permit
+            .injections_for(&target.host, target.port)
+            .collect();
+        let credentials = injections.iter().map(|i| i.name.clone()).collect();
+        let request = rewrite(request, &target, 80, &injections);
+        let upstream = Upstream {
+            target,
+            tls: false,
+            activity,
+            counters: Arc::new(Counters::default()),
+        };
+        let (mut sender, driver) = match self.open(&upstream).await {
+            Ok(opened) => opened,
+            Err(verdict) => return self.unreachable(&upstream.target, kind, verdict, started),
+        };
+        let destination = upstream.target.to_string();
+        let counters = upstream.counters.clone();
+        let reporter = self.clone();
+        let event_kind = kind.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = driver => {}
+                () = ended(reporter.ended.clone()) => {}
+            }
+            let (bytes_up, bytes_down) = counters.totals();
+            reporter.record(ConnectionEvent {
+                destination,
+                kind: event_kind,
+                verdict: Verdict::Allowed,
+                bytes_up,
+                bytes_down,
+                duration: started.elapsed(),
+                credentials,
+                intercepted: false,
+            });
+        });
+        match sender.send_request(request).await {
+            Ok(response) => respond(response),
+            Err(e) => text(
+                StatusCode::BAD_GATEWAY,
+                format!("praxis egress: {}: {e}\n", upstream.target),
+            ),
+        }
+    }
+
+    async fn connect(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+        slot: Arc<OwnedSemaphorePermit>,
+        activity: Arc<Activity>,
+        started: Instant,
+    ) -> Response<ProxyBody> {
+        let kind = RequestKind::Connect;
+        let Some(target) = Target::from_authority(request.uri().authority(), None) else {
+            let asked = asked_authority(request.uri());
+            return self.refuse(
+                StatusCode::BAD_REQUEST,
+                asked,
+                kind,
+                "CONNECT needs host:port".to_owned(),
+                started,
+            );
+        };
+        if !self.permit.allows(&target.host, target.port) {
+            return self.not_granted(&target, kind, started);
+        }
+        let credentials: Vec<String> = self
+            .permit
+            .injections_for(&target.host, target.port)
+            .map(|i| i.name.clone())
+            .collect();
+        let interception = match &self.shared.ca {
+            Some(ca) if !credentials.is_empty() => match ca.server_config(&target.host) {
+                Ok(config) => Some(config),
+                Err(e) => {
+                    let verdict = Verdict::Failed(format!("no certificate for {target}: {e}"));
+                    return self.unreachable(&target, kind, verdict, started);
+                }
+            },
+            _ => None,
+        };
+        let upstream = Upstream {
+            target,
+            tls: interception.is_some(),
+            activity,
+            counters: Arc::new(Counters::default()),
+        };
+        let tunnel = match interception {
+            None => match self.dial(&upstream).await {
+                Ok(stream) => Tunnel::Blind(stream),
+                Err(verdict) => return self.unreachable(&upstream.target, kind, verdict, started),
+            },
+            Some(config) => match self.open(&upstream).await {
+                Ok((sender, driver)) => Tunnel::Intercepted {
+                    config,
+                    sender,
+                    driver,
+                },
+                Err(verdict) => return self.unreachable(&upstream.target, kind, verdict, started),
+            },
+        };
+        let intercepted = matches!(tunnel, Tunnel::Intercepted { .. });
+        let credentials = if intercepted { credentials } else { vec![] };
+        let this = self.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let limits = &this.shared.limits;
+            let work = this.tunnel(request, tunnel, &upstream);
+            let outcome = tokio::select! {
+                outcome = work => outcome,
+                () = upstream.activity.idle_for(limits.idle_timeout) => Ok(()),
+                () = ended(this.ended.clone()) => Ok(()),
+            };
+            let (bytes_up, bytes_down) = upstream.counters.totals();
+            this.record(ConnectionEvent {
+                destination: upstream.target.to_string(),
+                kind: RequestKind::Connect,
+                verdict: outcome.map_or_else(Verdict::Failed, |()| Verdict::Allowed),
+                bytes_up,
+                bytes_down,
+                duration: started.elapsed(),
+                credentials,
+                intercepted,
+            });
+        });
+        Response::new(
+            Full::new(Bytes::new())
+                .map_err(|never| match never {})
+                .boxed(),
+        )
+    }
+
+    /// Runs an accepted CONNECT once the child has our 200.
+    async fn tunnel(
+        self: &Arc<Self>,
+        request: Request<Incoming>,
+        tunnel: Tunnel,
+        upstream: &Upstream,
+    ) -> Result<(), String> {
+        let upgraded = hyper::upgrade::on(request)
+            .await
+            .map_err(|e| format!("the tunnel did not start: {e}"))?;
+        let mut client = TokioIo::new(upgraded);
+        match tunnel {
+            Tunnel::Blind(mut stream) => tokio::io::copy_bidirectional(&mut client, &mut stream)
+                .await
+                .map(drop)
+                .or_else(|e| match e.kind() {
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe => Ok(()),
+                    _ => Err(format!("tunnel: {e}")),
+                }),
+            Tunnel::Intercepted {
+                config,
+                sender,
+                driver,
+            } => {
+                tokio::spawn(self.clone().drive(driver));
+                self.intercept(client, config, sender, upstream).await
+            }
+        }
+    }
+
+    async fn drive(self: Arc<Self>, driver: Driver) {
+        tokio::select! {
+            () = driver => {}
+            () = ended(self.ended.clone()) => {}
+        }
+    }
+
+    /// Terminates the child's TLS with a leaf from our CA and forwards each
+    /// request inside it to the destination over verified TLS, credentials
+    /// in. The upstream connection is reused while it stays open.
+    async fn intercept(
+        self: &Arc<Self>,
+        client: TokioIo<hyper::upgrade::Upgraded>,
+        config: Arc<ServerConfig>,
+        first: SendRequest<Incoming>,
+        upstream: &Upstream,
+    ) -> Result<(), String> {
+        let tls = TlsAcceptor::from(config)
+            .accept(client)
+            .await
+            .map_err(|e| format!("TLS from the command: {e}"))?;
+        let sender = Arc::new(Mutex::new(Some(first)));
+        let this = self.clone();
+        let upstream = Arc::new(Upstream {
+            target: Target {
+                host: upstream.target.host.clone(),
+                port: upstream.target.port,
+            },
+            tls: true,
+            activity: upstream.activity.clone(),
+            counters: upstream.counters.clone(),
+        });
+        let service = service_fn(move |request: Request<Incoming>| {
+            let this = this.clone();
+            let sender = sender.clone();
+            let upstream = upstream.clone();
+            async move {
+                Ok::<_, Infallible>(this.forward_intercepted(request, &sender, &upstream).await)
+            }
+        });
+        server(&self.shared.limits)
+            .serve_connection(TokioIo::new(tls), service)
+            .await
+            .map_err(|e| format!("inside the intercepted tunnel: {e}"))
+    }
+
+    async fn forward_intercepted(
+        self: &Arc<Self>,
+        request: Request<Incoming>,
+        sender: &Mutex<Option<SendRequest<Incoming>>>,
+        upstream: &Upstream,
+    ) -> Response<ProxyBody> {
+        let target = &upstream.target;
+        let injections: Vec<&Injection> = self
+            .permit
+            .injections_for(&target.host, target.port)
+            .collect();
+        let request = rewrite(request, target, 443, &injections);
+        let mut slot = sender.lock().await;
+        let mut reusable = slot.take();
+        if let Some(open) = reusable.as_mut()
+            && open.ready().await.is_err()
+        {
+            reusable = None;
+        }
+        let mut open = match reusable {
+            Some(open) => open,
+            None => match self.open(upstream).await {
+                Ok((open, driver)) => {
+                    tokio::spawn(self.clone().drive(driver));
+                    open
+                }
+                Err(verdict) => {
+                    return text(
+                        StatusCode::BAD_GATEWAY,
+                        format!("praxis egress: {}\n", reason_of(&verdict)),
+                    );
+                }
+            },
+        };
+        let response = open.send_request(request).await;
+        *slot = Some(open);
+        match response {
+            Ok(response) => respond(response),
+            Err(e) => text(
+                StatusCode::BAD_GATEWAY,
+                format!("praxis egress: {target}: {e}\n"),
+            ),
+        }
+    }
+
+    /// Resolves (here, never in the child) and connects. A name other than
+    /// `localhost` is not connected to a loopback, unspecified or link-local
+    /// address it resolves to: a grant by name is for a host elsewhere, and
+    /// must not become a way into this machine's own services or a cloud
+    /// metadata endpoint. An IP-literal grant is taken as meant.
+    async fn dial(&self, upstream: &Upstream) -> Result<Tracked<TcpStream>, Verdict> {
+        let target = &upstream.target;
+        let attempt = async {
+            let addresses: Vec<SocketAddr> = match &target.host {
+                Host::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],
+                Host::Name(name) => tokio::net::lookup_host((name.as_str(), target.port))
+                    .await
+                    .map_err(|e| Verdict::Failed(format!("cannot resolve {}: {e}", target.host)))?
+                    .collect(),
+            };
+            let usable = usable_addresses(&target.host, addresses);
+            if usable.is_empty() {
+                return Err(Verdict::Refused(format!(
+                    "{} resolves only to addresses of this machine or its link, which only `localhost` or an IP-literal grant may reach",
+                    target.host
+                )));
+            }
+            let mut last = None;
+            for address in usable {
+                match TcpStream::connect(address).await {
+                    Ok(stream) => {
+                        let _ = stream.set_nodelay(true);
+                        return Ok(stream);
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            Err(Verdict::Failed(format!(
+                "cannot connect to {target}: {}",
+                last.map(|e| e.to_string()).unwrap_or_default()
+            )))
+        };
+        let stream = tokio::time::timeout(self.shared.limits.connect_timeout, attempt)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Verdict::Failed(format!("connecting to {target} timed out")))
+            })?;
+        Ok(Tracked::new(
+            stream,
+            upstream.activity.clone(),
+            Some(upstream.counters.clone()),
+        ))
+    }
+
+    /// Dials and opens an HTTP/1.1 client connection (over verified TLS when
+    /// `upstream.tls`); the driver must be polled for it to make progress.
+    async fn open(&self, upstream: &Upstream) -> Result<(SendRequest<Incoming>, Driver), Verdict> {
+        let stream = self.dial(upstream).await?;
+        if !upstream.tls {
+            return handshake(stream, &upstream.target).await;
+        }
+        let target = &upstream.target;
+        let name = match &target.host {
+            Host::Ip(ip) => ServerName::IpAddress((*ip).into()),
+            Host::Name(name) => ServerName::try_from(name.clone())
+                .map_err(|e| Verdict::Failed(format!("{target}: {e}")))?,
+        };
+        let tls = self
+            .shared
+            .upstream_tls
+            .connect(name, stream)
+            .await
+            .map_err(|e| Verdict::Failed(format!("TLS to {target}: {e}")))?;
+        handshake(tls, target).await
+    }
+}
+
+/// An accepted CONNECT, ready to run once the child has its 200.
+enum Tunnel {
+    Blind(Tracked<TcpStream>),
+    Intercepted {
+        config: Arc<ServerConfig>,
+        sender: SendRequest<Incoming>,
+        driver: Driver,
+    },
+}
+
+async fn handshake<IO>(io: IO, target: &Target) -> Result<(SendRequest<Incoming>, Driver), Verdict>
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| Verdict::Failed(format!("HTTP to {target}: {e}")))?;
+    Ok((
+        sender,
+        Box::pin(async move {
+            let _ = connection.await;
+        }),
+    ))
+}
+
+/// The resolved addresses a host's grant may reach (see [`Served::dial`]).
+fn usable_addresses(host: &Host, resolved: Vec<SocketAddr>) -> Vec<SocketAddr> {
+    if host.is_localhost() || matches!(host, Host::Ip(_)) {
+        return resolved;
+    }
+    resolved
+        .into_iter()
+        .filter(|a| !is_this_machine_or_link(a.ip().to_canonical()))
+        .collect()
+}
+
+fn is_this_machine_or_link(ip: IpAddr) -> bool {
+    ip.is_loopback()
+        || ip.is_unspecified()
+        || match ip {
+            IpAddr::V4(v4) => v4.is_link_local(),
+            IpAddr::V6(v6) => v6.is_unicast_link_local(),
+        }
+}
+
+fn reason_of(verdict: &Verdict) -> String {
+    match verdict {
+        Verdict::Allowed => String::new(),
+        Verdict::Refused(reason) | Verdict::Failed(reason) => reason.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addrs(list: &[&str]) -> Vec<SocketAddr> {
+        list.iter().map(|a| a.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_granted_name_never_leads_to_this_machine_or_its_link() {
+        let name = Host::parse("registry.example.org").unwrap();
+        let resolved = addrs(&[
+            "127.0.0.1:443",
+            "[::1]:443",
+            "0.0.0.0:443",
+            "169.254.169.254:443",
+            "[fe80::1]:443",
+            "[::ffff:127.0.0.2]:443",
+            "192.0.2.10:443",
+            "[2001:db8::1]:443",
+        ]);
+        assert_eq!(
+            usable_addresses(&name, resolved.clone()),
+            addrs(&["192.0.2.10:443", "[2001:db8::1]:443"])
+        );
+        for local in ["localhost", "x.localhost", "127.0.0.1", "169.254.169.254"] {
+            let host = Host::parse(local).unwrap();
+            assert_eq!(
+                usable_addresses(&host, resolved.clone()),
+                resolved,
+                "{local}"
+            );
+        }
+    }
+}
