@@ -131,8 +131,9 @@ pub mod example_context {
     pub const HOME: &str = "/home/dev";
     pub const WORKSPACE: &str = "/home/dev/project";
 
-    /// A git work tree at [`WORKSPACE`] on branch `feature/x` (default `main`),
-    /// with `PATH` lookups skipped.
+    /// A git work tree at [`WORKSPACE`] on branch `feature/x` (default `main`)
+    /// whose `origin` is `https://github.com/acme/app.git`, with `PATH`
+    /// lookups skipped.
     pub fn context() -> Context {
         Context {
             cwd: PathBuf::from(WORKSPACE),
@@ -146,6 +147,11 @@ pub mod example_context {
                 PathBuf::from("/home/dev/.local/state/praxis"),
             ],
             resolution_skipped: true,
+            git_remotes: [(
+                "origin".to_owned(),
+                "https://github.com/acme/app.git".to_owned(),
+            )]
+            .into(),
             ..Context::default()
         }
     }
@@ -946,14 +952,13 @@ const NEEDS_WRITE_GRANT: Classes =
     PathClass::OutsideWorkspace.bit() | PathClass::SharedScratch.bit() | PathClass::Protected.bit();
 
 /// Every literal path the command changes outside what its profile writes;
-/// a dynamic one is noted, never granted.
+/// a dynamic or globbed one is noted, never granted.
 fn write_grants(f: &Facts, out: &mut Judged) {
     for p in f.paths.iter().filter(|p| p.access != Access::Read) {
         if p.classes & NEEDS_WRITE_GRANT == 0 {
             continue;
         }
-        let known = p.classes & (PathClass::Dynamic.bit() | PathClass::Unknown.bit()) == 0;
-        match p.path.as_ref().filter(|_| known) {
+        match p.path.as_ref().filter(|_| p.exact) {
             Some(path) => {
                 let path = PathBuf::from(path);
                 if !out.grants.write.contains(&path) {
@@ -961,7 +966,7 @@ fn write_grants(f: &Facts, out: &mut Judged) {
                 }
             }
             None => out.ungranted.push(format!(
-                "no write grant: `{}` is only known at run time",
+                "no write grant: `{}` is not one path known before it runs",
                 p.text
             )),
         }

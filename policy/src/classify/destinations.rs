@@ -169,11 +169,12 @@ pub fn url_target(word: &Word, default_scheme: &str) -> Target {
         Some((s, r)) => (s.to_ascii_lowercase(), r, true),
         None => (default_scheme.to_owned(), text, false),
     };
+    // A dynamic operand may be any URL (an `a=$X` item of httpie is not one).
+    if word.dynamic && !text.contains('=') {
+        return Target::Unknowable(format!("`{text}` is only known at run time"));
+    }
     if !explicit && !looks_like_host(text) {
         return Target::NotRemote;
-    }
-    if word.dynamic {
-        return Target::Unknowable(format!("`{text}` is only known at run time"));
     }
     if scheme == "file" {
         return Target::Local;

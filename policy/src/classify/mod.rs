@@ -131,6 +131,8 @@ pub struct PathUse {
     pub path: Option<String>,
     pub access: Access,
     pub classes: Classes,
+    /// Names exactly one path: no expansion, no glob.
+    pub exact: bool,
 }
 
 /// What the classifier found about one simple command.
@@ -403,6 +405,7 @@ impl Classifier<'_, '_> {
             path: located.path,
             access,
             classes: located.classes,
+            exact: !word.dynamic && !word.glob,
         });
     }
 
