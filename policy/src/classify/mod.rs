@@ -390,12 +390,19 @@ impl Classifier<'_, '_> {
             } else {
                 Tier::ReversibleWrite
             };
+            let state = located
+                .path
+                .as_ref()
+                .and_then(|p| self.frame.scratch.get(std::path::Path::new(p)));
             facts.raise(tier, || {
-                let place = match (outside, shared) {
-                    (true, true) => "in shared scratch, not new nor the caller's own",
-                    (true, false) => "outside the workspace",
-                    (false, true) => "in shared scratch (new or the caller's own)",
-                    (false, false) => "inside a writable tree",
+                let place = match (outside, shared, state) {
+                    (true, true, Some(s)) => format!("in shared scratch, which {}", s.describe()),
+                    (true, true, None) => {
+                        "in shared scratch, not one new path of the caller's".to_owned()
+                    }
+                    (true, false, _) => "outside the workspace".to_owned(),
+                    (false, true, _) => "in shared scratch (new or the caller's own)".to_owned(),
+                    (false, false, _) => "inside a writable tree".to_owned(),
                 };
                 format!("{} `{}` {place}", access.as_str(), word.text)
             });
