@@ -122,7 +122,7 @@ fn spec(daemon: &Daemon, permit: &Permit) -> praxis_sandbox::Spec {
     });
     praxis_sandbox::Spec {
         profile: sandbox_profile(permit.decision.profile),
-        network: permit.decision.network,
+        network: permit.decision.network(),
         workspace: permit.workspace.clone(),
         home: permit.home.clone(),
         writable_caches: expand(&lists.writable_caches),

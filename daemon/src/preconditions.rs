@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use praxis_policy::context::{Entry, git_remotes};
 use praxis_policy::{Analysis, Context, Policy, Resolution};
 use praxis_sandbox::host;
 
@@ -181,6 +182,10 @@ pub fn gather(
             config.layout.state_dir.clone(),
             config.layout.config_dir.clone(),
         ],
+        git_remotes: git_root
+            .as_deref()
+            .map(|r| git_remotes(r, |p| fs::read_to_string(p).ok()))
+            .unwrap_or_default(),
         resolved,
         existing: Vec::new(),
         cwd,
@@ -195,6 +200,12 @@ pub fn gather(
         .into_iter()
         .filter(|p| p.exists())
         .collect();
+    // Literal /tmp paths the command writes: new, or the caller's own all the way down?
+    context.scratch = policy.scratch_states(analysis, &context, uid, |p| {
+        fs::symlink_metadata(p)
+            .ok()
+            .map(|m| Entry::from_mode(m.uid(), m.mode()))
+    });
     Ok(Gathered { context, path_var })
 }
 

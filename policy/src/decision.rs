@@ -1,9 +1,101 @@
 //! The result of judging one request.
 
-use serde::Serialize;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
 
 use crate::reversible::Undo;
 use crate::{Profile, Tier, Verdict};
+
+/// A network destination a command may reach through the egress proxy.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Destination {
+    /// Lowercase host name or IP address literal (IPv6 without brackets).
+    pub host: String,
+    pub port: u16,
+}
+
+impl Destination {
+    /// Parses `host:port` (`[v6]:port` for IPv6).
+    pub fn parse(text: &str) -> Option<Destination> {
+        let (host, port) = match text.strip_prefix('[') {
+            Some(v6) => {
+                let (host, rest) = v6.split_once(']')?;
+                (host, rest.strip_prefix(':')?)
+            }
+            None => text.rsplit_once(':')?,
+        };
+        let port: u16 = port.parse().ok().filter(|p| *p != 0)?;
+        let valid = !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b':'));
+        valid.then(|| Destination {
+            host: host.to_ascii_lowercase(),
+            port,
+        })
+    }
+}
+
+impl fmt::Display for Destination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// What a command may do beyond its sandbox profile: the paths outside the
+/// workspace (or protected inside it) it writes, and the destinations it
+/// connects to. An ALLOW, or an approved HOLD, runs with exactly these.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grants {
+    /// Exact paths (absolute, normalized) the command may create or change.
+    pub write: Vec<PathBuf>,
+    /// Exact destinations the command may connect to; empty means no network.
+    pub connect: Vec<Destination>,
+}
+
+impl Grants {
+    pub fn is_empty(&self) -> bool {
+        self.write.is_empty() && self.connect.is_empty()
+    }
+
+    /// Adds what `other` grants, keeping the first occurrence's order.
+    pub fn extend(&mut self, other: &Grants) {
+        for w in &other.write {
+            if !self.write.contains(w) {
+                self.write.push(w.clone());
+            }
+        }
+        for c in &other.connect {
+            if !self.connect.contains(c) {
+                self.connect.push(c.clone());
+            }
+        }
+    }
+
+    /// "will write /tmp/x/out; will connect to pypi.org:443", or "no grants".
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.write.is_empty() {
+            let paths: Vec<String> = self.write.iter().map(|p| p.display().to_string()).collect();
+            parts.push(format!("will write {}", paths.join(", ")));
+        }
+        if !self.connect.is_empty() {
+            let to: Vec<String> = self.connect.iter().map(ToString::to_string).collect();
+            parts.push(format!("will connect to {}", to.join(", ")));
+        }
+        if parts.is_empty() {
+            "no grants beyond its profile (no network)".to_owned()
+        } else {
+            parts.join("; ")
+        }
+    }
+}
 
 /// How one simple command of the request was judged.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -15,6 +107,8 @@ pub struct CommandJudgment {
     pub tier: Tier,
     pub rule_ids: Vec<String>,
     pub reason: String,
+    /// What this command alone would be granted.
+    pub grants: Grants,
 }
 
 /// A decision on a whole request: the most severe verdict and the highest tier
@@ -27,8 +121,9 @@ pub struct Decision {
     pub reason: String,
     pub rule_ids: Vec<String>,
     pub profile: Profile,
-    /// Whether the sandboxed command may use the network.
-    pub network: bool,
+    /// The exact writes outside the profile and network destinations an
+    /// ALLOW (or an approved HOLD) runs with. Empty on STOP.
+    pub grants: Grants,
     /// The command reaches root through sudo/doas/… .
     pub escalation: bool,
     pub commands: Vec<CommandJudgment>,
@@ -36,4 +131,56 @@ pub struct Decision {
     pub undo: Undo,
     /// Hash of the loaded policy files.
     pub policy_revision: String,
+}
+
+impl Decision {
+    /// Whether the sandboxed command may use the network (through the egress
+    /// proxy, to [`Grants::connect`] only).
+    pub fn network(&self) -> bool {
+        !self.grants.connect.is_empty()
+    }
+
+    /// "will write /tmp/x/out; will connect to pypi.org:443", for prompts.
+    pub fn grants_summary(&self) -> String {
+        self.grants.summary()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destinations_parse_and_print() {
+        let d = Destination::parse("PyPI.org:443").unwrap();
+        assert_eq!(d.to_string(), "pypi.org:443");
+        assert_eq!(
+            Destination::parse("[::1]:8080").unwrap().to_string(),
+            "[::1]:8080"
+        );
+        for bad in [
+            "pypi.org",
+            "pypi.org:0",
+            "pypi.org:99999",
+            ":443",
+            "a b:1",
+            "x:-1",
+        ] {
+            assert!(Destination::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn summary_names_every_grant() {
+        let mut g = Grants::default();
+        assert!(g.summary().contains("no network"));
+        g.write.push(PathBuf::from("/tmp/x/out"));
+        g.connect.push(Destination::parse("pypi.org:443").unwrap());
+        g.extend(&g.clone());
+        assert_eq!(g.write.len(), 1);
+        assert_eq!(
+            g.summary(),
+            "will write /tmp/x/out; will connect to pypi.org:443"
+        );
+    }
 }

@@ -6,10 +6,14 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::classify::paths::{Frame, PathLists, PathPattern, keeps_private_tmpdir};
+use crate::classify::destinations;
+use crate::classify::paths::{
+    Classes, Frame, PathClass, PathLists, PathPattern, keeps_private_tmpdir,
+};
 use crate::classify::table::ProgramTable;
-use crate::classify::{Fact, Facts, Tables, classify_script};
-use crate::decision::{CommandJudgment, Decision};
+use crate::classify::{Access, Fact, Facts, Tables, classify_script};
+use crate::context::{Entry, ScratchState};
+use crate::decision::{CommandJudgment, Decision, Destination, Grants};
 use crate::redact::{RedactConfig, Redactor};
 use crate::reversible::Undo;
 use crate::rules::config::{self, OperatorFile, PatternsFile, Posture, RolePosture};
@@ -127,8 +131,9 @@ pub mod example_context {
     pub const HOME: &str = "/home/dev";
     pub const WORKSPACE: &str = "/home/dev/project";
 
-    /// A git work tree at [`WORKSPACE`] on branch `feature/x` (default `main`),
-    /// with `PATH` lookups skipped.
+    /// A git work tree at [`WORKSPACE`] on branch `feature/x` (default `main`)
+    /// whose `origin` is `https://github.com/acme/app.git`, with `PATH`
+    /// lookups skipped.
     pub fn context() -> Context {
         Context {
             cwd: PathBuf::from(WORKSPACE),
@@ -142,6 +147,11 @@ pub mod example_context {
                 PathBuf::from("/home/dev/.local/state/praxis"),
             ],
             resolution_skipped: true,
+            git_remotes: [(
+                "origin".to_owned(),
+                "https://github.com/acme/app.git".to_owned(),
+            )]
+            .into(),
             ..Context::default()
         }
     }
@@ -206,12 +216,20 @@ fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
-fn build_tables(source: &Source<'_>, file: &PatternsFile) -> Result<Tables, LoadError> {
+/// Registry name to its destinations.
+type Registries = BTreeMap<String, Vec<Destination>>;
+
+fn build_tables(
+    source: &Source<'_>,
+    file: &PatternsFile,
+    registries: &Registries,
+) -> Result<Tables, LoadError> {
     let p = &file.paths;
     let paths = PathLists {
         system: absolute_dirs(source, &p.system)?,
         critical: patterns(source, &p.critical)?,
         scratch: absolute_dirs(source, &p.scratch)?,
+        shared_scratch: absolute_dirs(source, &p.shared_scratch)?,
         secrets: patterns(source, &p.secrets)?,
         protected: p
             .protected
@@ -235,7 +253,8 @@ fn build_tables(source: &Source<'_>, file: &PatternsFile) -> Result<Tables, Load
         block_devices: patterns(source, &p.block_devices)?,
         harmless_devices: patterns(source, &p.harmless_devices)?,
     };
-    let programs = ProgramTable::build(&file.programs).map_err(|m| invalid(source.name, m))?;
+    let programs =
+        ProgramTable::build(&file.programs, registries).map_err(|m| invalid(source.name, m))?;
     let i = &file.interpreters;
     let (languages, language_of) =
         Tables::build_interpreters(i).map_err(|m| invalid(source.name, m))?;
@@ -274,11 +293,12 @@ fn build_tables(source: &Source<'_>, file: &PatternsFile) -> Result<Tables, Load
 fn compile_rules(
     source: &Source<'_>,
     specs: &[config::RuleSpec],
+    registries: &Registries,
     out: &mut Vec<(Rule, usize)>,
     file_index: usize,
 ) -> Result<(), LoadError> {
     for spec in specs {
-        let rule = Rule::compile(spec)
+        let rule = Rule::compile(spec, registries)
             .map_err(|m| at(source, &spec.id, format!("rule `{}`: {m}", spec.id)))?;
         out.push((rule, file_index));
     }
@@ -374,7 +394,9 @@ struct Judged {
     rule_ids: Vec<String>,
     reason: String,
     profile: Profile,
-    network: bool,
+    grants: Grants,
+    /// Why a write or destination the command needs is not granted.
+    ungranted: Vec<String>,
 }
 
 impl Policy {
@@ -386,11 +408,13 @@ impl Policy {
                 format!("unsupported patterns version {}", file.meta.version),
             ));
         }
-        let tables = build_tables(&patterns, &file)?;
+        let registries = destinations::compile_registries(&file.registries)
+            .map_err(|m| at(&patterns, "[registries]", m))?;
+        let tables = build_tables(&patterns, &file, &registries)?;
         let mut roles = file.roles.clone();
         let mut limits = Limits::from(&file.defaults.limits);
         let mut compiled = Vec::new();
-        compile_rules(&patterns, &file.rules, &mut compiled, 0)?;
+        compile_rules(&patterns, &file.rules, &registries, &mut compiled, 0)?;
         let op_file = match &operator {
             Some(src) => Some(config::parse::<OperatorFile>(src.name, src.text)?),
             None => None,
@@ -400,7 +424,7 @@ impl Policy {
             if let Some(l) = &op.limits {
                 limits = Limits::from(l);
             }
-            compile_rules(src, &op.rules, &mut compiled, 1)?;
+            compile_rules(src, &op.rules, &registries, &mut compiled, 1)?;
         }
         let sources = [Some(patterns), operator];
         for name in roles.keys() {
@@ -504,7 +528,7 @@ impl Policy {
     }
 
     fn rule_matches_any(&self, rule: &Rule, script: &Script, ctx: &Context) -> bool {
-        let facts = classify_script(script, &self.tables, &dirs(ctx).frame());
+        let facts = classify_script(script, &self.tables, &dirs(ctx).frame(ctx));
         script
             .commands
             .iter()
@@ -536,7 +560,7 @@ impl Policy {
                 CommandText::Shell(text) => keeps_private_tmpdir(text),
                 CommandText::Argv(_) => false,
             },
-            ..dirs.frame()
+            ..dirs.frame(context)
         };
         let facts = classify_script(script, &self.tables, &frame);
         let mut commands = Vec::with_capacity(script.commands.len());
@@ -550,7 +574,8 @@ impl Policy {
                 verdict: j.verdict,
                 tier: j.tier,
                 rule_ids: j.rule_ids.clone(),
-                reason: j.reason.clone(),
+                reason: with_ungranted(&j.reason, &j.ungranted),
+                grants: j.grants.clone(),
             });
             judged.push(j);
         }
@@ -560,7 +585,7 @@ impl Policy {
             reason: String::from("nothing to run"),
             rule_ids: Vec::new(),
             profile: Profile::ReadOnly,
-            network: false,
+            grants: Grants::default(),
             escalation: script.commands.iter().any(|c| c.escalated),
             commands,
             undo: Undo::default(),
@@ -577,7 +602,7 @@ impl Policy {
         for j in &judged {
             decision.tier = decision.tier.max(j.tier);
             decision.profile = decision.profile.max(j.profile);
-            decision.network |= j.network;
+            decision.grants.extend(&j.grants);
         }
         // The reason comes from a rule that decided, when one did, over a tier posture.
         let by_rule = |j: &&Judged| {
@@ -605,8 +630,16 @@ impl Policy {
             decision.reason = script.holds.join("; ");
             decision.rule_ids = vec![String::from("shell.unanalysable")];
         }
-        if decision.decision != Verdict::Allow {
-            decision.network = false;
+        let mut ungranted: Vec<String> = Vec::new();
+        for why in judged.iter().flat_map(|j| &j.ungranted) {
+            if !ungranted.contains(why) {
+                ungranted.push(why.clone());
+            }
+        }
+        decision.reason = with_ungranted(&decision.reason, &ungranted);
+        if decision.decision == Verdict::Stop {
+            // Nothing runs; an approval can never turn a STOP into a run.
+            decision.grants = Grants::default();
         }
         decision
     }
@@ -618,7 +651,7 @@ impl Policy {
             reason,
             rule_ids: vec![id.to_owned()],
             profile: Profile::ReadOnly,
-            network: false,
+            grants: Grants::default(),
             escalation: false,
             commands: Vec::new(),
             undo: Undo::default(),
@@ -660,8 +693,17 @@ impl Policy {
             rule_ids: Vec::new(),
             reason: String::new(),
             profile: default_profile,
-            network: f.network,
+            grants: Grants {
+                write: Vec::new(),
+                connect: f.connect.clone(),
+            },
+            ungranted: f
+                .unknown_destinations
+                .iter()
+                .map(|why| format!("{UNKNOWN_DESTINATION}{why}"))
+                .collect(),
         };
+        write_grants(f, &mut out);
         let decided_by = |out: &mut Judged, verdict: Verdict, rules: &[&Rule]| {
             out.verdict = verdict;
             out.rule_ids = rules.iter().map(|r| r.id.clone()).collect();
@@ -697,7 +739,11 @@ impl Policy {
                     out.verdict = Verdict::Allow;
                     out.reason = allow.reason.clone();
                     out.profile = allow.profile.unwrap_or(out.profile);
-                    out.network = allow.network.unwrap_or(out.network);
+                    if let Some(connect) = &allow.connect {
+                        out.grants.connect = connect.clone();
+                        out.ungranted
+                            .retain(|why| !why.starts_with(UNKNOWN_DESTINATION));
+                    }
                 }
                 Err(why) => {
                     out.verdict = allow.on_failure;
@@ -812,12 +858,53 @@ impl Policy {
         &self.rules.rules
     }
 
+    /// The [`Context::scratch`] states of the literal paths under a shared
+    /// scratch tree (`/tmp`, `/var/tmp`) that the request creates or writes,
+    /// each assessed for `caller_uid` with `lstat` (None: no such path).
+    pub fn scratch_states(
+        &self,
+        analysis: &Analysis,
+        context: &Context,
+        caller_uid: u32,
+        mut lstat: impl FnMut(&Path) -> Option<Entry>,
+    ) -> BTreeMap<PathBuf, ScratchState> {
+        let facts = classify_script(
+            &analysis.script,
+            &self.tables,
+            &dirs(context).frame(context),
+        );
+        let named = facts.iter().flat_map(|f| f.paths.iter()).filter(|p| {
+            matches!(p.access, Access::Create | Access::Write | Access::Append)
+                && p.classes & PathClass::SharedScratch.bit() != 0
+                && p.classes & PathClass::Dynamic.bit() == 0
+        });
+        let mut out = BTreeMap::new();
+        for path in named.filter_map(|p| p.path.as_deref()) {
+            let root = self
+                .tables
+                .paths
+                .shared_scratch
+                .iter()
+                .find(|r| crate::classify::paths::is_within(path, r));
+            if let Some(root) = root {
+                let state =
+                    ScratchState::assess(Path::new(root), Path::new(path), caller_uid, &mut lstat);
+                out.insert(PathBuf::from(path), state);
+            }
+        }
+        out
+    }
+
     /// Paths the request names, to be checked for existence into [`Context::existing`].
     pub fn paths_to_probe(&self, analysis: &Analysis, context: &Context) -> Vec<PathBuf> {
         if !self.rules.rules.iter().any(Rule::wants_existence) {
             return Vec::new();
         }
-        let facts = classify_script(&analysis.script, &self.tables, &dirs(context).frame());
+        let facts = classify_script(
+            &analysis.script,
+            &self.tables,
+            &dirs(context).frame(context),
+        );
         let mut out: Vec<PathBuf> = facts
             .iter()
             .flat_map(|f| f.paths.iter())
@@ -854,6 +941,50 @@ fn rule_unknown_role<'r>(rule: &'r Rule, roles: &BTreeMap<String, RolePosture>) 
         .iter()
         .find(|r| !roles.contains_key(*r))
         .map(String::as_str)
+}
+
+/// How a note about a destination that is not granted starts.
+const UNKNOWN_DESTINATION: &str = "no connect grant: ";
+
+/// Classes of a changed path that the workspace-write profile does not
+/// already let the command write: it needs a write grant of its own.
+const NEEDS_WRITE_GRANT: Classes =
+    PathClass::OutsideWorkspace.bit() | PathClass::SharedScratch.bit() | PathClass::Protected.bit();
+
+/// Every literal path the command changes outside what its profile writes;
+/// a dynamic or globbed one is noted, never granted.
+fn write_grants(f: &Facts, out: &mut Judged) {
+    for p in f.paths.iter().filter(|p| p.access != Access::Read) {
+        if p.classes & NEEDS_WRITE_GRANT == 0 {
+            continue;
+        }
+        match p.path.as_ref().filter(|_| p.exact) {
+            Some(path) => {
+                let path = PathBuf::from(path);
+                if !out.grants.write.contains(&path) {
+                    out.grants.write.push(path);
+                }
+            }
+            None => out.ungranted.push(format!(
+                "no write grant: `{}` is not one path known before it runs",
+                p.text
+            )),
+        }
+    }
+}
+
+/// `reason (not granted: …)`.
+fn with_ungranted(reason: &str, ungranted: &[String]) -> String {
+    let missing: Vec<&str> = ungranted
+        .iter()
+        .map(String::as_str)
+        .filter(|why| !reason.contains(why))
+        .collect();
+    if missing.is_empty() {
+        reason.to_owned()
+    } else {
+        format!("{reason} ({})", missing.join("; "))
+    }
 }
 
 /// The simple command as text, for display, audit and regex rules.
@@ -897,13 +1028,15 @@ fn dirs(ctx: &Context) -> Dirs {
 }
 
 impl Dirs {
-    fn frame(&self) -> Frame<'_> {
+    fn frame<'a>(&'a self, ctx: &'a Context) -> Frame<'a> {
         Frame {
             cwd: self.cwd.as_deref(),
             home: &self.home,
             workspace: self.workspace.as_deref(),
             praxis_dirs: &self.praxis,
             private_tmpdir: false,
+            git_remotes: &ctx.git_remotes,
+            scratch: &ctx.scratch,
         }
     }
 }

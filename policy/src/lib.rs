@@ -19,8 +19,8 @@ pub mod rules;
 pub mod shell;
 pub mod verdict;
 
-pub use context::{Context, Resolution};
-pub use decision::{CommandJudgment, Decision};
+pub use context::{Context, Resolution, ScratchState};
+pub use decision::{CommandJudgment, Decision, Destination, Grants};
 pub use engine::{
     Analysis, BUILTIN_PATTERNS, CommandText, Limits, LoadError, Policy, Request, SandboxLists,
     Source,

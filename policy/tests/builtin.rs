@@ -223,3 +223,89 @@ fn path_resolution_holds_planted_and_unknown_programs_only() {
         "a known program is judged as the program"
     );
 }
+
+#[test]
+fn grants_are_summarized_and_unknown_destinations_explained() {
+    let policy = Policy::builtin().unwrap_or_else(|e| panic!("{e}"));
+    let held = judge(&policy, "curl https://pypi.org/simple/", "agent");
+    assert_eq!(held.decision, Verdict::Hold);
+    assert!(held.network());
+    assert_eq!(held.grants_summary(), "will connect to pypi.org:443");
+    let fetch = judge(&policy, "git fetch upstream", "agent");
+    assert!(!fetch.network());
+    assert!(
+        fetch.reason.contains("no connect grant")
+            && fetch
+                .reason
+                .contains("`upstream` is not in this repository's config"),
+        "{}",
+        fetch.reason
+    );
+    let dynamic = judge(&policy, "curl \"$URL\"", "agent");
+    assert!(
+        dynamic.reason.contains("only known at run time"),
+        "{}",
+        dynamic.reason
+    );
+    let stop = judge(&policy, "rm -rf / && curl https://pypi.org/", "agent");
+    assert_eq!(stop.decision, Verdict::Stop);
+    assert!(stop.grants.is_empty(), "a STOP carries no grants");
+}
+
+#[test]
+fn connect_lists_are_validated_at_load() {
+    let unknown = BUILTIN_PATTERNS.replacen(
+        "connect = [\"registry:go\"]",
+        "connect = [\"registry:gopher\"]",
+        1,
+    );
+    assert_ne!(unknown, BUILTIN_PATTERNS);
+    let err = Policy::load(
+        Source {
+            name: "patterns.toml",
+            text: &unknown,
+        },
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("unknown registry `gopher`"), "{err}");
+    let operator = r#"
+[[rule]]
+id = "deploy-internal"
+decision = "allow"
+reason = "deploys go to the internal host"
+program = ["make"]
+subcommand = ["deploy"]
+connect = ["deploy.internal:443", "registry:npm"]
+match = ["make deploy"]
+"#;
+    let builtin = Source {
+        name: "patterns.toml",
+        text: BUILTIN_PATTERNS,
+    };
+    let policy = Policy::load(
+        builtin,
+        Some(Source {
+            name: "policy.toml",
+            text: operator,
+        }),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let d = judge(&policy, "make deploy", "agent");
+    assert_eq!(
+        d.grants_summary(),
+        "will connect to deploy.internal:443, registry.npmjs.org:443, registry.yarnpkg.com:443"
+    );
+    let kinds = operator.replace("\"deploy.internal:443\"", "\"url-operands\"");
+    let err = Policy::load(
+        builtin,
+        Some(Source {
+            name: "policy.toml",
+            text: &kinds,
+        }),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("program table"), "{err}");
+}

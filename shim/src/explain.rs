@@ -6,9 +6,11 @@
 
 use std::ffi::OsString;
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use praxis_policy::context::{Entry, git_remotes};
 use praxis_policy::engine::BUILTIN_PATTERNS;
 use praxis_policy::rules::cases;
 use praxis_policy::rules::config::{OperatorFile, PatternsFile, parse};
@@ -160,9 +162,14 @@ fn gather_context(
         git_default_branch: root.as_deref().and_then(host::git_default_branch),
         workspace,
         praxis_dirs,
+        git_remotes: root
+            .as_deref()
+            .map(|r| git_remotes(r, |p| fs::read_to_string(p).ok()))
+            .unwrap_or_default(),
         resolved,
         resolution_skipped: false,
         existing: Vec::new(),
+        scratch: Default::default(),
     }
 }
 
@@ -174,7 +181,7 @@ fn failure(reason: String) -> Decision {
         reason,
         rule_ids: vec!["explain.failure".to_owned()],
         profile: Profile::ReadOnly,
-        network: false,
+        grants: Default::default(),
         escalation: false,
         commands: Vec::new(),
         undo: Default::default(),
@@ -213,6 +220,12 @@ fn judge(args: &ExplainArgs) -> Decision {
         .into_iter()
         .filter(|p| p.exists())
         .collect();
+    context.scratch =
+        policy.scratch_states(&analysis, &context, nix::unistd::getuid().as_raw(), |p| {
+            fs::symlink_metadata(p)
+                .ok()
+                .map(|m| Entry::from_mode(m.uid(), m.mode()))
+        });
     policy.decide(&request, &analysis, &context)
 }
 
@@ -223,9 +236,14 @@ fn print_readable(d: &Decision) {
         d.tier.label(),
         d.tier.as_str(),
         d.profile.as_str(),
-        if d.network { ", network" } else { "" }
+        if d.network() {
+            ", network through the egress proxy"
+        } else {
+            ""
+        }
     );
     println!("reason:   {}", d.reason);
+    println!("grants:   {}", d.grants_summary());
     if !d.rule_ids.is_empty() {
         println!("rules:    {}", d.rule_ids.join(", "));
     }
@@ -242,6 +260,9 @@ fn print_readable(d: &Decision) {
             c.rule_ids.join(", "),
             c.reason
         );
+        if !c.grants.is_empty() {
+            println!("      grants: {}", c.grants.summary());
+        }
     }
     println!("policy revision: {}", d.policy_revision);
 }

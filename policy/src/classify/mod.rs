@@ -6,6 +6,7 @@
 //! (code fed to an interpreter, a fork bomb, `sed`'s `e` command…). The rule
 //! engine then matches rules against these [`Facts`].
 
+pub mod destinations;
 pub mod paths;
 pub mod table;
 
@@ -14,8 +15,10 @@ use std::collections::{HashMap, HashSet};
 use aho_corasick::AhoCorasick;
 
 use crate::Tier;
+use crate::decision::Destination;
 use crate::rules::config::{Interpreters, Operands};
 use crate::shell::{Feed, Origin, RedirectKind, Script, SimpleCommand, Word};
+use destinations::{Connect, Target};
 use paths::{Classes, Frame, PathClass, PathLists};
 use table::{Program, ProgramTable, TableTier};
 
@@ -128,6 +131,8 @@ pub struct PathUse {
     pub path: Option<String>,
     pub access: Access,
     pub classes: Classes,
+    /// Names exactly one path: no expansion, no glob.
+    pub exact: bool,
 }
 
 /// What the classifier found about one simple command.
@@ -145,7 +150,12 @@ pub struct Facts {
     pub facts: u32,
     /// None: unknown (held).
     pub tier: Option<Tier>,
-    pub network: bool,
+    /// Exact destinations it connects to.
+    pub connect: Vec<Destination>,
+    /// Why some destination it needs is not known (so not granted).
+    pub unknown_destinations: Vec<String>,
+    /// Names of the environment variables it sets (`NAME=v cmd`, `env`, `export`).
+    pub env: Vec<String>,
     /// Why the tier is what it is, for explanations.
     pub note: String,
 }
@@ -368,18 +378,31 @@ impl Classifier<'_, '_> {
         if located.classes & PathClass::HarmlessDevice.bit() != 0 {
             return;
         }
+        if self.is_own_scratch(word, access, &located) {
+            located.classes &= !PathClass::OutsideWorkspace.bit();
+            located.classes |= PathClass::Scratch.bit();
+        }
         if access != Access::Read {
             let outside = located.classes & PathClass::OutsideWorkspace.bit() != 0;
+            let shared = located.classes & PathClass::SharedScratch.bit() != 0;
             let tier = if outside {
                 Tier::HighRisk
             } else {
                 Tier::ReversibleWrite
             };
+            let state = located
+                .path
+                .as_ref()
+                .and_then(|p| self.frame.scratch.get(std::path::Path::new(p)));
             facts.raise(tier, || {
-                let place = if outside {
-                    "outside the workspace"
-                } else {
-                    "inside a writable tree"
+                let place = match (outside, shared, state) {
+                    (true, true, Some(s)) => format!("in shared scratch, which {}", s.describe()),
+                    (true, true, None) => {
+                        "in shared scratch, not one new path of the caller's".to_owned()
+                    }
+                    (true, false, _) => "outside the workspace".to_owned(),
+                    (false, true, _) => "in shared scratch (new or the caller's own)".to_owned(),
+                    (false, false, _) => "inside a writable tree".to_owned(),
                 };
                 format!("{} `{}` {place}", access.as_str(), word.text)
             });
@@ -389,7 +412,23 @@ impl Classifier<'_, '_> {
             path: located.path,
             access,
             classes: located.classes,
+            exact: !word.dynamic && !word.glob,
         });
+    }
+
+    /// A literal path under a shared scratch tree, created or written, that
+    /// the host found new or the caller's own (no symlink on the way).
+    fn is_own_scratch(&self, word: &Word, access: Access, located: &paths::Located) -> bool {
+        matches!(access, Access::Create | Access::Write | Access::Append)
+            && !word.dynamic
+            && !word.glob
+            && located.classes & PathClass::SharedScratch.bit() != 0
+            && located.path.as_ref().is_some_and(|p| {
+                self.frame
+                    .scratch
+                    .get(std::path::Path::new(p))
+                    .is_some_and(|s| s.is_eligible())
+            })
     }
 
     /// Adds the paths among `operands` as `role` says. `script_first`: the
@@ -514,7 +553,9 @@ impl Classifier<'_, '_> {
             }
         };
         let mut operands = sub.and_then(|s| s.operands).unwrap_or(entry.operands);
-        facts.network = sub.and_then(|s| s.network).unwrap_or(entry.network);
+        let mut connect: Vec<Connect> = sub
+            .and_then(|s| s.connect.clone())
+            .unwrap_or_else(|| entry.connect.clone());
         let first_word = parsed
             .operands
             .first()
@@ -534,7 +575,7 @@ impl Classifier<'_, '_> {
                     };
                 }
                 operands = raise.operands.unwrap_or(operands);
-                facts.network |= raise.network.unwrap_or(false);
+                connect.extend(raise.connect.iter().cloned());
             }
         }
         facts.tier = tier;
@@ -557,18 +598,92 @@ impl Classifier<'_, '_> {
         let script_in_flags = parsed.flags.iter().any(|f| entry.script_flags.contains(f));
         self.add_operand_paths(facts, operands, rest, !script_in_flags);
         for (flag, value) in &parsed.values {
+            let read = if entry.input_at_flags.contains(flag) {
+                value
+                    .split_once('@')
+                    .map(|(_, file)| file.split(';').next().unwrap_or(file))
+            } else if entry.input_flags.contains(flag) {
+                Some(*value)
+            } else {
+                None
+            };
             if entry.output_flags.contains(flag) {
-                let w = Word {
-                    text: (*value).to_owned(),
-                    dynamic: value.contains('$'),
-                    glob: false,
-                };
-                self.add_path(facts, &w, Access::Write);
+                self.add_path(facts, &literal(value), Access::Write);
+            } else if let Some(file) = read.filter(|f| !f.is_empty()) {
+                self.add_path(facts, &literal(file), Access::Read);
             }
         }
+        self.destinations(&connect, rest, &parsed.values, args, facts);
         facts.flags = parsed.flags;
         facts.operands = rest.iter().map(|w| w.text.clone()).collect();
         self.detectors(program, args, &parsed.values, facts);
+    }
+
+    /// Resolves the `connect` list against the command's words into exact
+    /// destinations; what cannot be known is recorded, never granted.
+    fn destinations(
+        &self,
+        connect: &[Connect],
+        operands: &[&Word],
+        values: &[(String, &str)],
+        args: &[Word],
+        facts: &mut Facts,
+    ) {
+        let mut targets: Vec<Target> = Vec::new();
+        for c in connect {
+            match c {
+                Connect::To(d) => targets.push(Target::To(d.clone())),
+                Connect::Unknown => targets.push(Target::Unknowable(format!(
+                    "`{}` connects where the command does not say",
+                    facts.program
+                ))),
+                Connect::UrlOperands => {
+                    let scheme = if facts.program == "https" {
+                        "https"
+                    } else {
+                        "http"
+                    };
+                    let url_values = values
+                        .iter()
+                        .filter(|(f, _)| f == "--url")
+                        .map(|(_, v)| literal(v));
+                    let found: Vec<Target> = operands
+                        .iter()
+                        .map(|w| (*w).clone())
+                        .chain(url_values)
+                        .map(|w| destinations::url_target(&w, scheme))
+                        .filter(|t| *t != Target::NotRemote)
+                        .collect();
+                    if found.is_empty() {
+                        targets.push(Target::Unknowable("it names no URL".to_owned()));
+                    }
+                    targets.extend(found);
+                }
+                Connect::RemoteOperands => {
+                    let port = values
+                        .iter()
+                        .find(|(f, _)| f == "-P" || f == "--port")
+                        .and_then(|(_, v)| v.parse::<u16>().ok());
+                    targets.extend(
+                        operands
+                            .iter()
+                            .map(|w| destinations::remote_operand_target(w, port))
+                            .filter(|t| *t != Target::NotRemote),
+                    );
+                }
+                Connect::GitRemote => {
+                    let repo = destinations::git_repository(&facts.sub, args);
+                    targets.extend(destinations::git_targets(&repo, self.frame.git_remotes));
+                }
+            }
+        }
+        for t in targets {
+            match t {
+                Target::To(d) if !facts.connect.contains(&d) => facts.connect.push(d),
+                Target::Unknowable(why) => facts.unknown_destinations.push(why),
+                Target::To(_) | Target::Local | Target::NotRemote => {}
+            }
+        }
     }
 
     /// Program-specific structure no table can express.
@@ -827,7 +942,7 @@ impl Classifier<'_, '_> {
             break;
         }
         facts.flags = flags;
-        facts.network = entry.network;
+        self.destinations(&entry.connect, &[], &[], args, facts);
         if !code.is_empty() {
             facts.set(Fact::InlineCode);
             if code.iter().any(|c| lang.danger.is_match(c)) {
@@ -1074,6 +1189,7 @@ impl Classifier<'_, '_> {
             self.add_path(&mut facts, &r.target, access);
         }
         self.fed_code(cmd, script, &mut facts);
+        facts.env = environment_names(cmd);
         facts
     }
 
@@ -1249,6 +1365,25 @@ impl Classifier<'_, '_> {
             }
         }
     }
+}
+
+/// Names of the environment variables a command sets: its assignments (and
+/// `env`'s), and the operands of `export NAME=value` and its kin.
+fn environment_names(cmd: &SimpleCommand) -> Vec<String> {
+    let mut names: Vec<String> = cmd.assignments.iter().map(|(n, _)| n.clone()).collect();
+    if matches!(
+        cmd.program.as_str(),
+        "export" | "declare" | "typeset" | "readonly" | "local" | "env"
+    ) {
+        names.extend(
+            cmd.args
+                .iter()
+                .filter_map(|a| a.text.split_once('=').map(|(n, _)| n))
+                .filter(|n| !n.is_empty() && !n.starts_with('-'))
+                .map(str::to_owned),
+        );
+    }
+    names
 }
 
 /// Whether a git run configures itself with `-c key=value`, `--config-env`,

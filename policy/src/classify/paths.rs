@@ -2,6 +2,10 @@
 //! workspace, home and the host's system trees. Purely lexical: `..` is
 //! resolved on the text, `~` through [`crate::Context::home`].
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::context::ScratchState;
 use crate::shell::Word;
 
 /// A set of [`PathClass`] bits.
@@ -26,6 +30,9 @@ pub enum PathClass {
     /// The workspace root itself, or everything directly under it.
     WorkspaceRoot,
     Scratch,
+    /// Strictly inside a shared scratch tree (`/tmp/x`): with `scratch` when
+    /// the host says it is new or the caller's own, else with `outside_workspace`.
+    SharedScratch,
     Cache,
     Protected,
     Secret,
@@ -40,7 +47,7 @@ pub enum PathClass {
     Unknown,
 }
 
-const ALL: [(PathClass, &str); 17] = [
+const ALL: [(PathClass, &str); 18] = [
     (PathClass::Root, "root"),
     (PathClass::SystemDir, "system_dir"),
     (PathClass::SystemPath, "system_path"),
@@ -50,6 +57,7 @@ const ALL: [(PathClass, &str); 17] = [
     (PathClass::Workspace, "workspace"),
     (PathClass::WorkspaceRoot, "workspace_root"),
     (PathClass::Scratch, "scratch"),
+    (PathClass::SharedScratch, "shared_scratch"),
     (PathClass::Cache, "cache"),
     (PathClass::Protected, "protected"),
     (PathClass::Secret, "secret"),
@@ -61,7 +69,7 @@ const ALL: [(PathClass, &str); 17] = [
 ];
 
 impl PathClass {
-    pub fn bit(self) -> Classes {
+    pub const fn bit(self) -> Classes {
         1 << (self as u32)
     }
 
@@ -181,6 +189,7 @@ pub struct PathLists {
     pub system: Vec<String>,
     pub critical: Vec<PathPattern>,
     pub scratch: Vec<String>,
+    pub shared_scratch: Vec<String>,
     pub secrets: Vec<PathPattern>,
     /// Each protected name split into components.
     pub protected: Vec<Vec<String>>,
@@ -200,6 +209,10 @@ pub struct Frame<'a> {
     pub praxis_dirs: &'a [String],
     /// `$TMPDIR` is the command's private scratch dir: the request never sets it.
     pub private_tmpdir: bool,
+    /// The repository's remotes (name to URL).
+    pub git_remotes: &'a BTreeMap<String, String>,
+    /// What the host says about shared-scratch paths.
+    pub scratch: &'a BTreeMap<PathBuf, ScratchState>,
 }
 
 /// A resolved path argument.
@@ -318,6 +331,10 @@ impl PathLists {
             c |= PathClass::Home.bit();
         }
         let workspace = frame.workspace.filter(|w| is_within(path, w));
+        let in_shared = self
+            .shared_scratch
+            .iter()
+            .any(|s| is_within(path, s) && path != s);
         if let Some(ws) = workspace {
             c |= PathClass::Workspace.bit();
             if path == ws {
@@ -332,13 +349,17 @@ impl PathLists {
             c |= PathClass::Cache.bit();
         } else {
             c |= PathClass::OutsideWorkspace.bit();
+            if in_shared {
+                c |= PathClass::SharedScratch.bit();
+            }
             if in_home && self.is_protected(&path[home.len()..], deleting) {
                 c |= PathClass::Protected.bit();
             }
         }
         // System classes, unless the path lies strictly inside the workspace or
         // home (a workspace under `/srv` is still a workspace).
-        let inside_own = workspace.is_some_and(|w| path != w) || (in_home && path != home);
+        let inside_own =
+            workspace.is_some_and(|w| path != w) || (in_home && path != home) || in_shared;
         if !inside_own {
             for sys in &self.system {
                 if is_within(path, sys) {
@@ -412,6 +433,7 @@ mod tests {
             system: vec!["/etc".into(), "/usr".into(), "/home".into(), "/var".into()],
             critical: pats(&["/etc/passwd", "/boot/*"]),
             scratch: vec!["/tmp".into()],
+            shared_scratch: vec!["/var/tmp".into()],
             secrets: pats(&["~/.ssh", "/etc/shadow"]),
             protected: vec![vec![".git".into(), "hooks".into()], vec![".bashrc".into()]],
             caches: pats(&["~/.cache"]),
@@ -435,6 +457,8 @@ mod tests {
             workspace: Some("/home/dev/project"),
             praxis_dirs: &[],
             private_tmpdir: true,
+            git_remotes: &BTreeMap::new(),
+            scratch: &BTreeMap::new(),
         };
         PathClass::names(lists().locate(&word(text), &frame, deleting).classes)
     }
@@ -487,6 +511,14 @@ mod tests {
         assert_eq!(classes("../../other", false), vec!["outside_workspace"]);
         assert_eq!(classes("/tmp/x", false), vec!["scratch"]);
         assert_eq!(classes("/tmp", true), vec!["outside_workspace"]);
+        assert_eq!(
+            classes("/var/tmp/x", false),
+            vec!["outside_workspace", "shared_scratch"]
+        );
+        assert_eq!(
+            classes("/var/tmp", false),
+            vec!["system_dir", "system_path", "outside_workspace"]
+        );
         assert_eq!(classes("~/.cache/pip", true), vec!["cache"]);
         assert!(classes("~/.ssh/id_rsa", false).contains(&"secret"));
         assert!(classes("../.git/hooks/pre-commit", false).contains(&"protected"));

@@ -1,8 +1,10 @@
 //! The program table of `patterns.toml`, compiled for lookups by name.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::Tier;
+use crate::classify::destinations::{self, Connect};
+use crate::decision::Destination;
 use crate::rules::config::{Operands, ProgramSpec, TierSpec};
 
 /// Tier as the table states it: None is `unknown` (held).
@@ -13,10 +15,13 @@ pub struct Program {
     pub tier: TableTier,
     pub bare_tier: Option<TableTier>,
     pub operands: Operands,
-    pub network: bool,
-    /// Flags that take a separate value: `value_flags` and `output_flags`.
+    /// Where it connects (empty: no network).
+    pub connect: Vec<Connect>,
+    /// Flags that take a separate value: `value_flags`, `output_flags` and the input flags.
     pub takes_value: Vec<String>,
     pub output_flags: Vec<String>,
+    pub input_flags: Vec<String>,
+    pub input_at_flags: Vec<String>,
     /// When one of these is given, there is no leading pattern/script operand.
     pub script_flags: Vec<String>,
     pub interactive: bool,
@@ -32,7 +37,8 @@ pub struct Sub {
     pub tier: TableTier,
     pub bare_tier: Option<TableTier>,
     pub operands: Option<Operands>,
-    pub network: Option<bool>,
+    /// Replaces the program's destinations.
+    pub connect: Option<Vec<Connect>>,
 }
 
 #[derive(Clone, Debug)]
@@ -40,7 +46,8 @@ pub struct FlagRaise {
     pub flags: Vec<String>,
     pub tier: Option<TableTier>,
     pub operands: Option<Operands>,
-    pub network: Option<bool>,
+    /// Destinations added.
+    pub connect: Vec<Connect>,
     pub subs: Vec<String>,
 }
 
@@ -57,51 +64,63 @@ fn tier(spec: TierSpec) -> TableTier {
 }
 
 impl ProgramTable {
-    pub fn build(specs: &[ProgramSpec]) -> Result<ProgramTable, String> {
+    pub fn build(
+        specs: &[ProgramSpec],
+        registries: &BTreeMap<String, Vec<Destination>>,
+    ) -> Result<ProgramTable, String> {
         let mut table = ProgramTable::default();
+        let connect = |entries: &[String], spec: &ProgramSpec| {
+            destinations::compile(entries, registries, true)
+                .map_err(|m| format!("program `{}`: {m}", spec.names.join(", ")))
+        };
         for spec in specs {
             let idx = table.programs.len();
-            let mut subs: Vec<Sub> = spec
-                .sub
-                .iter()
-                .flat_map(|s| {
-                    s.names.iter().map(move |name| Sub {
-                        words: name.split_whitespace().map(str::to_owned).collect(),
-                        tier: tier(s.tier),
-                        bare_tier: s.bare_tier.map(tier),
-                        operands: s.operands,
-                        network: s.network,
-                    })
-                })
-                .collect();
+            let mut subs: Vec<Sub> = Vec::new();
+            for s in &spec.sub {
+                let sub_connect = match &s.connect {
+                    Some(c) => Some(connect(c, spec)?),
+                    None => None,
+                };
+                subs.extend(s.names.iter().map(|name| Sub {
+                    words: name.split_whitespace().map(str::to_owned).collect(),
+                    tier: tier(s.tier),
+                    bare_tier: s.bare_tier.map(tier),
+                    operands: s.operands,
+                    connect: sub_connect.clone(),
+                }));
+            }
+            let mut flags = Vec::new();
+            for f in &spec.flag {
+                flags.push(FlagRaise {
+                    flags: f.flags.clone(),
+                    tier: f.tier.map(tier),
+                    operands: f.operands,
+                    connect: connect(f.connect.as_deref().unwrap_or_default(), spec)?,
+                    subs: f.sub.clone(),
+                });
+            }
             // Stable: among equal lengths the file's order holds.
             subs.sort_by_key(|s| std::cmp::Reverse(s.words.len()));
             table.programs.push(Program {
                 tier: tier(spec.tier),
                 bare_tier: spec.bare_tier.map(tier),
                 operands: spec.operands,
-                network: spec.network,
+                connect: connect(&spec.connect, spec)?,
                 takes_value: spec
                     .value_flags
                     .iter()
                     .chain(&spec.output_flags)
+                    .chain(&spec.input_flags)
+                    .chain(&spec.input_at_flags)
                     .cloned()
                     .collect(),
                 output_flags: spec.output_flags.clone(),
+                input_flags: spec.input_flags.clone(),
+                input_at_flags: spec.input_at_flags.clone(),
                 script_flags: spec.script_flags.clone(),
                 interactive: spec.interactive,
                 subs,
-                flags: spec
-                    .flag
-                    .iter()
-                    .map(|f| FlagRaise {
-                        flags: f.flags.clone(),
-                        tier: f.tier.map(tier),
-                        operands: f.operands,
-                        network: f.network,
-                        subs: f.sub.clone(),
-                    })
-                    .collect(),
+                flags,
             });
             for name in &spec.names {
                 if let Some(prefix) = name.strip_suffix('*') {

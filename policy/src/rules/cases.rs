@@ -2,12 +2,13 @@
 //! decision it must get, judged in the synthetic example workspace
 //! ([`crate::engine::example_context`]).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
 use crate::engine::example_context;
-use crate::{CommandText, Policy, Request, Tier, Verdict};
+use crate::{CommandText, Grants, Policy, Request, ScratchState, Tier, Verdict};
 
 use super::config::{self, ParseError};
 
@@ -31,9 +32,43 @@ pub struct Case {
     pub cwd: Option<String>,
     #[serde(default)]
     pub tier: Option<Tier>,
+    /// The exact write grants expected (absolute paths), when given.
+    #[serde(default)]
+    pub write: Option<Vec<String>>,
+    /// The exact destinations expected (`host:port`), when given.
+    #[serde(default)]
+    pub connect: Option<Vec<String>>,
+    /// The host's answer for shared-scratch paths the command writes:
+    /// `absent` (the default for every such path), `owned`, `foreign`,
+    /// `symlink` or `special`.
+    #[serde(default)]
+    pub scratch: BTreeMap<String, ScratchSpec>,
     /// Why the case is in the corpus.
     #[serde(default)]
     pub note: Option<String>,
+}
+
+/// A shared-scratch state as a case writes it.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScratchSpec {
+    Absent,
+    Owned,
+    Foreign,
+    Symlink,
+    Special,
+}
+
+impl From<ScratchSpec> for ScratchState {
+    fn from(s: ScratchSpec) -> ScratchState {
+        match s {
+            ScratchSpec::Absent => ScratchState::Absent,
+            ScratchSpec::Owned => ScratchState::OwnedByCaller,
+            ScratchSpec::Foreign => ScratchState::Foreign,
+            ScratchSpec::Symlink => ScratchState::Symlink,
+            ScratchSpec::Special => ScratchState::NotRegularOrDir,
+        }
+    }
 }
 
 /// A case's result.
@@ -45,11 +80,33 @@ pub struct Outcome {
     pub tier: Tier,
     pub reason: String,
     pub rule_ids: Vec<String>,
+    pub grants: Grants,
 }
 
 impl Outcome {
+    fn write_matches(&self) -> bool {
+        self.case.write.as_ref().is_none_or(|want| {
+            want.iter().map(PathBuf::from).collect::<Vec<_>>() == self.grants.write
+        })
+    }
+
+    fn connect_matches(&self) -> bool {
+        self.case.connect.as_ref().is_none_or(|want| {
+            *want
+                == self
+                    .grants
+                    .connect
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+        })
+    }
+
     pub fn passed(&self) -> bool {
-        self.decision == self.case.expect && self.case.tier.is_none_or(|t| t == self.tier)
+        self.decision == self.case.expect
+            && self.case.tier.is_none_or(|t| t == self.tier)
+            && self.write_matches()
+            && self.connect_matches()
     }
 
     /// `file:line: command: expected X, got Y (rules; reason)`.
@@ -60,8 +117,18 @@ impl Outcome {
             }
             _ => String::new(),
         };
+        let grants = if self.write_matches() && self.connect_matches() {
+            String::new()
+        } else {
+            format!(
+                " grants `{}` (want write {:?}, connect {:?})",
+                self.grants.summary(),
+                self.case.write,
+                self.case.connect
+            )
+        };
         format!(
-            "{file}:{}: `{}`: expected {}, got {}{tier} [{}] {}",
+            "{file}:{}: `{}`: expected {}, got {}{tier}{grants} [{}] {}",
             self.line,
             self.case.command,
             self.case.expect.as_str(),
@@ -99,6 +166,12 @@ pub fn run(policy: &Policy, file: &str, text: &str) -> Result<Vec<Outcome>, Pars
                 role,
             };
             let analysis = policy.analyze(&request);
+            // A fresh host: every shared-scratch path the command writes is
+            // absent unless the case says otherwise.
+            ctx.scratch = policy.scratch_states(&analysis, &ctx, 1000, |_| None);
+            for (path, state) in &case.scratch {
+                ctx.scratch.insert(PathBuf::from(path), (*state).into());
+            }
             let d = policy.decide(&request, &analysis, &ctx);
             Outcome {
                 line,
@@ -106,6 +179,7 @@ pub fn run(policy: &Policy, file: &str, text: &str) -> Result<Vec<Outcome>, Pars
                 tier: d.tier,
                 reason: d.reason,
                 rule_ids: d.rule_ids,
+                grants: d.grants,
                 case,
             }
         })

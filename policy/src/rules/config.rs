@@ -27,6 +27,10 @@ pub struct PatternsFile {
     pub redact: Option<crate::redact::RedactConfig>,
     #[serde(default)]
     pub runtime_tools: RuntimeTools,
+    /// Package registries and services by name: `npm = ["registry.npmjs.org:443"]`.
+    /// `connect` lists name them as `registry:npm`.
+    #[serde(default)]
+    pub registries: BTreeMap<String, Vec<String>>,
 }
 
 /// `[runtime_tools]`: agent-runtime tools that run no host command and touch
@@ -117,6 +121,10 @@ pub struct PathLists {
     pub critical: Vec<String>,
     /// Scratch trees the sandbox keeps writable (`/tmp`, …).
     pub scratch: Vec<String>,
+    /// Shared scratch trees (`/tmp`, `/var/tmp`): a literal new path, or one
+    /// the caller owns, under one of them is written as T1 with a grant.
+    #[serde(default)]
+    pub shared_scratch: Vec<String>,
     pub secrets: Vec<String>,
     pub protected: Vec<String>,
     pub writable_caches: Vec<String>,
@@ -226,14 +234,22 @@ pub struct ProgramSpec {
     pub bare_tier: Option<TierSpec>,
     #[serde(default)]
     pub operands: Operands,
+    /// Where it connects: `host:port`, `registry:NAME`, `url-operands`,
+    /// `git-remote`, `remote-operands`, `unknown`. Empty: no network.
     #[serde(default)]
-    pub network: bool,
+    pub connect: Vec<String>,
     /// Flags that take a separate value (skipped when finding operands).
     #[serde(default)]
     pub value_flags: Vec<String>,
     /// Flags whose value is a path the program writes (`-o FILE`).
     #[serde(default)]
     pub output_flags: Vec<String>,
+    /// Flags whose value is a path the program reads (`--upload-file FILE`).
+    #[serde(default)]
+    pub input_flags: Vec<String>,
+    /// Flags whose value names a file it reads after an `@` (`-d @FILE`, `-F f=@FILE`).
+    #[serde(default)]
+    pub input_at_flags: Vec<String>,
     /// Flags that carry the pattern or script, so no operand is one (`sed -e`).
     #[serde(default)]
     pub script_flags: Vec<String>,
@@ -258,8 +274,9 @@ pub struct SubSpec {
     pub bare_tier: Option<TierSpec>,
     #[serde(default)]
     pub operands: Option<Operands>,
+    /// Replaces the program's `connect` list (`[]`: no network).
     #[serde(default)]
-    pub network: Option<bool>,
+    pub connect: Option<Vec<String>>,
 }
 
 /// Flags that raise the tier or change how operands are used (`sed -i`).
@@ -271,8 +288,9 @@ pub struct FlagSpec {
     pub tier: Option<TierSpec>,
     #[serde(default)]
     pub operands: Option<Operands>,
+    /// Destinations added when the flag is given.
     #[serde(default)]
-    pub network: Option<bool>,
+    pub connect: Option<Vec<String>>,
     /// Only under these subcommands (first word), when given.
     #[serde(default)]
     pub sub: Vec<String>,
@@ -343,6 +361,10 @@ pub struct RuleSpec {
     /// Facts found by the classifier's detectors.
     #[serde(default)]
     pub facts: Vec<String>,
+    /// Any environment assignment (`NAME=value cmd`, `env NAME=value`,
+    /// `export NAME=value`) whose name matches one of these globs.
+    #[serde(default)]
+    pub env: Vec<String>,
     /// Last resort: a regex over the canonical command text.
     #[serde(default)]
     pub regex: Option<String>,
@@ -350,8 +372,10 @@ pub struct RuleSpec {
     pub tier: Option<TierSpec>,
     #[serde(default)]
     pub profile: Option<crate::Profile>,
+    /// An allowed run connects to exactly these (`host:port`, `registry:NAME`),
+    /// instead of what the program table says.
     #[serde(default)]
-    pub network: Option<bool>,
+    pub connect: Option<Vec<String>>,
     /// Roles the rule applies to; empty means every role.
     #[serde(default)]
     pub roles: Vec<String>,

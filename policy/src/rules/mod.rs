@@ -7,14 +7,16 @@
 pub mod cases;
 pub mod config;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use regex::Regex;
 
+use crate::classify::destinations::{self, Connect};
 use crate::classify::paths::{Classes, PathClass};
 use crate::classify::table::glob_match;
 use crate::classify::{Access, Fact, Facts};
 use crate::context::Context;
+use crate::decision::Destination;
 use crate::{Profile, Tier, Verdict};
 use config::{AccessSpec, Preconditions, RuleDecision, RuleSpec};
 
@@ -34,10 +36,12 @@ pub struct Rule {
     paths: Classes,
     access: u8,
     facts: u32,
+    env: Vec<String>,
     regex: Option<Regex>,
     pub tier: Option<Tier>,
     pub profile: Option<Profile>,
-    pub network: Option<bool>,
+    /// When an ALLOW by this rule decides: exactly these destinations.
+    pub connect: Option<Vec<Destination>>,
     roles: Vec<String>,
     preconditions: Option<Preconditions>,
     pub on_failure: Verdict,
@@ -72,7 +76,10 @@ fn access_bits(a: AccessSpec) -> u8 {
 }
 
 impl Rule {
-    pub fn compile(spec: &RuleSpec) -> Result<Rule, String> {
+    pub fn compile(
+        spec: &RuleSpec,
+        registries: &BTreeMap<String, Vec<Destination>>,
+    ) -> Result<Rule, String> {
         let mut paths = 0;
         for name in &spec.paths {
             paths |= PathClass::from_name(name)
@@ -101,6 +108,7 @@ impl Rule {
             || !spec.args.is_empty()
             || paths != 0
             || facts != 0
+            || !spec.env.is_empty()
             || regex.is_some();
         if !has_criteria {
             return Err("a rule must say what it matches".to_owned());
@@ -111,6 +119,18 @@ impl Rule {
         if spec.matches.is_empty() {
             return Err("a rule needs at least one `match` example".to_owned());
         }
+        let connect = match &spec.connect {
+            Some(entries) => Some(
+                destinations::compile(entries, registries, false)?
+                    .into_iter()
+                    .filter_map(|c| match c {
+                        Connect::To(d) => Some(d),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            None => None,
+        };
         Ok(Rule {
             id: spec.id.clone(),
             verdict: verdict(spec.decision),
@@ -129,10 +149,11 @@ impl Rule {
             paths,
             access: spec.access.iter().fold(0, |acc, a| acc | access_bits(*a)),
             facts,
+            env: spec.env.clone(),
             regex,
             tier,
             profile: spec.profile,
-            network: spec.network,
+            connect,
             roles: spec.roles.clone(),
             preconditions: spec.preconditions.clone(),
             on_failure: spec.on_precondition_failure.map_or(Verdict::Hold, verdict),
@@ -171,6 +192,10 @@ impl Rule {
                         && (self.access == 0 || self.access & p.access.bit() != 0)
                 }))
             && (self.facts == 0 || f.facts & self.facts != 0)
+            && (self.env.is_empty()
+                || f.env
+                    .iter()
+                    .any(|n| self.env.iter().any(|p| glob_match(p, n))))
             && self.regex.as_ref().is_none_or(|r| r.is_match(text))
     }
 

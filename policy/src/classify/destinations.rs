@@ -1,0 +1,558 @@
+//! Where a command connects: the `connect = [...]` lists of `patterns.toml`
+//! compiled against `[registries]`, and the operand parsers that turn URLs,
+//! `host:path` operands and git remotes into exact `host:port` destinations.
+
+use std::collections::BTreeMap;
+
+use crate::decision::Destination;
+use crate::shell::Word;
+
+/// One entry of a `connect` list, compiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Connect {
+    /// A fixed destination (`host:port`, or one host of `registry:NAME`).
+    To(Destination),
+    /// Each URL operand's host and port (default port by scheme).
+    UrlOperands,
+    /// The repository the git command names, or the remote's URL from config.
+    GitRemote,
+    /// `host:path`, `user@host:path` and `rsync://` operands (ssh, rsync, scp).
+    RemoteOperands,
+    /// Needs the network, but where it connects is not known from the command.
+    Unknown,
+}
+
+/// Compiles a `connect` list. `kinds`: whether operand-derived kinds
+/// (`url-operands`, `git-remote`, `remote-operands`, `unknown`) are allowed.
+pub fn compile(
+    entries: &[String],
+    registries: &BTreeMap<String, Vec<Destination>>,
+    kinds: bool,
+) -> Result<Vec<Connect>, String> {
+    let mut out = Vec::new();
+    for entry in entries {
+        let kind = match entry.as_str() {
+            "url-operands" => Some(Connect::UrlOperands),
+            "git-remote" => Some(Connect::GitRemote),
+            "remote-operands" => Some(Connect::RemoteOperands),
+            "unknown" => Some(Connect::Unknown),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            if !kinds {
+                return Err(format!(
+                    "`{entry}` is for the program table; a rule names `host:port` or `registry:NAME`"
+                ));
+            }
+            out.push(kind);
+        } else if let Some(name) = entry.strip_prefix("registry:") {
+            let hosts = registries
+                .get(name)
+                .ok_or_else(|| format!("unknown registry `{name}` (see [registries])"))?;
+            out.extend(hosts.iter().cloned().map(Connect::To));
+        } else {
+            let d = Destination::parse(entry).ok_or_else(|| {
+                format!(
+                    "`{entry}` is not `host:port`, `registry:NAME`, `url-operands`, `git-remote`, `remote-operands` or `unknown`"
+                )
+            })?;
+            out.push(Connect::To(d));
+        }
+    }
+    Ok(out)
+}
+
+/// Compiles `[registries]`: every host must be `host:port`.
+pub fn compile_registries(
+    spec: &BTreeMap<String, Vec<String>>,
+) -> Result<BTreeMap<String, Vec<Destination>>, String> {
+    spec.iter()
+        .map(|(name, hosts)| {
+            if hosts.is_empty() {
+                return Err(format!("registry `{name}` lists no host"));
+            }
+            let parsed = hosts
+                .iter()
+                .map(|h| {
+                    Destination::parse(h)
+                        .ok_or_else(|| format!("registry `{name}`: `{h}` is not `host:port`"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((name.clone(), parsed))
+        })
+        .collect()
+}
+
+/// Where one operand connects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    To(Destination),
+    /// A local file or path: no network.
+    Local,
+    /// Names a connection whose destination cannot be known; the reason.
+    Unknowable(String),
+    /// Not a URL or remote at all.
+    NotRemote,
+}
+
+/// Default port of a URL scheme, for the schemes a fetcher or git speaks.
+fn default_port(scheme: &str) -> Option<u16> {
+    Some(match scheme {
+        "http" | "ws" => 80,
+        "https" | "wss" => 443,
+        "ftp" => 21,
+        "ftps" => 990,
+        "ssh" | "sftp" | "scp" | "git+ssh" | "ssh+git" => 22,
+        "git" => 9418,
+        "rsync" => 873,
+        "gopher" => 70,
+        "dict" => 2628,
+        "ldap" => 389,
+        "ldaps" => 636,
+        "smtp" => 25,
+        "smtps" => 465,
+        "imap" => 143,
+        "imaps" => 993,
+        "pop3" => 110,
+        "pop3s" => 995,
+        "telnet" => 23,
+        "tftp" => 69,
+        "mqtt" => 1883,
+        "rtsp" => 554,
+        _ => return None,
+    })
+}
+
+/// A host as a URL or operand writes it: a name or an IP literal.
+fn valid_host(host: &str) -> bool {
+    !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b':'))
+}
+
+/// `host[:port]` (or `[v6]:port`) of an authority, after any `user@`.
+fn authority(auth: &str, default: u16, shown: &str) -> Target {
+    let host_port = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
+    let (host, port) = if let Some(v6) = host_port.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, rest)) => (h, rest.strip_prefix(':')),
+            None => return Target::Unknowable(format!("`{shown}` has a malformed host")),
+        }
+    } else {
+        match host_port.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (host_port, None),
+        }
+    };
+    let port = match port {
+        None | Some("") => default,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n != 0 => n,
+            _ => return Target::Unknowable(format!("`{shown}` has a port that is not a number")),
+        },
+    };
+    if !valid_host(host) {
+        return Target::Unknowable(format!("the host of `{shown}` is not a plain name"));
+    }
+    Target::To(Destination {
+        host: host.to_ascii_lowercase(),
+        port,
+    })
+}
+
+/// Where a URL operand connects. Without a scheme, `default_scheme` applies
+/// (curl and wget take `example.com/x` as http).
+pub fn url_target(word: &Word, default_scheme: &str) -> Target {
+    let text = word.text.as_str();
+    let (scheme, rest, explicit) = match text.split_once("://") {
+        Some((s, r)) => (s.to_ascii_lowercase(), r, true),
+        None => (default_scheme.to_owned(), text, false),
+    };
+    // A dynamic operand may be any URL (an `a=$X` item of httpie is not one).
+    if word.dynamic && !text.contains('=') {
+        return Target::Unknowable(format!("`{text}` is only known at run time"));
+    }
+    if !explicit && !looks_like_host(text) {
+        return Target::NotRemote;
+    }
+    if scheme == "file" {
+        return Target::Local;
+    }
+    let auth = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
+    // curl expands `{a,b}` and `[1-9]` in URLs: several hosts.
+    if auth.contains(['{', '}']) || (host_port.contains('[') && !host_port.starts_with('[')) {
+        return Target::Unknowable(format!("`{text}` expands to several hosts"));
+    }
+    let Some(port) = default_port(&scheme) else {
+        return Target::Unknowable(format!("`{text}` uses the scheme `{scheme}`"));
+    };
+    authority(auth, port, text)
+}
+
+/// A scheme-less operand that a fetcher would take as a host: `example.com`,
+/// `localhost:8080/x`, `10.0.0.1/x`. Not options, items (`a=1`), methods or paths.
+fn looks_like_host(text: &str) -> bool {
+    let host_part = text.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host_part.split(':').next().unwrap_or("");
+    !text.starts_with(['-', '/', '.', '~', '@', ':'])
+        && !text.contains(['=', ' '])
+        && (host.contains('.') || host.eq_ignore_ascii_case("localhost"))
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+        && !host.ends_with('.')
+        && host.bytes().any(|b| b.is_ascii_alphabetic() || b == b'.')
+        && !looks_like_file_name(host_part)
+}
+
+/// `notes.txt`, `data.json`: a file name rather than a host (hosts end in a
+/// letters-only label of a known shape, but so do files; the common file
+/// extensions decide).
+fn looks_like_file_name(text: &str) -> bool {
+    const FILE_EXTENSIONS: &[&str] = &[
+        "txt", "json", "md", "yaml", "yml", "toml", "csv", "log", "sh", "py", "rs", "js", "ts",
+        "html", "xml", "tgz", "gz", "zip", "tar", "pdf", "png", "jpg", "sql", "conf", "cfg", "ini",
+        "lock", "bin", "out",
+    ];
+    !text.contains(':')
+        && text
+            .rsplit_once('.')
+            .is_some_and(|(_, ext)| FILE_EXTENSIONS.contains(&ext))
+}
+
+/// Where a git repository argument connects: a URL, scp-like
+/// `[user@]host:path`, or a local path.
+pub fn repository_target(text: &str, dynamic: bool) -> Target {
+    if dynamic {
+        return Target::Unknowable(format!("the repository `{text}` is only known at run time"));
+    }
+    if text.starts_with(['/', '.', '~']) {
+        return Target::Local;
+    }
+    if let Some((scheme, _)) = text.split_once("::") {
+        // Remote helpers (`ext::`, `fd::`, …) choose their own transport.
+        return Target::Unknowable(format!("`{text}` uses the remote helper `{scheme}`"));
+    }
+    if text.contains("://") {
+        let word = Word {
+            text: text.to_owned(),
+            dynamic: false,
+            glob: false,
+        };
+        return url_target(&word, "https");
+    }
+    scp_like(text).unwrap_or(Target::Local)
+}
+
+/// `[user@]host:path` (no `/` before the colon), as scp, rsync and git write it.
+fn scp_like(text: &str) -> Option<Target> {
+    let colon = text.find(':')?;
+    let before = &text[..colon];
+    if before.is_empty() || before.contains('/') {
+        return None;
+    }
+    let host = before.rsplit_once('@').map_or(before, |(_, h)| h);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Some(if valid_host(host) {
+        Target::To(Destination {
+            host: host.to_ascii_lowercase(),
+            port: 22,
+        })
+    } else {
+        Target::Unknowable(format!("the host of `{text}` is not a plain name"))
+    })
+}
+
+/// Where a `host:path` operand of scp, rsync or sftp connects.
+pub fn remote_operand_target(word: &Word, port: Option<u16>) -> Target {
+    let text = word.text.as_str();
+    if text.contains("://") {
+        if word.dynamic {
+            return Target::Unknowable(format!("`{text}` is only known at run time"));
+        }
+        return url_target(word, "ssh");
+    }
+    let Some(target) = scp_like(text) else {
+        return Target::NotRemote;
+    };
+    if word.dynamic {
+        return Target::Unknowable(format!("`{text}` is only known at run time"));
+    }
+    match (target, port) {
+        (Target::To(d), Some(p)) => Target::To(Destination { port: p, ..d }),
+        (t, _) => t,
+    }
+}
+
+/// Flags of `git fetch/pull/push/clone/ls-remote` that take a separate
+/// value, so the repository is the first word that is neither.
+const GIT_VALUE_FLAGS: &[&str] = &[
+    "-o",
+    "--origin",
+    "--push-option",
+    "--server-option",
+    "-b",
+    "--branch",
+    "--depth",
+    "--deepen",
+    "--shallow-since",
+    "--shallow-exclude",
+    "-j",
+    "--jobs",
+    "--reference",
+    "--reference-if-able",
+    "--separate-git-dir",
+    "--template",
+    "-c",
+    "--config",
+    "--upload-pack",
+    "--receive-pack",
+    "--exec",
+    "--refmap",
+    "--negotiation-tip",
+    "--filter",
+    "--recurse-submodules-default",
+    "-u",
+    "--sort",
+];
+
+/// Which remote or repository a git network subcommand talks to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GitRepository {
+    /// A remote name or a URL as written.
+    Named(Word),
+    /// The default remote (none named).
+    Default,
+    /// Every configured remote (`--all`, `remote update`).
+    All,
+    Unknowable(String),
+}
+
+/// The repository a git subcommand names. `sub` are the subcommand words
+/// (`["fetch"]`, `["remote", "update"]`), `args` the words after `git`.
+pub fn git_repository(sub: &[String], args: &[Word]) -> GitRepository {
+    let first = sub.first().map(String::as_str).unwrap_or("");
+    match first {
+        "remote" => return GitRepository::All,
+        "submodule" => {
+            return GitRepository::Unknowable(
+                "submodule URLs come from .gitmodules, not from the command".to_owned(),
+            );
+        }
+        _ => {}
+    }
+    let mut rest = args.iter().skip(sub.len());
+    // `git push -u origin x`: `-u` takes no value under push (it does under branch).
+    let push = first == "push" || (first == "lfs" && sub.get(1).is_some_and(|s| s == "push"));
+    while let Some(w) = rest.next() {
+        let t = w.text.as_str();
+        if t == "--all" || t == "--multiple" {
+            return GitRepository::All;
+        }
+        if t == "--" {
+            return rest
+                .next()
+                .map_or(GitRepository::Default, |w| GitRepository::Named(w.clone()));
+        }
+        if t.starts_with('-') && t.len() > 1 && !w.dynamic {
+            let bare = t.split('=').next().unwrap_or(t);
+            if t.contains('=') || (push && bare == "-u") {
+                continue;
+            }
+            if bare == "--repo" {
+                return rest
+                    .next()
+                    .map_or(GitRepository::Default, |w| GitRepository::Named(w.clone()));
+            }
+            if GIT_VALUE_FLAGS.contains(&bare) {
+                rest.next();
+            }
+            continue;
+        }
+        return GitRepository::Named(w.clone());
+    }
+    GitRepository::Default
+}
+
+/// Destinations of a git repository given the configured remotes.
+pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> Vec<Target> {
+    let by_name = |name: &str| match remotes.get(name) {
+        Some(url) => repository_target(url, false),
+        None => Target::Unknowable(format!(
+            "the remote `{name}` is not in this repository's config"
+        )),
+    };
+    match repo {
+        GitRepository::Named(w) => {
+            let is_name =
+                !w.dynamic && !w.text.contains([':', '/']) && !w.text.starts_with(['.', '~']);
+            vec![if is_name {
+                by_name(&w.text)
+            } else {
+                repository_target(&w.text, w.dynamic)
+            }]
+        }
+        GitRepository::Default => {
+            if remotes.contains_key("origin") {
+                vec![by_name("origin")]
+            } else if remotes.len() == 1 {
+                remotes
+                    .values()
+                    .map(|u| repository_target(u, false))
+                    .collect()
+            } else {
+                vec![Target::Unknowable(
+                    "no remote is named and the repository has no single default remote".to_owned(),
+                )]
+            }
+        }
+        GitRepository::All if remotes.is_empty() => vec![Target::Unknowable(
+            "the repository's config names no remote".to_owned(),
+        )],
+        GitRepository::All => remotes
+            .values()
+            .map(|u| repository_target(u, false))
+            .collect(),
+        GitRepository::Unknowable(why) => vec![Target::Unknowable(why.clone())],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn word(text: &str) -> Word {
+        Word {
+            text: text.to_owned(),
+            dynamic: text.contains('$'),
+            glob: false,
+        }
+    }
+
+    fn dest(host: &str, port: u16) -> Target {
+        Target::To(Destination {
+            host: host.to_owned(),
+            port,
+        })
+    }
+
+    #[test]
+    fn urls_give_host_and_default_port() {
+        assert_eq!(
+            url_target(&word("https://pypi.org/simple/"), "http"),
+            dest("pypi.org", 443)
+        );
+        assert_eq!(
+            url_target(&word("http://localhost:8080/x"), "http"),
+            dest("localhost", 8080)
+        );
+        assert_eq!(
+            url_target(&word("example.com/x"), "http"),
+            dest("example.com", 80)
+        );
+        assert_eq!(
+            url_target(&word("http://u:p@[::1]:3000/"), "http"),
+            dest("::1", 3000)
+        );
+        assert_eq!(
+            url_target(&word("HTTPS://Example.COM"), "http"),
+            dest("example.com", 443)
+        );
+        assert_eq!(
+            url_target(&word("file:///etc/hosts"), "http"),
+            Target::Local
+        );
+        for not in ["-s", "a=1", "POST", "out.json", "./x", "Authorization:x"] {
+            assert_eq!(url_target(&word(not), "http"), Target::NotRemote, "{not}");
+        }
+        for unknowable in [
+            "https://$HOST/x",
+            "http://{a,b}.example.com/",
+            "weird://x",
+            "http://x:port/",
+        ] {
+            assert!(
+                matches!(url_target(&word(unknowable), "http"), Target::Unknowable(_)),
+                "{unknowable}"
+            );
+        }
+    }
+
+    #[test]
+    fn git_repositories_resolve_through_remotes() {
+        let remotes: BTreeMap<String, String> = [
+            (
+                "origin".to_owned(),
+                "git@github.com:acme/app.git".to_owned(),
+            ),
+            ("up".to_owned(), "https://gitlab.com/acme/app".to_owned()),
+        ]
+        .into();
+        let args = |s: &str| s.split(' ').map(word).collect::<Vec<_>>();
+        let of = |cmd: &str| {
+            let a = args(cmd);
+            let sub = vec![a[0].text.clone()];
+            git_targets(&git_repository(&sub, &a), &remotes)
+        };
+        assert_eq!(of("fetch"), vec![dest("github.com", 22)]);
+        assert_eq!(of("push -u up HEAD"), vec![dest("gitlab.com", 443)]);
+        assert_eq!(of("fetch --depth 1 up main"), vec![dest("gitlab.com", 443)]);
+        assert_eq!(
+            of("clone https://github.com/x/y dir"),
+            vec![dest("github.com", 443)]
+        );
+        assert_eq!(of("clone ../local copy"), vec![Target::Local]);
+        assert_eq!(of("fetch --all").len(), 2);
+        assert!(matches!(of("fetch nowhere")[0], Target::Unknowable(_)));
+        assert!(matches!(of("fetch $R")[0], Target::Unknowable(_)));
+        assert!(matches!(of("clone ext::sh")[0], Target::Unknowable(_)));
+        assert!(matches!(
+            git_targets(&GitRepository::Default, &BTreeMap::new())[0],
+            Target::Unknowable(_)
+        ));
+    }
+
+    #[test]
+    fn connect_lists_compile_against_registries() {
+        let regs = compile_registries(
+            &[("npm".to_owned(), vec!["registry.npmjs.org:443".to_owned()])].into(),
+        )
+        .unwrap();
+        let c = compile(&["registry:npm".into(), "url-operands".into()], &regs, true).unwrap();
+        assert_eq!(c.len(), 2);
+        assert!(
+            compile(&["registry:nope".into()], &regs, true)
+                .unwrap_err()
+                .contains("unknown registry")
+        );
+        assert!(compile(&["url-operands".into()], &regs, false).is_err());
+        assert!(compile(&["example.com".into()], &regs, true).is_err());
+        assert!(compile_registries(&[("x".to_owned(), vec!["bad".to_owned()])].into()).is_err());
+    }
+
+    #[test]
+    fn remote_operands_use_ssh_ports() {
+        assert_eq!(
+            remote_operand_target(&word("user@host.io:/srv"), None),
+            dest("host.io", 22)
+        );
+        assert_eq!(
+            remote_operand_target(&word("host.io:x"), Some(2222)),
+            dest("host.io", 2222)
+        );
+        assert_eq!(
+            remote_operand_target(&word("rsync://mirror.org/x"), None),
+            dest("mirror.org", 873)
+        );
+        assert_eq!(
+            remote_operand_target(&word("./a:b"), None),
+            Target::NotRemote
+        );
+        assert_eq!(
+            remote_operand_target(&word("src/"), None),
+            Target::NotRemote
+        );
+    }
+}
