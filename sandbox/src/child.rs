@@ -118,7 +118,7 @@ pub(crate) enum Then<'a> {
         envp: &'a [*const c_char],
     },
     /// Run the self-test probes and report which escapes worked.
-    Probe(&'a crate::probe::ProbeArgs),
+    Probe(&'a crate::escape_probes::ProbeArgs),
 }
 
 /// Everything the child needs, borrowed from prepared data.
@@ -494,7 +494,10 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                 libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr());
                 fail(fd, Stage::Exec, errno())
             }
-            Then::Probe(args) => crate::probe::run_probes(args, fd),
+            Then::Probe(args) => {
+                report(fd, Stage::Probe, crate::escape_probes::run(args, fd));
+                libc::_exit(0)
+            }
         }
     }
 }

@@ -100,6 +100,7 @@ mod carve_cache;
 mod cgroup;
 mod child;
 mod env;
+mod escape_probes;
 mod filter;
 mod fs_rules;
 mod pins;

@@ -18,7 +18,7 @@ use crate::env::{self, EnvBlock};
 use crate::filter::{self, Sockets};
 use crate::fs_rules::{self, Exclusion, Grant};
 use crate::pins::{self, PinPlan, UserNsMaps};
-use crate::{Profile, SandboxError, Spec, Stdio, carve_cache, probe};
+use crate::{Profile, SandboxError, Spec, Stdio, carve_cache};
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): denials after exec are audited.
 const LOG_NEW_EXEC_ON: u32 = 2;
@@ -302,7 +302,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     ] {
         absolute(path, what)?;
     }
-    let abi = probe::landlock_abi();
+    let abi = fs_rules::landlock_abi();
     if abi < crate::MIN_LANDLOCK_ABI {
         return Err(SandboxError::Unsupported(format!(
             "Landlock ABI {abi} found, {} required (scopes for signals and abstract unix sockets)",
