@@ -2,12 +2,14 @@
 //!
 //! It is one program in two parts. The guard, written by hand because it
 //! needs comparisons seccompiler cannot express, comes first: x32 system call
-//! numbers are refused (they would bypass number-keyed rules) and `clone3`
-//! returns ENOSYS so that libc falls back to `clone`, whose flags the rules
-//! can inspect. Whatever the guard lets through falls into the rules
+//! numbers are refused (they would bypass number-keyed rules), and `clone3`
+//! and `openat2` return ENOSYS so that callers fall back to `clone` and
+//! `openat`, whose flags and mode the rules can inspect (the newer calls take
+//! them in a struct the filter cannot read). Whatever the guard lets through falls into the rules
 //! (seccompiler), which return EPERM for the kernel attack surface and escape
-//! hatches a command never needs, and for sockets the network setting
-//! forbids. Both parts kill the process on a foreign architecture.
+//! hatches a command never needs, for a set-uid or set-gid bit in a mode
+//! (`chmod` and friends, and file creation), and for sockets the network
+//! setting forbids. Both parts kill the process on a foreign architecture.
 //!
 //! One program instead of two stacked filters gives the same verdicts (the
 //! guard's refusals are KILL, or an errno where the rules allow or refuse
@@ -87,6 +89,43 @@ const NAMESPACE_FLAGS: &[libc::c_int] = &[
     libc::CLONE_NEWCGROUP,
 ];
 
+/// The mode bits that make a file run with its owner's or group's identity.
+/// A file the command leaves with one of them could lift whoever runs it
+/// later, outside the sandbox, to the command's identity.
+const SET_ID_BITS: [u32; 2] = [libc::S_ISUID, libc::S_ISGID];
+
+/// `__O_TMPFILE`: the bit `O_TMPFILE` adds to `O_DIRECTORY` (an unnamed file
+/// that `linkat` can name later).
+const O_TMPFILE_BIT: u64 = 0o2000_0000;
+
+/// Calls that set a mode, and the argument holding it: refused when the mode
+/// carries a set-id bit.
+#[cfg(target_arch = "x86_64")]
+const MODE_SETTERS: &[(libc::c_long, u8)] = &[
+    (libc::SYS_chmod, 1),
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (libc::SYS_fchmodat2, 2),
+    (libc::SYS_creat, 1),
+    (libc::SYS_mknod, 1),
+    (libc::SYS_mknodat, 2),
+];
+#[cfg(target_arch = "aarch64")]
+const MODE_SETTERS: &[(libc::c_long, u8)] = &[
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (libc::SYS_fchmodat2, 2),
+    (libc::SYS_mknodat, 2),
+];
+
+/// Calls that create a file with a mode only when their flags say so: the
+/// call, its flags argument and its mode argument.
+#[cfg(target_arch = "x86_64")]
+const CREATING_OPENS: &[(libc::c_long, u8, u8)] =
+    &[(libc::SYS_open, 1, 2), (libc::SYS_openat, 2, 3)];
+#[cfg(target_arch = "aarch64")]
+const CREATING_OPENS: &[(libc::c_long, u8, u8)] = &[(libc::SYS_openat, 2, 3)];
+
 /// Which sockets a command may create. `socketpair(AF_UNIX)` is always
 /// allowed: its two ends reach nothing outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +193,24 @@ fn flag_rules(arg: u8) -> Result<Vec<SeccompRule>, FilterError> {
         .collect()
 }
 
+/// Rules matching a set-id bit in argument `mode_arg`, each also requiring
+/// one of `flags` (argument, bit) when given.
+fn set_id_rules(mode_arg: u8, flags: &[(u8, u64)]) -> Result<Vec<SeccompRule>, FilterError> {
+    let mut rules = Vec::new();
+    for bit in SET_ID_BITS {
+        let bit = u64::from(bit);
+        let mode = || cond(mode_arg, SeccompCmpOp::MaskedEq(bit), bit);
+        if flags.is_empty() {
+            rules.push(rule(vec![mode()?])?);
+        }
+        for &(arg, flag) in flags {
+            let created = cond(arg, SeccompCmpOp::MaskedEq(flag), flag)?;
+            rules.push(rule(vec![created, mode()?])?);
+        }
+    }
+    Ok(rules)
+}
+
 /// Compiles the rules part for one socket setting.
 fn rules_program(sockets: Sockets) -> Result<BpfProgram, FilterError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
@@ -165,6 +222,16 @@ fn rules_program(sockets: Sockets) -> Result<BpfProgram, FilterError> {
             rule(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCLINUX)?])?,
         ],
     );
+    for &(nr, mode_arg) in MODE_SETTERS {
+        rules.insert(nr, set_id_rules(mode_arg, &[])?);
+    }
+    for &(nr, flags_arg, mode_arg) in CREATING_OPENS {
+        let creates = [
+            (flags_arg, libc::O_CREAT as u64),
+            (flags_arg, O_TMPFILE_BIT),
+        ];
+        rules.insert(nr, set_id_rules(mode_arg, &creates)?);
+    }
     rules.insert(libc::SYS_clone, flag_rules(0)?);
     rules.insert(libc::SYS_unshare, flag_rules(0)?);
     let af_unix = libc::AF_UNIX as u64;
@@ -219,7 +286,7 @@ const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 
 /// The guard: it returns only to refuse, and falls through past its end
 /// (into the rules) for everything else.
-fn guard() -> [sock_filter; 8] {
+fn guard() -> [sock_filter; 10] {
     [
         stmt(LD_W_ABS, DATA_ARCH),
         jump(JEQ, AUDIT_ARCH, 1, 0),
@@ -228,6 +295,8 @@ fn guard() -> [sock_filter; 8] {
         jump(JGE, X32_BIT, 0, 1),
         stmt(RET, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
         jump(JEQ, libc::SYS_clone3 as u32, 0, 1),
+        stmt(RET, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        jump(JEQ, libc::SYS_openat2 as u32, 0, 1),
         stmt(RET, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
     ]
 }
@@ -282,6 +351,8 @@ mod tests {
     #[test]
     fn the_program_refuses_in_the_kernel() {
         let program = program(Sockets::None).unwrap();
+        let missing = c"/nonexistent-praxis-dir/file".as_ptr();
+        let create = libc::O_CREAT | libc::O_WRONLY;
         let errno_of = |rc: libc::c_long| {
             if rc == -1 {
                 // SAFETY: reads this thread's errno.
@@ -318,6 +389,25 @@ mod tests {
                     )) == libc::EPERM,
                     errno_of(libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNS)) == libc::EPERM,
                     libc::syscall(libc::SYS_getpid) > 0,
+                    errno_of(libc::syscall(libc::SYS_openat2, 0, 0, 0, 0)) == libc::ENOSYS,
+                    // The rules answer before the kernel sees the bad
+                    // descriptor or path; without a set-id bit it does.
+                    errno_of(libc::syscall(libc::SYS_fchmod, -1, 0o4755)) == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_fchmod, -1, 0o2755)) == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_fchmod, -1, 0o1755)) == libc::EBADF,
+                    errno_of(libc::syscall(libc::SYS_fchmodat, -1, missing, 0o4700, 0))
+                        == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_openat, -1, missing, create, 0o2644))
+                        == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_openat, -1, missing, create, 0o644))
+                        == libc::ENOENT,
+                    errno_of(libc::syscall(
+                        libc::SYS_openat,
+                        -1,
+                        missing,
+                        libc::O_RDONLY,
+                        0o4644,
+                    )) == libc::ENOENT,
                 ];
                 let failed = checks.iter().position(|ok| !ok).map_or(0, |i| i + 1);
                 libc::_exit(failed as libc::c_int);

@@ -359,6 +359,29 @@ fn setuid_binary_gains_nothing() {
 }
 
 #[test]
+fn setuid_and_setgid_bits_cannot_be_set() {
+    let fx = Fixture::new();
+    let file = fx.ws.join("tool");
+    fs::write(&file, "#!/bin/sh\n").unwrap();
+    for profile in [Profile::WorkspaceWrite, Profile::Full] {
+        let spec = fx.spec(profile, false);
+        for mode in ["u+s", "g+s", "4755", "6700"] {
+            let ran = sh(&spec, &format!("chmod {mode} tool"));
+            assert!(!ran.ok(), "{profile:?} chmod {mode}");
+            assert!(
+                ran.output.contains("Operation not permitted"),
+                "{profile:?} chmod {mode}: {}",
+                ran.output
+            );
+        }
+        let plain = sh(&spec, "chmod 1755 tool && chmod 755 tool");
+        assert!(plain.ok(), "{profile:?}: {}", plain.output);
+    }
+    let mode = fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o755);
+}
+
+#[test]
 fn environment_is_allowlisted() {
     let fx = Fixture::new();
     let mut spec = fx.spec(Profile::WorkspaceWrite, false);
