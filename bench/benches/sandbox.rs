@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group};
-use praxis_sandbox::{Prepared, Profile, Rlimits, Spec, Stdio};
+use praxis_sandbox::{Limits, Network, Prepared, Profile, Rlimits, Spec, Stdio};
 
 struct Setup {
     _tmp: tempfile::TempDir,
@@ -30,7 +30,7 @@ fn setup() -> Setup {
     fs::write(git_ws.join(".git/config"), "").unwrap();
     let spec = |ws: &Path| Spec {
         profile: Profile::WorkspaceWrite,
-        network: false,
+        network: Network::Off,
         workspace: ws.to_path_buf(),
         home: home.clone(),
         writable_caches: Vec::new(),
@@ -44,6 +44,7 @@ fn setup() -> Setup {
             nofile: 1024,
             cpu_secs: 60,
         },
+        limits: Limits::default(),
         run_as: None,
         scratch_root: root.join("scratch"),
     };

@@ -135,11 +135,25 @@ pub(crate) enum Sockets {
     /// because below Landlock ABI 9 nothing else keeps path-named sockets
     /// (praxisd's own, docker's, systemd's) out of reach.
     None,
-    /// Network on, but unix sockets refused (denied sockets cannot be masked).
-    NoUnix,
-    /// Network on; only vsock refused.
-    All,
+    /// In a private network namespace, but unix sockets refused (denied
+    /// sockets cannot be masked without mounts).
+    PrivateNetNoUnix,
+    /// In a private network namespace: TCP and UDP over IPv4 and IPv6,
+    /// route netlink (`getaddrinfo` asks it which addresses exist) and unix
+    /// sockets; raw and packet sockets, vsock and every other family refused.
+    PrivateNet,
 }
+
+/// The families a command in a private network namespace may open.
+const PRIVATE_NET_FAMILIES: [libc::c_int; 4] = [
+    libc::AF_UNIX,
+    libc::AF_INET,
+    libc::AF_INET6,
+    libc::AF_NETLINK,
+];
+
+/// `SOCK_TYPE_MASK`: the type without `SOCK_NONBLOCK` and `SOCK_CLOEXEC`.
+const SOCK_TYPE_MASK: u64 = 0xf;
 
 /// The program for `sockets`, ready for `seccomp(SECCOMP_SET_MODE_FILTER)`:
 /// compiled on first use and kept, since it depends on nothing else.
@@ -211,6 +225,32 @@ fn set_id_rules(mode_arg: u8, flags: &[(u8, u64)]) -> Result<Vec<SeccompRule>, F
     Ok(rules)
 }
 
+/// The `socket()` calls refused in a private network namespace: a family
+/// outside [`PRIVATE_NET_FAMILIES`], a raw inet socket, and netlink other
+/// than route.
+fn private_net_socket_rules() -> Result<Vec<SeccompRule>, FilterError> {
+    let other_family = PRIVATE_NET_FAMILIES
+        .iter()
+        .map(|&family| cond(0, SeccompCmpOp::Ne, family as u64))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut rules = vec![rule(other_family)?];
+    for family in [libc::AF_INET, libc::AF_INET6] {
+        rules.push(rule(vec![
+            cond(0, SeccompCmpOp::Eq, family as u64)?,
+            cond(
+                1,
+                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                libc::SOCK_RAW as u64,
+            )?,
+        ])?);
+    }
+    rules.push(rule(vec![
+        cond(0, SeccompCmpOp::Eq, libc::AF_NETLINK as u64)?,
+        cond(2, SeccompCmpOp::Ne, libc::NETLINK_ROUTE as u64)?,
+    ])?);
+    Ok(rules)
+}
+
 /// Compiles the rules part for one socket setting.
 fn rules_program(sockets: Sockets) -> Result<BpfProgram, FilterError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
@@ -235,12 +275,15 @@ fn rules_program(sockets: Sockets) -> Result<BpfProgram, FilterError> {
     rules.insert(libc::SYS_clone, flag_rules(0)?);
     rules.insert(libc::SYS_unshare, flag_rules(0)?);
     let af_unix = libc::AF_UNIX as u64;
-    let vsock = rule(vec![cond(0, SeccompCmpOp::Eq, libc::AF_VSOCK as u64)?])?;
     let socket_rules = match sockets {
         // An empty rule list matches unconditionally.
         Sockets::None => Vec::new(),
-        Sockets::NoUnix => vec![vsock, rule(vec![cond(0, SeccompCmpOp::Eq, af_unix)?])?],
-        Sockets::All => vec![vsock],
+        Sockets::PrivateNet => private_net_socket_rules()?,
+        Sockets::PrivateNetNoUnix => {
+            let mut rules = private_net_socket_rules()?;
+            rules.push(rule(vec![cond(0, SeccompCmpOp::Eq, af_unix)?])?);
+            rules
+        }
     };
     rules.insert(libc::SYS_socket, socket_rules);
     rules.insert(
@@ -307,10 +350,14 @@ mod tests {
 
     #[test]
     fn every_socket_setting_compiles_to_a_distinct_program() {
-        let lens: Vec<usize> = [Sockets::None, Sockets::NoUnix, Sockets::All]
-            .into_iter()
-            .map(|sockets| program(sockets).unwrap().len())
-            .collect();
+        let lens: Vec<usize> = [
+            Sockets::None,
+            Sockets::PrivateNetNoUnix,
+            Sockets::PrivateNet,
+        ]
+        .into_iter()
+        .map(|sockets| program(sockets).unwrap().len())
+        .collect();
         assert!(lens.iter().all(|&l| l > ALWAYS_DENIED.len()));
         assert!(lens[0] != lens[1] && lens[1] != lens[2], "{lens:?}");
     }
@@ -346,21 +393,31 @@ mod tests {
         assert_eq!(guard[guard.len() - 2].jf, 1);
     }
 
-    /// Installs the program in a forked child and checks what the guard and
-    /// the rules each refuse, and that other calls pass.
-    #[test]
-    fn the_program_refuses_in_the_kernel() {
-        let program = program(Sockets::None).unwrap();
-        let missing = c"/nonexistent-praxis-dir/file".as_ptr();
-        let create = libc::O_CREAT | libc::O_WRONLY;
-        let errno_of = |rc: libc::c_long| {
-            if rc == -1 {
-                // SAFETY: reads this thread's errno.
-                unsafe { *libc::__errno_location() }
-            } else {
-                0
-            }
-        };
+    fn errno_of(rc: libc::c_long) -> i32 {
+        if rc == -1 {
+            // SAFETY: reads this thread's errno.
+            unsafe { *libc::__errno_location() }
+        } else {
+            0
+        }
+    }
+
+    /// `socket(family, kind, protocol)`'s errno, 0 when it worked (the
+    /// socket is closed again).
+    fn socket_errno(family: libc::c_int, kind: libc::c_int, protocol: libc::c_int) -> i32 {
+        // SAFETY: a raw socket call; a descriptor it returns is closed here.
+        let fd = unsafe { libc::syscall(libc::SYS_socket, family, kind, protocol) };
+        if fd >= 0 {
+            // SAFETY: our own fresh descriptor.
+            unsafe { libc::close(fd as libc::c_int) };
+        }
+        errno_of(fd)
+    }
+
+    /// Installs the program for `sockets` in a forked child and runs
+    /// `checks` there; fails with the number of the first check that failed.
+    fn checks_under<const N: usize>(sockets: Sockets, checks: fn() -> [bool; N]) {
+        let program = program(sockets).unwrap();
         // SAFETY: the child makes only raw system calls on data prepared
         // before the fork, then exits without unwinding.
         let pid = unsafe { libc::fork() };
@@ -375,18 +432,35 @@ mod tests {
                 let installed = libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
                     && libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog)
                         == 0;
-                let checks = [
-                    installed,
+                if !installed {
+                    libc::_exit(100);
+                }
+                let failed = checks().iter().position(|ok| !ok).map_or(0, |i| i + 1);
+                libc::_exit(failed as libc::c_int);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status), "status {status}");
+        assert_eq!(libc::WEXITSTATUS(status), 0, "check number that failed");
+    }
+
+    /// What the guard and the rules each refuse, and that other calls pass.
+    #[test]
+    fn the_program_refuses_in_the_kernel() {
+        checks_under(Sockets::None, || {
+            let missing = c"/nonexistent-praxis-dir/file".as_ptr();
+            let create = libc::O_CREAT | libc::O_WRONLY;
+            // SAFETY: raw system calls on constants and a static C string.
+            unsafe {
+                [
                     errno_of(libc::syscall(libc::SYS_clone3, 0, 0)) == libc::ENOSYS,
                     errno_of(libc::syscall(
                         libc::c_long::from(X32_BIT) | libc::SYS_getpid,
                     )) == libc::EPERM,
-                    errno_of(libc::syscall(
-                        libc::SYS_socket,
-                        libc::AF_INET,
-                        libc::SOCK_STREAM,
-                        0,
-                    )) == libc::EPERM,
+                    socket_errno(libc::AF_INET, libc::SOCK_STREAM, 0) == libc::EPERM,
+                    socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == libc::EPERM,
                     errno_of(libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNS)) == libc::EPERM,
                     libc::syscall(libc::SYS_getpid) > 0,
                     errno_of(libc::syscall(libc::SYS_openat2, 0, 0, 0, 0)) == libc::ENOSYS,
@@ -408,15 +482,35 @@ mod tests {
                         libc::O_RDONLY,
                         0o4644,
                     )) == libc::ENOENT,
-                ];
-                let failed = checks.iter().position(|ok| !ok).map_or(0, |i| i + 1);
-                libc::_exit(failed as libc::c_int);
+                ]
             }
-        }
-        let mut status = 0;
-        // SAFETY: waits for the child forked above.
-        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-        assert!(libc::WIFEXITED(status), "status {status}");
-        assert_eq!(libc::WEXITSTATUS(status), 0, "check number that failed");
+        });
+    }
+
+    /// In a private network namespace: inet, route netlink and unix open;
+    /// raw, packet, vsock and other netlink refused.
+    #[test]
+    fn private_net_sockets_are_inet_route_and_unix_only() {
+        checks_under(Sockets::PrivateNet, || {
+            let nonblock = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+            [
+                socket_errno(libc::AF_INET, nonblock, 0) == 0,
+                socket_errno(libc::AF_INET6, libc::SOCK_DGRAM, 0) == 0,
+                socket_errno(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE) == 0,
+                socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == 0,
+                socket_errno(libc::AF_INET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 1) == libc::EPERM,
+                socket_errno(libc::AF_INET6, libc::SOCK_RAW, 58) == libc::EPERM,
+                socket_errno(libc::AF_PACKET, libc::SOCK_RAW, 0) == libc::EPERM,
+                socket_errno(libc::AF_VSOCK, libc::SOCK_STREAM, 0) == libc::EPERM,
+                socket_errno(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_AUDIT) == libc::EPERM,
+                socket_errno(libc::AF_ALG, libc::SOCK_SEQPACKET, 0) == libc::EPERM,
+            ]
+        });
+        checks_under(Sockets::PrivateNetNoUnix, || {
+            [
+                socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == libc::EPERM,
+                socket_errno(libc::AF_INET, libc::SOCK_STREAM, 0) == 0,
+            ]
+        });
     }
 }

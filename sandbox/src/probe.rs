@@ -12,7 +12,7 @@ use crate::child::{Stage, Then};
 use crate::escape_probes::{PROBES, ProbeArgs};
 use crate::fs_rules::landlock_abi;
 use crate::process::{self, Child, ScratchDir};
-use crate::{Profile, Rlimits, SandboxError, Spec, Stdio};
+use crate::{Limits, Network, Profile, Rlimits, SandboxError, Spec, Stdio};
 
 /// What the sandbox can rely on here, for `praxis status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +30,10 @@ pub struct Support {
     pub bounding_drop: bool,
     /// Whether Landlock logs denials after exec (ABI 7).
     pub audit_denials: bool,
+    /// Whether a command can get a network namespace of its own (directly
+    /// with CAP_SYS_ADMIN, else inside a user namespace). Without it,
+    /// [`crate::Network::Proxied`] is refused and only network-off commands run.
+    pub net_namespace: bool,
 }
 
 impl Support {
@@ -61,6 +65,8 @@ pub fn support() -> Support {
         mount_pins: has(caps::Capability::CAP_SYS_ADMIN) || crate::pins::user_namespaces_work(),
         bounding_drop: has(caps::Capability::CAP_SETPCAP),
         audit_denials: landlock_abi >= 7,
+        net_namespace: crate::pins::net_namespaces_work(!has(caps::Capability::CAP_SYS_ADMIN))
+            .is_ok(),
     }
 }
 
@@ -121,7 +127,7 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
 
     let spec = Spec {
         profile: Profile::WorkspaceWrite,
-        network: false,
+        network: Network::Off,
         workspace: workspace.clone(),
         home: workspace.clone(),
         writable_caches: Vec::new(),
@@ -135,6 +141,7 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
             nofile: 64,
             cpu_secs: 5,
         },
+        limits: Limits::default(),
         run_as: None,
         scratch_root: base.0.clone(),
     };
@@ -145,24 +152,17 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
         outside: c_path(&outside.join("probe"))?,
         secret: c_path(&secret)?,
         hook: c_path(&hooks.join("pre-commit"))?,
-        tcp: libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: port.to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be(),
-            },
-            sin_zero: [0; 8],
-        },
+        tcp: process::loopback(port),
     };
     let stdio = Stdio {
         stdin: dev_null()?,
         stdout: dev_null()?,
         stderr: dev_null()?,
     };
-    let (pid, report) = process::launch(&prepared, &workspace, &stdio, Then::Probe(&args))?;
-    let mut child = Child::adopt(pid);
+    let launched = process::launch(&prepared, &workspace, &stdio, Then::Probe(&args))?;
+    let mut child = Child::adopt(launched.pid);
     let mut buf = [0u8; 8];
-    let filled = process::read_report(&report, &mut buf)?;
+    let filled = process::read_report(&launched.report, &mut buf)?;
     child.wait()?;
     drop(listener);
     if filled != buf.len() {

@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use common::{Fixture, sh};
-use praxis_sandbox::Profile;
+use praxis_sandbox::{Network, Profile};
 
 /// Driven by `unprivileged_daemon_keeps_protected_paths`: runs as nobody.
 #[test]
@@ -21,7 +21,7 @@ fn unprivileged_helper() {
     fs::create_dir_all(fx.ws.join(".git/hooks")).unwrap();
     fs::write(fx.ws.join(".git/config"), "[core]\n").unwrap();
     fs::create_dir(fx.ws.join("src")).unwrap();
-    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    let spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
     assert!(!sh(&spec, "echo evil > .git/hooks/pre-commit").ok());
     assert!(!sh(&spec, "echo evil >> .git/config").ok());
     assert!(!sh(&spec, &format!("echo x > {}/x", fx.outside.display())).ok());
@@ -35,6 +35,22 @@ fn unprivileged_helper() {
     } else {
         println!("unprivileged: no user namespaces, Landlock carve keeps the root read-only");
         assert!(!top.ok());
+    }
+    let proxied = fx.spec(Profile::WorkspaceWrite, common::PROXIED);
+    if praxis_sandbox::support().net_namespace {
+        println!("unprivileged: network namespace inside a user namespace");
+        let ran = sh(&proxied, "echo $http_proxy");
+        assert!(
+            ran.output.starts_with("http://127.0.0.1:"),
+            "{}",
+            ran.output
+        );
+    } else {
+        let refused = praxis_sandbox::prepare(&proxied).unwrap_err();
+        assert!(
+            refused.to_string().contains("network namespace"),
+            "{refused}"
+        );
     }
     let report = praxis_sandbox::self_test(&fx.scratch_root).unwrap();
     assert!(report.passed(), "{:?}", report.failures);
