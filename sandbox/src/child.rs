@@ -395,10 +395,10 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                 }
             }
         }
-        if let Some(egress) = plan.egress {
-            if let Err((stage, err)) = egress_listener(egress) {
-                fail(fd, stage, err);
-            }
+        if let Some(egress) = plan.egress
+            && let Err((stage, err)) = egress_listener(egress)
+        {
+            fail(fd, stage, err);
         }
 
         if plan.mount_ns {
