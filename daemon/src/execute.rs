@@ -183,6 +183,9 @@ fn spawn_sandboxed(
 ) -> Result<Running, ExecError> {
     let prepared = praxis_sandbox::prepare(spec)?;
     let mut child = praxis_sandbox::spawn(prepared, argv, cwd, stdio)?;
+    // Until the egress proxy serves it, the listener is closed at once, so a
+    // command's connections to it are refused rather than left hanging.
+    drop(child.take_egress_listener());
     let pgid = child.pid();
     let (tx, exited) = oneshot::channel();
     tokio::task::spawn_blocking(move || {

@@ -40,7 +40,9 @@
 //! 7. parent-death signal, then a check that the parent is still there;
 //! 8. ambient, inheritable, permitted and effective capabilities cleared and
 //!    verified zero with `capget`;
-//! 9. rlimits (core 0, fsize, nofile, cpu), once no more descriptors are opened;
+//! 9. rlimits (core 0, fsize, nofile, cpu, and nproc and address space when
+//!    [`Limits`] are not carried by the cgroup), once no more descriptors
+//!    are opened;
 //! 10. `no_new_privs`; `landlock_restrict_self`; the seccomp filter; `execve`.
 //!
 //! A failing step is reported to the parent over a close-on-exec pipe (stage
@@ -129,6 +131,13 @@
 //! its own, joined by the child right after `setsid`, and everything left in
 //! it is killed when the leader has been reaped or the group is killed.
 //! Without one, tracking is by process group only.
+//!
+//! # Limits
+//!
+//! [`Spec::limits`] caps the whole command's processes and memory: as the
+//! command cgroup's `pids.max` and `memory.max` where its base can pass the
+//! controllers down, else as `RLIMIT_NPROC` and `RLIMIT_AS` in the child
+//! (weaker; see [`Limits`]). [`tracking`] says which, for `praxis status`.
 
 pub mod guardian;
 pub mod host;

@@ -95,6 +95,35 @@ fn proxied_command_reaches_the_egress_listener_and_nothing_else() {
 }
 
 #[test]
+fn a_dropped_listener_leaves_the_command_without_network() {
+    if !have("bash") {
+        return;
+    }
+    let fx = Fixture::new();
+    let spec = fx.spec(Profile::WorkspaceWrite, PROXIED);
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let writer: OwnedFd = writer.into();
+    let stdio = Stdio {
+        stdin: std::fs::File::open("/dev/null").unwrap().into(),
+        stdout: writer.try_clone().unwrap(),
+        stderr: writer,
+    };
+    let prepared = praxis_sandbox::prepare(&spec).unwrap();
+    let script = "sleep 0.2; (echo x > /dev/tcp/127.0.0.1/${http_proxy##*:}) 2>/dev/null; echo $?";
+    let argv: Vec<OsString> = ["bash", "-c", script].iter().map(OsString::from).collect();
+    let mut child = praxis_sandbox::spawn(prepared, &argv, &spec.workspace, stdio).unwrap();
+    drop(child.take_egress_listener());
+    let waited = child
+        .wait_timeout(Duration::from_secs(10), Duration::from_secs(1))
+        .unwrap();
+    drop(child);
+    let mut output = String::new();
+    reader.read_to_string(&mut output).unwrap();
+    assert!(!waited.timed_out);
+    assert_eq!(output, "1\n");
+}
+
+#[test]
 fn a_fixed_egress_port_is_used() {
     if !have("bash") {
         return;
