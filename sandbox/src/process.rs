@@ -336,7 +336,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         Network::Off => None,
         Network::Proxied { port } => {
             // Without CAP_SYS_ADMIN the namespace needs a user namespace of its own.
-            crate::pins::net_namespaces_work(!privileged).map_err(|errno| {
+            pins::net_namespaces_work(!privileged).map_err(|errno| {
                 SandboxError::Unsupported(format!(
                     "a private network namespace cannot be made here (unshare {} refused: {}); \
                      the command could only run with raw network",
