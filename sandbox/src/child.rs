@@ -85,7 +85,7 @@ impl Stage {
             Stage::CloseRange => "close_range",
             Stage::Signals => "sigprocmask",
             Stage::Rlimit => "setrlimit",
-            Stage::Unshare => "unshare of the mount or network namespace",
+            Stage::Unshare => "unshare of the user, mount or network namespace",
             Stage::IdMap => "writing the user namespace id maps",
             Stage::Mount => "mount of protected paths",
             Stage::Chdir => "chdir",
@@ -152,7 +152,8 @@ pub(crate) struct Plan<'a> {
     /// A network namespace of its own, with the egress listener.
     pub(crate) egress: Option<&'a Egress>,
     /// Maps for a user namespace of its own, made with the other namespaces
-    /// when the daemon lacks CAP_SYS_ADMIN.
+    /// when the daemon lacks CAP_SYS_ADMIN (or alone, so that RLIMIT_NPROC
+    /// counts the command's processes only).
     pub(crate) userns: Option<&'a UserNsMaps>,
     pub(crate) pins: &'a [Pin],
     pub(crate) masks: &'a [Mask],
@@ -370,7 +371,7 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
         if plan.egress.is_some() {
             namespaces |= libc::CLONE_NEWNET;
         }
-        if namespaces != 0 {
+        if namespaces != 0 || plan.userns.is_some() {
             match plan.userns {
                 None => check(Stage::Unshare, libc::unshare(namespaces) == 0),
                 Some(maps) => {

@@ -417,8 +417,12 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     fs_rules::add_rules(&ruleset, &carved.rules)?;
     fs_rules::add_rules(&ruleset, &scratch_rules)?;
 
+    let limits_by_rlimit = !crate::tracking().limits_by_cgroup();
     let namespaces = !pin_plan.is_empty() || egress_port.is_some();
-    let userns = (!privileged && namespaces).then(UserNsMaps::current);
+    // RLIMIT_NPROC counts a user's processes per user namespace: in one of
+    // its own, the command's processes count alone, not the user's others.
+    let own_nproc_count = limits_by_rlimit && pins::user_namespaces_work();
+    let userns = (!privileged && (namespaces || own_nproc_count)).then(UserNsMaps::current);
     let sockets = match (egress_port, can_mount) {
         (None, _) => Sockets::None,
         // Denied sockets are masked by mounts in the child.
@@ -433,7 +437,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         (libc::RLIMIT_NOFILE, spec.rlimits.nofile),
         (libc::RLIMIT_CPU, spec.rlimits.cpu_secs),
     ];
-    if !crate::tracking().limits_by_cgroup() {
+    if limits_by_rlimit {
         wanted.push((libc::RLIMIT_NPROC, spec.limits.pids));
         wanted.push((libc::RLIMIT_AS, spec.limits.memory_bytes));
     }

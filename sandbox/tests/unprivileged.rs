@@ -52,8 +52,30 @@ fn unprivileged_helper() {
             "{refused}"
         );
     }
+    if !praxis_sandbox::tracking().limits_by_cgroup() && praxis_sandbox::support().mount_pins {
+        println!("unprivileged: RLIMIT_NPROC counted in the command's own user namespace");
+        nproc_counts_only_the_command(&fx);
+    }
     let report = praxis_sandbox::self_test(&fx.scratch_root).unwrap();
     assert!(report.passed(), "{:?}", report.failures);
+}
+
+/// With more processes of our user running outside than the command's
+/// ceiling allows, the command can still start a few of its own.
+fn nproc_counts_only_the_command(fx: &Fixture) {
+    let mut outside: Vec<_> = (0..12)
+        .map(|_| Command::new("sleep").arg("30").spawn().unwrap())
+        .collect();
+    let mut spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
+    // Nothing to mount: the user namespace is there for the count alone.
+    spec.protected.clear();
+    spec.limits.pids = 8;
+    let ran = sh(&spec, "sleep 0 & sleep 0 & sleep 0 & wait; echo forked");
+    for sleeper in &mut outside {
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+    }
+    assert_eq!(ran.output, "forked\n");
 }
 
 #[test]
