@@ -239,11 +239,12 @@ pub const DEFAULT_MEMORY_MAX_BYTES: u64 = 8 << 30;
 /// Per-command ceilings on processes and memory, for the whole command: the
 /// cgroup's `pids.max` and `memory.max` where [`Tracking::limits_by_cgroup`],
 /// else `RLIMIT_NPROC` and `RLIMIT_AS` in the child. The rlimits are weaker:
-/// `RLIMIT_NPROC` counts every process of the command's user on the host
-/// (in its user namespace, when it has one) and binds no command running as
-/// root, and `RLIMIT_AS` caps each process's address space, not the
-/// command's memory (runtimes that reserve large virtual regions need a
-/// higher figure there).
+/// `RLIMIT_NPROC` counts a user's processes per user namespace (an
+/// unprivileged daemon therefore gives each command one of its own; under a
+/// root daemon it counts all of the target user's processes and binds no
+/// command running as root), and `RLIMIT_AS` caps each process's address
+/// space, not the command's memory (runtimes that reserve large virtual
+/// regions need a higher figure there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Processes and threads.
