@@ -1,7 +1,9 @@
 //! Sandbox overhead: spawn and wait of `/bin/true`, plain versus sandboxed
 //! (workspace-write, network off), with the per-command preparation measured
-//! apart. Ends with one summary line: the time the sandbox adds at spawn and
-//! the ratio (goal: at most 0.4 ms added).
+//! apart, and network off versus proxied (a network namespace of its own
+//! with its egress listener handed over). Ends with two summary lines: the
+//! time the sandbox adds at spawn and the ratio (goal: at most 0.4 ms
+//! added), and what a proxied network adds to a network-off spawn.
 
 use std::ffi::OsString;
 use std::fs::{self, File};
@@ -10,12 +12,13 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group};
-use praxis_sandbox::{Prepared, Profile, Rlimits, Spec, Stdio};
+use praxis_sandbox::{Limits, Network, Prepared, Profile, Rlimits, Spec, Stdio};
 
 struct Setup {
     _tmp: tempfile::TempDir,
     plain: Spec,
     git: Spec,
+    proxied: Spec,
 }
 
 fn setup() -> Setup {
@@ -30,7 +33,7 @@ fn setup() -> Setup {
     fs::write(git_ws.join(".git/config"), "").unwrap();
     let spec = |ws: &Path| Spec {
         profile: Profile::WorkspaceWrite,
-        network: false,
+        network: Network::Off,
         workspace: ws.to_path_buf(),
         home: home.clone(),
         writable_caches: Vec::new(),
@@ -44,12 +47,18 @@ fn setup() -> Setup {
             nofile: 1024,
             cpu_secs: 60,
         },
+        limits: Limits::default(),
         run_as: None,
         scratch_root: root.join("scratch"),
+    };
+    let proxied = Spec {
+        network: Network::Proxied { port: None },
+        ..spec(&plain_ws)
     };
     Setup {
         plain: spec(&plain_ws),
         git: spec(&git_ws),
+        proxied,
         _tmp: tmp,
     }
 }
@@ -74,9 +83,12 @@ fn plain_true() {
     assert!(Command::new("/bin/true").status().unwrap().success());
 }
 
+/// Spawns and waits; a proxied child's listener is taken (and dropped), as
+/// the daemon would take it to serve the proxy.
 fn sandboxed_true(prepared: Prepared, cwd: &Path) {
     let argv = [OsString::from("/bin/true")];
     let mut child = praxis_sandbox::spawn(prepared, &argv, cwd, null_stdio()).unwrap();
+    drop(child.take_egress_listener());
     assert_eq!(child.wait().unwrap(), praxis_sandbox::ExitStatus::Code(0));
 }
 
@@ -87,6 +99,7 @@ fn bench_sandbox(c: &mut Criterion) {
     for (name, spec) in [
         ("sandboxed_spawn_wait_true", &s.plain),
         ("sandboxed_spawn_wait_true_git_pins", &s.git),
+        ("sandboxed_spawn_wait_true_proxied", &s.proxied),
     ] {
         group.bench_function(name, |b| {
             b.iter_batched(
@@ -112,6 +125,7 @@ fn summary() {
     let s = setup();
     let rounds = 300;
     let (mut plain, mut sandboxed, mut prepare) = (Vec::new(), Vec::new(), Vec::new());
+    let mut proxied = Vec::new();
     for _ in 0..rounds {
         let start = Instant::now();
         plain_true();
@@ -122,13 +136,30 @@ fn summary() {
         let start = Instant::now();
         sandboxed_true(prepared, &s.plain.workspace);
         sandboxed.push(start.elapsed());
+        let start = Instant::now();
+        let prepared = praxis_sandbox::prepare(&s.proxied).unwrap();
+        sandboxed_true(prepared, &s.proxied.workspace);
+        proxied.push(start.elapsed());
     }
+    let off_total = median(
+        sandboxed
+            .iter()
+            .zip(&prepare)
+            .map(|(spawn, prep)| *spawn + *prep)
+            .collect(),
+    );
+    let proxied = median(proxied);
     let (plain, sandboxed, prepare) = (median(plain), median(sandboxed), median(prepare));
     let added = sandboxed.saturating_sub(plain);
     println!(
         "sandbox summary (median of {rounds}): plain {plain:?}, sandboxed spawn {sandboxed:?}, \
          added {added:?} ({:.2}x, goal <= 400us added); prepare in the parent {prepare:?}",
         sandboxed.as_secs_f64() / plain.as_secs_f64()
+    );
+    println!(
+        "network summary (median of {rounds}, prepare and spawn): off {off_total:?}, \
+         proxied {proxied:?}, added by the namespace and listener handoff {:?}",
+        proxied.saturating_sub(off_total)
     );
 }
 

@@ -122,7 +122,11 @@ fn spec(daemon: &Daemon, permit: &Permit) -> praxis_sandbox::Spec {
     });
     praxis_sandbox::Spec {
         profile: sandbox_profile(permit.decision.profile),
-        network: permit.decision.network(),
+        network: if permit.decision.network() {
+            praxis_sandbox::Network::Proxied { port: None }
+        } else {
+            praxis_sandbox::Network::Off
+        },
         workspace: permit.workspace.clone(),
         home: permit.home.clone(),
         writable_caches: expand(&lists.writable_caches),
@@ -141,6 +145,7 @@ fn spec(daemon: &Daemon, permit: &Permit) -> praxis_sandbox::Spec {
             nofile: limits.rlimit_nofile,
             cpu_secs: limits.rlimit_cpu_secs,
         },
+        limits: praxis_sandbox::Limits::default(),
         run_as,
         scratch_root: daemon.config.layout.scratch_root(),
     }
@@ -178,6 +183,9 @@ fn spawn_sandboxed(
 ) -> Result<Running, ExecError> {
     let prepared = praxis_sandbox::prepare(spec)?;
     let mut child = praxis_sandbox::spawn(prepared, argv, cwd, stdio)?;
+    // Until the egress proxy serves it, the listener is closed at once, so a
+    // command's connections to it are refused rather than left hanging.
+    drop(child.take_egress_listener());
     let pgid = child.pid();
     let (tx, exited) = oneshot::channel();
     tokio::task::spawn_blocking(move || {
@@ -512,7 +520,7 @@ pub async fn capture(
         std::env::var_os("PATH").unwrap_or_else(|| OsString::from(preconditions::DEFAULT_PATH));
     let spec = praxis_sandbox::Spec {
         profile: praxis_sandbox::Profile::Full,
-        network: true,
+        network: praxis_sandbox::Network::Proxied { port: None },
         workspace: home.clone(),
         home: home.clone(),
         writable_caches: Vec::new(),
@@ -526,6 +534,7 @@ pub async fn capture(
             nofile: 1024,
             cpu_secs: CAPTURE_TIMEOUT.as_secs(),
         },
+        limits: praxis_sandbox::Limits::default(),
         run_as: None,
         scratch_root: daemon.config.layout.scratch_root(),
     };

@@ -14,6 +14,15 @@
 //! Where no cgroup can be created (no v2 hierarchy, no `cgroup.kill`, or no
 //! permission: an unprivileged daemon without delegation), commands are
 //! tracked by process group only, and [`tracking`] says why.
+//!
+//! Limits: when the base can pass the `pids` and `memory` controllers down
+//! (they are in its `cgroup.controllers` and it may enable them in its
+//! `cgroup.subtree_control`), each command cgroup gets `pids.max`,
+//! `memory.max`, `memory.swap.max` 0 and `memory.oom.group` 1, so a fork or
+//! memory bomb ends inside its own command. Otherwise (a hybrid host whose
+//! controllers sit in cgroup v1, a daemon cgroup that holds processes and
+//! was not given the controllers, or no cgroup at all) the child gets
+//! `RLIMIT_NPROC` and `RLIMIT_AS` instead, and [`Tracking`] says so.
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -23,6 +32,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::Limits;
 
 /// How long dropping a command's cgroup waits for its killed processes to
 /// be gone before leaving the directory to a later sweep.
@@ -48,22 +59,57 @@ impl CgroupError {
     }
 }
 
-/// How the daemon keeps track of a command's processes on this host.
+/// How the daemon keeps track of a command's processes on this host, and
+/// how it limits their number and memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Tracking {
-    /// A cgroup per command under this base directory: every descendant,
-    /// whatever its session, ends with the command.
-    Cgroup(PathBuf),
+    /// A cgroup per command under this base: every descendant, whatever its
+    /// session, ends with the command.
+    Cgroup(CgroupBase),
     /// The command's process group only (the reason no cgroup is used): a
-    /// descendant that calls `setsid` can outlive the command.
+    /// descendant that calls `setsid` can outlive the command. Limits are
+    /// rlimits.
     ProcessGroup(String),
 }
+
+/// The directory command cgroups are made under, and what limits them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupBase {
+    /// `praxisd-<pid>` under the daemon's own cgroup.
+    pub dir: PathBuf,
+    /// `None` when command cgroups carry `pids.max` and `memory.max`; else
+    /// why not (limits are then `RLIMIT_NPROC` and `RLIMIT_AS`).
+    pub no_limits: Option<String>,
+}
+
+impl Tracking {
+    /// Whether [`crate::Limits`] are applied as cgroup `pids.max` and
+    /// `memory.max` (else as `RLIMIT_NPROC` and `RLIMIT_AS`).
+    pub fn limits_by_cgroup(&self) -> bool {
+        matches!(self, Tracking::Cgroup(base) if base.no_limits.is_none())
+    }
+}
+
+const RLIMITS_INSTEAD: &str = "limits by RLIMIT_NPROC and RLIMIT_AS";
 
 impl fmt::Display for Tracking {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Tracking::Cgroup(base) => write!(f, "cgroup {}", base.display()),
-            Tracking::ProcessGroup(why) => write!(f, "process group only ({why})"),
+            Tracking::Cgroup(CgroupBase {
+                dir,
+                no_limits: None,
+            }) => write!(
+                f,
+                "cgroup {}, limits by pids.max and memory.max",
+                dir.display()
+            ),
+            Tracking::Cgroup(CgroupBase {
+                dir,
+                no_limits: Some(why),
+            }) => write!(f, "cgroup {}, {RLIMITS_INSTEAD} ({why})", dir.display()),
+            Tracking::ProcessGroup(why) => {
+                write!(f, "process group only ({why}), {RLIMITS_INSTEAD}")
+            }
         }
     }
 }
@@ -75,6 +121,56 @@ pub fn tracking() -> &'static Tracking {
     TRACKING.get_or_init(|| match detect() {
         Ok(base) => Tracking::Cgroup(base),
         Err(why) => Tracking::ProcessGroup(why),
+    })
+}
+
+/// The controllers a command cgroup's limits need.
+const LIMIT_CONTROLLERS: [&str; 2] = ["pids", "memory"];
+
+/// Whether the `cgroup.controllers` of `dir` lists every limit controller.
+fn offers_limit_controllers(dir: &Path) -> bool {
+    fs::read_to_string(dir.join("cgroup.controllers")).is_ok_and(|text| {
+        LIMIT_CONTROLLERS
+            .iter()
+            .all(|c| text.split_whitespace().any(|have| have == *c))
+    })
+}
+
+/// Enables the limit controllers for the children of `dir`.
+fn enable_limit_controllers(dir: &Path) -> io::Result<()> {
+    let line = LIMIT_CONTROLLERS.map(|c| format!("+{c}")).join(" ");
+    OpenOptions::new()
+        .write(true)
+        .open(dir.join("cgroup.subtree_control"))
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+}
+
+/// Makes command cgroups under `base` able to carry `pids.max` and
+/// `memory.max`: the daemon's own cgroup `own` passes the controllers down
+/// (already, or now, which cgroup v2 allows only where `own` holds no
+/// process itself or is the root), and `base` enables them for its children.
+fn limit_controllers(own: &Path, base: &Path) -> Result<(), String> {
+    let names = LIMIT_CONTROLLERS.join(" and ");
+    if !offers_limit_controllers(base) {
+        if !offers_limit_controllers(own) {
+            return Err(format!(
+                "the cgroup v2 hierarchy offers no {names} controller at {} \
+                 (held by cgroup v1, or not delegated)",
+                own.display()
+            ));
+        }
+        enable_limit_controllers(own).map_err(|e| {
+            format!(
+                "cannot pass the {names} controllers down from {}: {e}",
+                own.display()
+            )
+        })?;
+    }
+    enable_limit_controllers(base).map_err(|e| {
+        format!(
+            "cannot enable the {names} controllers in {}: {e}",
+            base.display()
+        )
     })
 }
 
@@ -130,7 +226,7 @@ fn own_cgroup_dir(proc_cgroup: &str, mount: &Path, mount_root: &str) -> Option<P
     Some(mount.join(rel.trim_start_matches('/')))
 }
 
-fn detect() -> Result<PathBuf, String> {
+fn detect() -> Result<CgroupBase, String> {
     let mountinfo = fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("reading /proc/self/mountinfo: {e}"))?;
     let (mount, root) =
@@ -151,7 +247,11 @@ fn detect() -> Result<PathBuf, String> {
         let _ = fs::remove_dir(&base);
         return Err(String::from("the kernel lacks cgroup.kill (5.14 or later)"));
     }
-    Ok(base)
+    let no_limits = limit_controllers(&own, &base).err();
+    Ok(CgroupBase {
+        dir: base,
+        no_limits,
+    })
 }
 
 /// Kills and removes the command cgroups of every `praxisd-<pid>` under
@@ -254,13 +354,14 @@ pub(crate) struct CommandCgroup {
 }
 
 impl CommandCgroup {
-    /// A fresh cgroup under the base, when tracking by cgroup.
-    pub(crate) fn create() -> Result<Option<CommandCgroup>, CgroupError> {
+    /// A fresh cgroup under the base, when tracking by cgroup, carrying
+    /// `limits` where the base has the controllers for them.
+    pub(crate) fn create(limits: &Limits) -> Result<Option<CommandCgroup>, CgroupError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let Tracking::Cgroup(base) = tracking() else {
             return Ok(None);
         };
-        let dir = base.join(format!(
+        let dir = base.dir.join(format!(
             "cmd-{}-{}",
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
@@ -274,11 +375,39 @@ impl CommandCgroup {
                 return Err(CgroupError::at("opening", &path)(e));
             }
         };
-        Ok(Some(CommandCgroup {
+        let cgroup = CommandCgroup {
             dir,
             procs,
             removed: false,
-        }))
+        };
+        if base.no_limits.is_none() {
+            cgroup.set_limits(limits)?;
+        }
+        Ok(Some(cgroup))
+    }
+
+    /// Writes the limits; on drop after a failure the cgroup is removed.
+    /// Swap is closed so `memory.max` bounds what the command holds, and an
+    /// out-of-memory kill takes the whole command, not one process of it.
+    fn set_limits(&self, limits: &Limits) -> Result<(), CgroupError> {
+        let mut settings = vec![
+            ("pids.max", limits.pids.to_string()),
+            ("memory.max", limits.memory_bytes.to_string()),
+            ("memory.oom.group", String::from("1")),
+        ];
+        // Absent where the kernel has no swap accounting: nothing to close.
+        if self.dir.join("memory.swap.max").exists() {
+            settings.push(("memory.swap.max", String::from("0")));
+        }
+        for (file, value) in settings {
+            let path = self.dir.join(file);
+            OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(value.as_bytes()))
+                .map_err(CgroupError::at("writing", &path))?;
+        }
+        Ok(())
     }
 
     /// The cgroup's directory.
@@ -364,9 +493,30 @@ mod tests {
 
     #[test]
     fn tracking_is_described_for_status() {
-        let cg = Tracking::Cgroup(PathBuf::from("/sys/fs/cgroup/praxisd-7"));
-        assert_eq!(cg.to_string(), "cgroup /sys/fs/cgroup/praxisd-7");
+        let dir = PathBuf::from("/sys/fs/cgroup/praxisd-7");
+        let limited = Tracking::Cgroup(CgroupBase {
+            dir: dir.clone(),
+            no_limits: None,
+        });
+        assert!(limited.limits_by_cgroup());
+        assert_eq!(
+            limited.to_string(),
+            "cgroup /sys/fs/cgroup/praxisd-7, limits by pids.max and memory.max"
+        );
+        let unlimited = Tracking::Cgroup(CgroupBase {
+            dir,
+            no_limits: Some("no controllers".into()),
+        });
+        assert!(!unlimited.limits_by_cgroup());
+        assert_eq!(
+            unlimited.to_string(),
+            "cgroup /sys/fs/cgroup/praxisd-7, limits by RLIMIT_NPROC and RLIMIT_AS (no controllers)"
+        );
         let pg = Tracking::ProcessGroup("EACCES".into());
-        assert_eq!(pg.to_string(), "process group only (EACCES)");
+        assert!(!pg.limits_by_cgroup());
+        assert_eq!(
+            pg.to_string(),
+            "process group only (EACCES), limits by RLIMIT_NPROC and RLIMIT_AS"
+        );
     }
 }

@@ -37,9 +37,12 @@ pub(crate) enum Stage {
     Exec,
     Probe,
     Cgroup,
+    Loopback,
+    EgressListener,
+    Handoff,
 }
 
-const STAGES: [Stage; 24] = [
+const STAGES: [Stage; 27] = [
     Stage::Setsid,
     Stage::Stdio,
     Stage::CloseRange,
@@ -64,6 +67,9 @@ const STAGES: [Stage; 24] = [
     Stage::Exec,
     Stage::Probe,
     Stage::Cgroup,
+    Stage::Loopback,
+    Stage::EgressListener,
+    Stage::Handoff,
 ];
 
 impl Stage {
@@ -79,7 +85,7 @@ impl Stage {
             Stage::CloseRange => "close_range",
             Stage::Signals => "sigprocmask",
             Stage::Rlimit => "setrlimit",
-            Stage::Unshare => "unshare of the mount namespace",
+            Stage::Unshare => "unshare of the user, mount or network namespace",
             Stage::IdMap => "writing the user namespace id maps",
             Stage::Mount => "mount of protected paths",
             Stage::Chdir => "chdir",
@@ -98,6 +104,9 @@ impl Stage {
             Stage::Exec => "execve",
             Stage::Probe => "self-test probe",
             Stage::Cgroup => "joining the command's cgroup",
+            Stage::Loopback => "bringing up lo in the network namespace",
+            Stage::EgressListener => "binding the egress listener",
+            Stage::Handoff => "handing the egress listener to the parent",
         }
     }
 }
@@ -109,6 +118,15 @@ pub(crate) struct Identity<'a> {
     pub(crate) groups: &'a [libc::gid_t],
 }
 
+/// The egress listener the child makes in its network namespace.
+pub(crate) struct Egress {
+    /// `127.0.0.1:port`, network byte order.
+    pub(crate) addr: libc::sockaddr_in,
+    /// The child's end of the close-on-exec socketpair the listener is
+    /// passed over (SCM_RIGHTS).
+    pub(crate) handoff_fd: RawFd,
+}
+
 /// What the child does once sandboxed.
 pub(crate) enum Then<'a> {
     /// `execve(program, argv, envp)`; both arrays end with a null pointer.
@@ -118,7 +136,7 @@ pub(crate) enum Then<'a> {
         envp: &'a [*const c_char],
     },
     /// Run the self-test probes and report which escapes worked.
-    Probe(&'a crate::probe::ProbeArgs),
+    Probe(&'a crate::escape_probes::ProbeArgs),
 }
 
 /// Everything the child needs, borrowed from prepared data.
@@ -131,6 +149,11 @@ pub(crate) struct Plan<'a> {
     pub(crate) parent_pid: libc::pid_t,
     pub(crate) rlimits: &'a [(libc::c_int, u64)],
     pub(crate) mount_ns: bool,
+    /// A network namespace of its own, with the egress listener.
+    pub(crate) egress: Option<&'a Egress>,
+    /// Maps for a user namespace of its own, made with the other namespaces
+    /// when the daemon lacks CAP_SYS_ADMIN (or alone, so that RLIMIT_NPROC
+    /// counts the command's processes only).
     pub(crate) userns: Option<&'a UserNsMaps>,
     pub(crate) pins: &'a [Pin],
     pub(crate) masks: &'a [Mask],
@@ -209,6 +232,77 @@ fn fail(report_fd: RawFd, stage: Stage, err: i32) -> ! {
     unsafe { libc::_exit(127) }
 }
 
+/// In a fresh network namespace: brings `lo` up (the kernel gives it
+/// 127.0.0.1 and ::1), binds and listens on `egress.addr`, and sends the
+/// listening socket to the parent over the handoff socketpair. The child's
+/// own copy is closed: only the parent accepts on it.
+///
+/// # Safety
+/// Raw system calls on stack data only; to be called in the cloned child.
+unsafe fn egress_listener(egress: &Egress) -> Result<(), (Stage, i32)> {
+    let failed = |stage: Stage| Err((stage, errno()));
+    // SAFETY (whole block): raw system calls on stack values; every
+    // descriptor opened here is closed here.
+    unsafe {
+        let ctl = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if ctl < 0 {
+            return failed(Stage::Loopback);
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        req.ifr_name[0] = b'l' as c_char;
+        req.ifr_name[1] = b'o' as c_char;
+        let up = libc::ioctl(ctl, libc::SIOCGIFFLAGS, &mut req) == 0 && {
+            req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            libc::ioctl(ctl, libc::SIOCSIFFLAGS, &req) == 0
+        };
+        let up_errno = errno();
+        libc::close(ctl);
+        if !up {
+            return Err((Stage::Loopback, up_errno));
+        }
+
+        let listener = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if listener < 0 {
+            return failed(Stage::EgressListener);
+        }
+        let addr = (&egress.addr as *const libc::sockaddr_in).cast::<libc::sockaddr>();
+        let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        if libc::bind(listener, addr, len) != 0 || libc::listen(listener, libc::SOMAXCONN) != 0 {
+            let err = errno();
+            libc::close(listener);
+            return Err((Stage::EgressListener, err));
+        }
+
+        // One byte of data carries one descriptor (SCM_RIGHTS); the control
+        // buffer is u64-aligned as cmsghdr requires.
+        let mut byte = 0u8;
+        let mut iov = libc::iovec {
+            iov_base: (&raw mut byte).cast(),
+            iov_len: 1,
+        };
+        let mut control = [0u64; 4];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(size_of::<RawFd>() as u32) as usize;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<RawFd>() as u32) as usize;
+        libc::CMSG_DATA(cmsg)
+            .cast::<RawFd>()
+            .write_unaligned(listener);
+        let sent = libc::sendmsg(egress.handoff_fd, &msg, libc::MSG_NOSIGNAL);
+        let err = errno();
+        libc::close(listener);
+        if sent != 1 {
+            return Err((Stage::Handoff, err));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the child's set-up. Called right after `clone` in the child.
 ///
 /// # Safety
@@ -270,13 +364,20 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
             libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) == 0,
         );
 
+        let mut namespaces = 0;
         if plan.mount_ns {
+            namespaces |= libc::CLONE_NEWNS;
+        }
+        if plan.egress.is_some() {
+            namespaces |= libc::CLONE_NEWNET;
+        }
+        if namespaces != 0 || plan.userns.is_some() {
             match plan.userns {
-                None => check(Stage::Unshare, libc::unshare(libc::CLONE_NEWNS) == 0),
+                None => check(Stage::Unshare, libc::unshare(namespaces) == 0),
                 Some(maps) => {
                     check(
                         Stage::Unshare,
-                        libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) == 0,
+                        libc::unshare(libc::CLONE_NEWUSER | namespaces) == 0,
                     );
                     for (file, content) in [
                         (c"/proc/self/setgroups", c"deny"),
@@ -294,6 +395,14 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                     }
                 }
             }
+        }
+        if let Some(egress) = plan.egress
+            && let Err((stage, err)) = egress_listener(egress)
+        {
+            fail(fd, stage, err);
+        }
+
+        if plan.mount_ns {
             let no_type: *const c_char = std::ptr::null();
             let no_data: *const libc::c_void = std::ptr::null();
             // Our mounts must not propagate back to the host.
@@ -494,7 +603,10 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                 libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr());
                 fail(fd, Stage::Exec, errno())
             }
-            Then::Probe(args) => crate::probe::run_probes(args, fd),
+            Then::Probe(args) => {
+                report(fd, Stage::Probe, crate::escape_probes::run(args, fd));
+                libc::_exit(0)
+            }
         }
     }
 }

@@ -42,6 +42,21 @@ pub const ALWAYS_DENIED_ENV: &[&str] = &[
     "HOME",
 ];
 
+/// The proxy variables: set by the sandbox alone (to the egress listener, or
+/// not at all with the network off), never taken from the candidate.
+pub const PROXY_ENV: &[&str] = &[
+    "http_proxy",
+    "https_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "all_proxy",
+];
+
+/// The proxy exclusion lists, set empty: nothing bypasses the proxy (and
+/// inside the namespace there is nothing else to reach).
+const NO_PROXY_ENV: &[&str] = &["no_proxy", "NO_PROXY"];
+
 /// The `PATH` a child gets when the candidate environment has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
@@ -49,7 +64,11 @@ fn denied(name: &[u8]) -> bool {
     name.starts_with(b"LD_")
         || name.starts_with(b"PRAXIS_")
         || name.starts_with(b"BASH_FUNC_")
-        || ALWAYS_DENIED_ENV.iter().any(|d| d.as_bytes() == name)
+        || ALWAYS_DENIED_ENV
+            .iter()
+            .chain(PROXY_ENV)
+            .chain(NO_PROXY_ENV)
+            .any(|d| d.as_bytes() == name)
 }
 
 fn allowed(name: &[u8], extra: &[String]) -> bool {
@@ -71,15 +90,17 @@ pub(crate) struct EnvBlock {
 }
 
 /// Applies the allowlist to `candidate` and adds `HOME`, `TMPDIR`,
-/// `PRAXIS_SANDBOX` and, with the network off, `PRAXIS_SANDBOX_NETWORK_DISABLED=1`.
-/// The first occurrence of a name wins.
+/// `PRAXIS_SANDBOX` and either, with the network off,
+/// `PRAXIS_SANDBOX_NETWORK_DISABLED=1`, or, given the egress listener's
+/// port, the proxy variables set to `http://127.0.0.1:<port>` and the
+/// exclusion lists empty. The first occurrence of a name wins.
 pub(crate) fn build(
     candidate: &[(OsString, OsString)],
     extra_allow: &[String],
     home: &Path,
     tmpdir: &Path,
     profile: Profile,
-    network: bool,
+    egress_port: Option<u16>,
 ) -> Result<EnvBlock, SandboxError> {
     let mut seen: Vec<&[u8]> = Vec::new();
     let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
@@ -104,8 +125,17 @@ pub(crate) fn build(
         b"PRAXIS_SANDBOX".to_vec(),
         profile.as_str().as_bytes().to_vec(),
     ));
-    if !network {
-        pairs.push((b"PRAXIS_SANDBOX_NETWORK_DISABLED".to_vec(), b"1".to_vec()));
+    match egress_port {
+        None => pairs.push((b"PRAXIS_SANDBOX_NETWORK_DISABLED".to_vec(), b"1".to_vec())),
+        Some(port) => {
+            let url = format!("http://127.0.0.1:{port}").into_bytes();
+            for name in PROXY_ENV {
+                pairs.push((name.as_bytes().to_vec(), url.clone()));
+            }
+            for name in NO_PROXY_ENV {
+                pairs.push((name.as_bytes().to_vec(), Vec::new()));
+            }
+        }
     }
     let path = pairs
         .iter()
@@ -155,11 +185,13 @@ mod tests {
             pair("GH_TOKEN", "t"),
             pair("HOME", "/elsewhere"),
             pair("PATH", "/second"),
+            pair("https_proxy", "http://elsewhere:3128"),
         ];
         let extra = vec![
             "GH_TOKEN".to_owned(),
             "LD_PRELOAD".to_owned(),
             "BASH_ENV".to_owned(),
+            "https_proxy".to_owned(),
         ];
         let block = build(
             &candidate,
@@ -167,7 +199,7 @@ mod tests {
             Path::new("/h"),
             Path::new("/t/x"),
             Profile::ReadOnly,
-            false,
+            None,
         )
         .unwrap();
         assert_eq!(
@@ -186,14 +218,16 @@ mod tests {
     }
 
     #[test]
-    fn network_on_has_no_disabled_marker_and_default_path() {
+    fn proxied_network_points_every_proxy_variable_at_the_listener() {
+        let candidate = vec![pair("NO_PROXY", "*"), pair("ALL_PROXY", "socks5://x:1")];
+        let extra = vec!["NO_PROXY".to_owned(), "ALL_PROXY".to_owned()];
         let block = build(
-            &[],
-            &[],
+            &candidate,
+            &extra,
             Path::new("/h"),
             Path::new("/t"),
             Profile::Full,
-            true,
+            Some(50123),
         )
         .unwrap();
         let rendered = render(&block);
@@ -204,6 +238,21 @@ mod tests {
                 .iter()
                 .any(|e| e.starts_with("PRAXIS_SANDBOX_NETWORK_DISABLED"))
         );
+        for name in PROXY_ENV {
+            let entry = format!("{name}=http://127.0.0.1:50123");
+            assert_eq!(
+                rendered.iter().filter(|e| **e == entry).count(),
+                1,
+                "{name}"
+            );
+        }
+        for name in NO_PROXY_ENV {
+            let set: Vec<_> = rendered
+                .iter()
+                .filter(|e| e.starts_with(&format!("{name}=")))
+                .collect();
+            assert_eq!(set, [&format!("{name}=")]);
+        }
     }
 
     #[test]
@@ -214,7 +263,7 @@ mod tests {
             Path::new("/h"),
             Path::new("/t"),
             Profile::Full,
-            true,
+            None,
         );
         assert!(matches!(err, Err(SandboxError::Invalid(_))));
     }

@@ -2,12 +2,14 @@
 //!
 //! It is one program in two parts. The guard, written by hand because it
 //! needs comparisons seccompiler cannot express, comes first: x32 system call
-//! numbers are refused (they would bypass number-keyed rules) and `clone3`
-//! returns ENOSYS so that libc falls back to `clone`, whose flags the rules
-//! can inspect. Whatever the guard lets through falls into the rules
+//! numbers are refused (they would bypass number-keyed rules), and `clone3`
+//! and `openat2` return ENOSYS so that callers fall back to `clone` and
+//! `openat`, whose flags and mode the rules can inspect (the newer calls take
+//! them in a struct the filter cannot read). Whatever the guard lets through falls into the rules
 //! (seccompiler), which return EPERM for the kernel attack surface and escape
-//! hatches a command never needs, and for sockets the network setting
-//! forbids. Both parts kill the process on a foreign architecture.
+//! hatches a command never needs, for a set-uid or set-gid bit in a mode
+//! (`chmod` and friends, and file creation), and for sockets the network
+//! setting forbids. Both parts kill the process on a foreign architecture.
 //!
 //! One program instead of two stacked filters gives the same verdicts (the
 //! guard's refusals are KILL, or an errno where the rules allow or refuse
@@ -87,6 +89,43 @@ const NAMESPACE_FLAGS: &[libc::c_int] = &[
     libc::CLONE_NEWCGROUP,
 ];
 
+/// The mode bits that make a file run with its owner's or group's identity.
+/// A file the command leaves with one of them could lift whoever runs it
+/// later, outside the sandbox, to the command's identity.
+const SET_ID_BITS: [u32; 2] = [libc::S_ISUID, libc::S_ISGID];
+
+/// `__O_TMPFILE`: the bit `O_TMPFILE` adds to `O_DIRECTORY` (an unnamed file
+/// that `linkat` can name later).
+const O_TMPFILE_BIT: u64 = 0o2000_0000;
+
+/// Calls that set a mode, and the argument holding it: refused when the mode
+/// carries a set-id bit.
+#[cfg(target_arch = "x86_64")]
+const MODE_SETTERS: &[(libc::c_long, u8)] = &[
+    (libc::SYS_chmod, 1),
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (libc::SYS_fchmodat2, 2),
+    (libc::SYS_creat, 1),
+    (libc::SYS_mknod, 1),
+    (libc::SYS_mknodat, 2),
+];
+#[cfg(target_arch = "aarch64")]
+const MODE_SETTERS: &[(libc::c_long, u8)] = &[
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (libc::SYS_fchmodat2, 2),
+    (libc::SYS_mknodat, 2),
+];
+
+/// Calls that create a file with a mode only when their flags say so: the
+/// call, its flags argument and its mode argument.
+#[cfg(target_arch = "x86_64")]
+const CREATING_OPENS: &[(libc::c_long, u8, u8)] =
+    &[(libc::SYS_open, 1, 2), (libc::SYS_openat, 2, 3)];
+#[cfg(target_arch = "aarch64")]
+const CREATING_OPENS: &[(libc::c_long, u8, u8)] = &[(libc::SYS_openat, 2, 3)];
+
 /// Which sockets a command may create. `socketpair(AF_UNIX)` is always
 /// allowed: its two ends reach nothing outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,11 +135,25 @@ pub(crate) enum Sockets {
     /// because below Landlock ABI 9 nothing else keeps path-named sockets
     /// (praxisd's own, docker's, systemd's) out of reach.
     None,
-    /// Network on, but unix sockets refused (denied sockets cannot be masked).
-    NoUnix,
-    /// Network on; only vsock refused.
-    All,
+    /// In a private network namespace, but unix sockets refused (denied
+    /// sockets cannot be masked without mounts).
+    PrivateNetNoUnix,
+    /// In a private network namespace: TCP and UDP over IPv4 and IPv6,
+    /// route netlink (`getaddrinfo` asks it which addresses exist) and unix
+    /// sockets; raw and packet sockets, vsock and every other family refused.
+    PrivateNet,
 }
+
+/// The families a command in a private network namespace may open.
+const PRIVATE_NET_FAMILIES: [libc::c_int; 4] = [
+    libc::AF_UNIX,
+    libc::AF_INET,
+    libc::AF_INET6,
+    libc::AF_NETLINK,
+];
+
+/// `SOCK_TYPE_MASK`: the type without `SOCK_NONBLOCK` and `SOCK_CLOEXEC`.
+const SOCK_TYPE_MASK: u64 = 0xf;
 
 /// The program for `sockets`, ready for `seccomp(SECCOMP_SET_MODE_FILTER)`:
 /// compiled on first use and kept, since it depends on nothing else.
@@ -154,6 +207,50 @@ fn flag_rules(arg: u8) -> Result<Vec<SeccompRule>, FilterError> {
         .collect()
 }
 
+/// Rules matching a set-id bit in argument `mode_arg`, each also requiring
+/// one of `flags` (argument, bit) when given.
+fn set_id_rules(mode_arg: u8, flags: &[(u8, u64)]) -> Result<Vec<SeccompRule>, FilterError> {
+    let mut rules = Vec::new();
+    for bit in SET_ID_BITS {
+        let bit = u64::from(bit);
+        let mode = || cond(mode_arg, SeccompCmpOp::MaskedEq(bit), bit);
+        if flags.is_empty() {
+            rules.push(rule(vec![mode()?])?);
+        }
+        for &(arg, flag) in flags {
+            let created = cond(arg, SeccompCmpOp::MaskedEq(flag), flag)?;
+            rules.push(rule(vec![created, mode()?])?);
+        }
+    }
+    Ok(rules)
+}
+
+/// The `socket()` calls refused in a private network namespace: a family
+/// outside [`PRIVATE_NET_FAMILIES`], a raw inet socket, and netlink other
+/// than route.
+fn private_net_socket_rules() -> Result<Vec<SeccompRule>, FilterError> {
+    let other_family = PRIVATE_NET_FAMILIES
+        .iter()
+        .map(|&family| cond(0, SeccompCmpOp::Ne, family as u64))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut rules = vec![rule(other_family)?];
+    for family in [libc::AF_INET, libc::AF_INET6] {
+        rules.push(rule(vec![
+            cond(0, SeccompCmpOp::Eq, family as u64)?,
+            cond(
+                1,
+                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                libc::SOCK_RAW as u64,
+            )?,
+        ])?);
+    }
+    rules.push(rule(vec![
+        cond(0, SeccompCmpOp::Eq, libc::AF_NETLINK as u64)?,
+        cond(2, SeccompCmpOp::Ne, libc::NETLINK_ROUTE as u64)?,
+    ])?);
+    Ok(rules)
+}
+
 /// Compiles the rules part for one socket setting.
 fn rules_program(sockets: Sockets) -> Result<BpfProgram, FilterError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
@@ -165,15 +262,28 @@ fn rules_program(sockets: Sockets) -> Result<BpfProgram, FilterError> {
             rule(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCLINUX)?])?,
         ],
     );
+    for &(nr, mode_arg) in MODE_SETTERS {
+        rules.insert(nr, set_id_rules(mode_arg, &[])?);
+    }
+    for &(nr, flags_arg, mode_arg) in CREATING_OPENS {
+        let creates = [
+            (flags_arg, libc::O_CREAT as u64),
+            (flags_arg, O_TMPFILE_BIT),
+        ];
+        rules.insert(nr, set_id_rules(mode_arg, &creates)?);
+    }
     rules.insert(libc::SYS_clone, flag_rules(0)?);
     rules.insert(libc::SYS_unshare, flag_rules(0)?);
     let af_unix = libc::AF_UNIX as u64;
-    let vsock = rule(vec![cond(0, SeccompCmpOp::Eq, libc::AF_VSOCK as u64)?])?;
     let socket_rules = match sockets {
         // An empty rule list matches unconditionally.
         Sockets::None => Vec::new(),
-        Sockets::NoUnix => vec![vsock, rule(vec![cond(0, SeccompCmpOp::Eq, af_unix)?])?],
-        Sockets::All => vec![vsock],
+        Sockets::PrivateNet => private_net_socket_rules()?,
+        Sockets::PrivateNetNoUnix => {
+            let mut rules = private_net_socket_rules()?;
+            rules.push(rule(vec![cond(0, SeccompCmpOp::Eq, af_unix)?])?);
+            rules
+        }
     };
     rules.insert(libc::SYS_socket, socket_rules);
     rules.insert(
@@ -219,7 +329,7 @@ const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 
 /// The guard: it returns only to refuse, and falls through past its end
 /// (into the rules) for everything else.
-fn guard() -> [sock_filter; 8] {
+fn guard() -> [sock_filter; 10] {
     [
         stmt(LD_W_ABS, DATA_ARCH),
         jump(JEQ, AUDIT_ARCH, 1, 0),
@@ -228,6 +338,8 @@ fn guard() -> [sock_filter; 8] {
         jump(JGE, X32_BIT, 0, 1),
         stmt(RET, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
         jump(JEQ, libc::SYS_clone3 as u32, 0, 1),
+        stmt(RET, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        jump(JEQ, libc::SYS_openat2 as u32, 0, 1),
         stmt(RET, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
     ]
 }
@@ -238,10 +350,14 @@ mod tests {
 
     #[test]
     fn every_socket_setting_compiles_to_a_distinct_program() {
-        let lens: Vec<usize> = [Sockets::None, Sockets::NoUnix, Sockets::All]
-            .into_iter()
-            .map(|sockets| program(sockets).unwrap().len())
-            .collect();
+        let lens: Vec<usize> = [
+            Sockets::None,
+            Sockets::PrivateNetNoUnix,
+            Sockets::PrivateNet,
+        ]
+        .into_iter()
+        .map(|sockets| program(sockets).unwrap().len())
+        .collect();
         assert!(lens.iter().all(|&l| l > ALWAYS_DENIED.len()));
         assert!(lens[0] != lens[1] && lens[1] != lens[2], "{lens:?}");
     }
@@ -277,19 +393,31 @@ mod tests {
         assert_eq!(guard[guard.len() - 2].jf, 1);
     }
 
-    /// Installs the program in a forked child and checks what the guard and
-    /// the rules each refuse, and that other calls pass.
-    #[test]
-    fn the_program_refuses_in_the_kernel() {
-        let program = program(Sockets::None).unwrap();
-        let errno_of = |rc: libc::c_long| {
-            if rc == -1 {
-                // SAFETY: reads this thread's errno.
-                unsafe { *libc::__errno_location() }
-            } else {
-                0
-            }
-        };
+    fn errno_of(rc: libc::c_long) -> i32 {
+        if rc == -1 {
+            // SAFETY: reads this thread's errno.
+            unsafe { *libc::__errno_location() }
+        } else {
+            0
+        }
+    }
+
+    /// `socket(family, kind, protocol)`'s errno, 0 when it worked (the
+    /// socket is closed again).
+    fn socket_errno(family: libc::c_int, kind: libc::c_int, protocol: libc::c_int) -> i32 {
+        // SAFETY: a raw socket call; a descriptor it returns is closed here.
+        let fd = unsafe { libc::syscall(libc::SYS_socket, family, kind, protocol) };
+        if fd >= 0 {
+            // SAFETY: our own fresh descriptor.
+            unsafe { libc::close(fd as libc::c_int) };
+        }
+        errno_of(fd)
+    }
+
+    /// Installs the program for `sockets` in a forked child and runs
+    /// `checks` there; fails with the number of the first check that failed.
+    fn checks_under<const N: usize>(sockets: Sockets, checks: fn() -> [bool; N]) {
+        let program = program(sockets).unwrap();
         // SAFETY: the child makes only raw system calls on data prepared
         // before the fork, then exits without unwinding.
         let pid = unsafe { libc::fork() };
@@ -304,22 +432,10 @@ mod tests {
                 let installed = libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
                     && libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog)
                         == 0;
-                let checks = [
-                    installed,
-                    errno_of(libc::syscall(libc::SYS_clone3, 0, 0)) == libc::ENOSYS,
-                    errno_of(libc::syscall(
-                        libc::c_long::from(X32_BIT) | libc::SYS_getpid,
-                    )) == libc::EPERM,
-                    errno_of(libc::syscall(
-                        libc::SYS_socket,
-                        libc::AF_INET,
-                        libc::SOCK_STREAM,
-                        0,
-                    )) == libc::EPERM,
-                    errno_of(libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNS)) == libc::EPERM,
-                    libc::syscall(libc::SYS_getpid) > 0,
-                ];
-                let failed = checks.iter().position(|ok| !ok).map_or(0, |i| i + 1);
+                if !installed {
+                    libc::_exit(100);
+                }
+                let failed = checks().iter().position(|ok| !ok).map_or(0, |i| i + 1);
                 libc::_exit(failed as libc::c_int);
             }
         }
@@ -328,5 +444,73 @@ mod tests {
         assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
         assert!(libc::WIFEXITED(status), "status {status}");
         assert_eq!(libc::WEXITSTATUS(status), 0, "check number that failed");
+    }
+
+    /// What the guard and the rules each refuse, and that other calls pass.
+    #[test]
+    fn the_program_refuses_in_the_kernel() {
+        checks_under(Sockets::None, || {
+            let missing = c"/nonexistent-praxis-dir/file".as_ptr();
+            let create = libc::O_CREAT | libc::O_WRONLY;
+            // SAFETY: raw system calls on constants and a static C string.
+            unsafe {
+                [
+                    errno_of(libc::syscall(libc::SYS_clone3, 0, 0)) == libc::ENOSYS,
+                    errno_of(libc::syscall(
+                        libc::c_long::from(X32_BIT) | libc::SYS_getpid,
+                    )) == libc::EPERM,
+                    socket_errno(libc::AF_INET, libc::SOCK_STREAM, 0) == libc::EPERM,
+                    socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNS)) == libc::EPERM,
+                    libc::syscall(libc::SYS_getpid) > 0,
+                    errno_of(libc::syscall(libc::SYS_openat2, 0, 0, 0, 0)) == libc::ENOSYS,
+                    // The rules answer before the kernel sees the bad
+                    // descriptor or path; without a set-id bit it does.
+                    errno_of(libc::syscall(libc::SYS_fchmod, -1, 0o4755)) == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_fchmod, -1, 0o2755)) == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_fchmod, -1, 0o1755)) == libc::EBADF,
+                    errno_of(libc::syscall(libc::SYS_fchmodat, -1, missing, 0o4700, 0))
+                        == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_openat, -1, missing, create, 0o2644))
+                        == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_openat, -1, missing, create, 0o644))
+                        == libc::ENOENT,
+                    errno_of(libc::syscall(
+                        libc::SYS_openat,
+                        -1,
+                        missing,
+                        libc::O_RDONLY,
+                        0o4644,
+                    )) == libc::ENOENT,
+                ]
+            }
+        });
+    }
+
+    /// In a private network namespace: inet, route netlink and unix open;
+    /// raw, packet, vsock and other netlink refused.
+    #[test]
+    fn private_net_sockets_are_inet_route_and_unix_only() {
+        checks_under(Sockets::PrivateNet, || {
+            let nonblock = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+            [
+                socket_errno(libc::AF_INET, nonblock, 0) == 0,
+                socket_errno(libc::AF_INET6, libc::SOCK_DGRAM, 0) == 0,
+                socket_errno(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE) == 0,
+                socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == 0,
+                socket_errno(libc::AF_INET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 1) == libc::EPERM,
+                socket_errno(libc::AF_INET6, libc::SOCK_RAW, 58) == libc::EPERM,
+                socket_errno(libc::AF_PACKET, libc::SOCK_RAW, 0) == libc::EPERM,
+                socket_errno(libc::AF_VSOCK, libc::SOCK_STREAM, 0) == libc::EPERM,
+                socket_errno(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_AUDIT) == libc::EPERM,
+                socket_errno(libc::AF_ALG, libc::SOCK_SEQPACKET, 0) == libc::EPERM,
+            ]
+        });
+        checks_under(Sockets::PrivateNetNoUnix, || {
+            [
+                socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == libc::EPERM,
+                socket_errno(libc::AF_INET, libc::SOCK_STREAM, 0) == 0,
+            ]
+        });
     }
 }

@@ -25,6 +25,24 @@ pub(crate) const MAX_RULES: usize = 20_000;
 /// The ABI whose rights and scopes are required (and handled).
 const REQUIRED: ABI = ABI::V6;
 
+/// `LANDLOCK_CREATE_RULESET_VERSION`.
+const LANDLOCK_VERSION_FLAG: u32 = 1;
+
+/// The running kernel's Landlock ABI, 0 when Landlock is missing or disabled.
+pub(crate) fn landlock_abi() -> i32 {
+    let null: *const libc::c_void = std::ptr::null();
+    // SAFETY: with the version flag the kernel only returns a number.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            null,
+            0usize,
+            LANDLOCK_VERSION_FLAG,
+        )
+    };
+    i32::try_from(abi).unwrap_or(0).max(0)
+}
+
 /// Why the Landlock ruleset could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum RulesError {

@@ -37,7 +37,7 @@ static NOTICE: OnceLock<Mutex<File>> = OnceLock::new();
 pub fn start() -> Result<(), GuardianError> {
     let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(GuardianError::Pipe)?;
     let base = match tracking() {
-        Tracking::Cgroup(base) => Some(base.clone()),
+        Tracking::Cgroup(base) => Some(base.dir.clone()),
         Tracking::ProcessGroup(_) => None,
     };
     // SAFETY: called while the daemon is single-threaded (before its runtime

@@ -7,13 +7,14 @@
 //! ```text
 //! let prepared = praxis_sandbox::prepare(&spec)?;           // parent: rulesets, BPF, env, scratch dir
 //! let mut child = praxis_sandbox::spawn(prepared, &argv, &cwd, stdio)?;
+//! let egress = child.take_egress_listener();                // Network::Proxied: serve the proxy on it
 //! let waited = child.wait_timeout(timeout, grace)?;        // or poll `child.pidfd()` from async code
 //! ```
 //!
 //! [`prepare`] does everything that allocates or can fail slowly: it opens the
 //! Landlock ruleset, walks the grant trees, takes the seccomp filter (compiled
-//! once per socket setting), builds the environment block and creates the
-//! private scratch `TMPDIR`.
+//! once per socket setting), picks the egress port, builds the environment
+//! block and creates the private scratch `TMPDIR`.
 //! [`spawn`] clones on a dedicated, never-exiting spawner thread (so the
 //! parent-death signal follows the daemon's life, not a worker thread's),
 //! with `CLONE_VM | CLONE_VFORK` as `posix_spawn` does: the child shares the
@@ -26,17 +27,22 @@
 //!    `cgroup.procs` to move into it;
 //! 2. stdio onto 0, 1, 2; close-on-exec for every other descriptor;
 //! 3. dispositions reset, then the signal mask (all blocked until here) cleared;
-//! 4. in a private mount namespace (inside a user namespace of its own when
-//!    the daemon lacks CAP_SYS_ADMIN), when there is something to mount:
-//!    protected paths bind-mounted read-only with their ancestors pinned,
-//!    secrets inside writable trees and denied sockets covered;
+//! 4. namespaces of its own, in one `unshare` (inside a user namespace of its
+//!    own when the daemon lacks CAP_SYS_ADMIN, its id maps written next): a
+//!    network namespace with [`Network::Proxied`], where `lo` is brought up
+//!    and the egress listener bound on 127.0.0.1 and sent to the parent; a
+//!    mount namespace when there is something to mount: protected paths
+//!    bind-mounted read-only with their ancestors pinned, secrets inside
+//!    writable trees and denied sockets covered;
 //! 5. `chdir`;
 //! 6. the capability bounding set dropped (when the parent may), then
 //!    `setgroups`, `setresgid`, `setresuid` for [`RunAs`];
 //! 7. parent-death signal, then a check that the parent is still there;
 //! 8. ambient, inheritable, permitted and effective capabilities cleared and
 //!    verified zero with `capget`;
-//! 9. rlimits (core 0, fsize, nofile, cpu), once no more descriptors are opened;
+//! 9. rlimits (core 0, fsize, nofile, cpu, and nproc and address space when
+//!    [`Limits`] are not carried by the cgroup), once no more descriptors
+//!    are opened;
 //! 10. `no_new_privs`; `landlock_restrict_self`; the seccomp filter; `execve`.
 //!
 //! A failing step is reported to the parent over a close-on-exec pipe (stage
@@ -73,14 +79,47 @@
 //!
 //! # Sockets and network
 //!
-//! Network off: Landlock handles TCP bind/connect with no rule allowing any,
-//! and seccomp refuses `socket()` for every family, AF_UNIX included (below
-//! Landlock ABI 9 nothing else keeps path-named sockets such as praxisd's,
-//! docker's or systemd's out of reach); AF_UNIX `socketpair` stays allowed.
-//! Network on: vsock is refused; denied sockets are covered by mounts, or,
-//! without mounts, `socket(AF_UNIX)` is refused. Abstract unix sockets and
-//! signals never leave the sandbox (Landlock scopes, every profile).
-//! Landlock's own unix-socket right (ABI 9) is not used yet.
+//! No command gets raw network. [`Network::Off`]: Landlock handles TCP
+//! bind/connect with no rule allowing any, and seccomp refuses `socket()` for
+//! every family, AF_UNIX included (below Landlock ABI 9 nothing else keeps
+//! path-named sockets such as praxisd's, docker's or systemd's out of reach);
+//! AF_UNIX `socketpair` stays allowed.
+//!
+//! [`Network::Proxied`]: the command runs in a network namespace of its own
+//! that holds only `lo`. Before exec the child binds a TCP listener on
+//! `127.0.0.1:<port>` there and passes it to the parent over a close-on-exec
+//! unix socketpair (SCM_RIGHTS: raw `sendmsg` on stack data, safe between
+//! clone and exec; the parent takes it once the child has exec'd, from the
+//! socket's queue). [`Child::take_egress_listener`] hands it to the daemon,
+//! whose egress proxy accepts the command's connections on it and makes its
+//! own in the host's namespace. The proxy variables (`http_proxy`,
+//! `https_proxy`, `ALL_PROXY`, upper and lower case) point at it and
+//! `no_proxy` is empty. A program that ignores them, connects straight to an
+//! address or sends UDP (DNS included) reaches nothing: there is no route
+//! out of the namespace. seccomp there allows inet and inet6 sockets, route
+//! netlink (`getaddrinfo` uses it) and unix sockets, and refuses raw inet
+//! sockets, packet sockets, vsock and every other family; denied unix
+//! sockets are covered by mounts or, without mounts, `socket(AF_UNIX)` is
+//! refused. Where no network namespace can be made (no CAP_SYS_ADMIN and no
+//! unprivileged user namespaces, or a host that refuses `CLONE_NEWNET`),
+//! [`prepare`] fails with [`SandboxError::Unsupported`] naming the refusal:
+//! the command does not run with raw network instead.
+//!
+//! Abstract unix sockets and signals never leave the sandbox (Landlock
+//! scopes, every profile; a private network namespace has its own abstract
+//! socket space too). Landlock's own unix-socket right (ABI 9) is not used
+//! yet.
+//!
+//! # Set-id bits
+//!
+//! seccomp refuses a mode holding `S_ISUID` or `S_ISGID` in `chmod`,
+//! `fchmod`, `fchmodat`, `fchmodat2`, `mknod(at)`, `creat` and `open(at)`
+//! with `O_CREAT` or `O_TMPFILE`; `openat2` answers ENOSYS (its mode sits in a
+//! struct the filter cannot read) so callers fall back to `openat`. A file
+//! the command leaves behind can thus never run with its owner's identity
+//! later, outside the sandbox. Inside it, `no_new_privs` already makes set-id
+//! bits inert, and the mounts the child makes with new flags (read-only pins,
+//! covering tmpfs) are `nosuid`.
 //!
 //! # Process groups
 //!
@@ -92,6 +131,13 @@
 //! its own, joined by the child right after `setsid`, and everything left in
 //! it is killed when the leader has been reaped or the group is killed.
 //! Without one, tracking is by process group only.
+//!
+//! # Limits
+//!
+//! [`Spec::limits`] caps the whole command's processes and memory: as the
+//! command cgroup's `pids.max` and `memory.max` where its base can pass the
+//! controllers down, else as `RLIMIT_NPROC` and `RLIMIT_AS` in the child
+//! (weaker; see [`Limits`]). [`tracking`] says which, for `praxis status`.
 
 pub mod guardian;
 pub mod host;
@@ -100,6 +146,7 @@ mod carve_cache;
 mod cgroup;
 mod child;
 mod env;
+mod escape_probes;
 mod filter;
 mod fs_rules;
 mod pins;
@@ -110,8 +157,8 @@ use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
-pub use cgroup::{CgroupError, Tracking, tracking};
-pub use env::{ALWAYS_DENIED_ENV, BASE_ENV_ALLOW};
+pub use cgroup::{CgroupBase, CgroupError, Tracking, tracking};
+pub use env::{ALWAYS_DENIED_ENV, BASE_ENV_ALLOW, PROXY_ENV};
 pub use filter::FilterError;
 pub use fs_rules::RulesError;
 pub use pins::PinError;
@@ -156,6 +203,65 @@ pub struct Rlimits {
     pub cpu_secs: u64,
 }
 
+/// How a command reaches the network. There is no raw network: a command
+/// either has no sockets, or lives in a network namespace of its own whose
+/// only way out is the egress proxy the daemon serves on a listener made
+/// inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Network {
+    /// No network: seccomp refuses `socket()` for every family (unix
+    /// included) and Landlock refuses TCP bind and connect.
+    Off,
+    /// A private network namespace holding only `lo`, with a TCP listener on
+    /// `127.0.0.1:port` handed to the parent ([`Child::take_egress_listener`])
+    /// and the proxy variables pointing at it. Whatever the command does,
+    /// every other address, TCP or UDP, DNS included, reaches nothing.
+    Proxied {
+        /// The listener's port inside the namespace; `None` lets the sandbox
+        /// pick one from the ephemeral range.
+        port: Option<u16>,
+    },
+}
+
+impl Network {
+    /// Whether the command has no network at all.
+    pub fn is_off(self) -> bool {
+        self == Network::Off
+    }
+}
+
+/// A command's default ceiling on processes and threads (its whole tree).
+pub const DEFAULT_PIDS_MAX: u64 = 1024;
+
+/// A command's default memory ceiling, in bytes.
+pub const DEFAULT_MEMORY_MAX_BYTES: u64 = 8 << 30;
+
+/// Per-command ceilings on processes and memory, for the whole command: the
+/// cgroup's `pids.max` and `memory.max` where [`Tracking::limits_by_cgroup`],
+/// else `RLIMIT_NPROC` and `RLIMIT_AS` in the child. The rlimits are weaker:
+/// `RLIMIT_NPROC` counts a user's processes per user namespace (an
+/// unprivileged daemon therefore gives each command one of its own; under a
+/// root daemon it counts all of the target user's processes and binds no
+/// command running as root), and `RLIMIT_AS` caps each process's address
+/// space, not the command's memory (runtimes that reserve large virtual
+/// regions need a higher figure there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Processes and threads.
+    pub pids: u64,
+    /// Memory in bytes.
+    pub memory_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            pids: DEFAULT_PIDS_MAX,
+            memory_bytes: DEFAULT_MEMORY_MAX_BYTES,
+        }
+    }
+}
+
 /// The identity a command runs as when the daemon is root and serves another user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunAs {
@@ -172,8 +278,8 @@ pub struct RunAs {
 pub struct Spec {
     /// Filesystem profile.
     pub profile: Profile,
-    /// Whether the command may use the network (TCP, UDP, unix `socket()`).
-    pub network: bool,
+    /// Whether and how the command reaches the network.
+    pub network: Network,
     /// Writable under [`Profile::WorkspaceWrite`].
     pub workspace: PathBuf,
     /// The user's home; becomes `HOME`.
@@ -195,10 +301,13 @@ pub struct Spec {
     /// Candidate environment; the sandbox applies its own allowlist.
     pub env: Vec<(OsString, OsString)>,
     /// Names added to the allowlist (brokered credential variables, for
-    /// instance); names in [`ALWAYS_DENIED_ENV`] stay out regardless.
+    /// instance); names in [`ALWAYS_DENIED_ENV`] and [`PROXY_ENV`] stay out
+    /// regardless.
     pub extra_env_allow: Vec<String>,
     /// Resource limits.
     pub rlimits: Rlimits,
+    /// Process and memory ceilings.
+    pub limits: Limits,
     /// Identity to switch to, when the daemon is root.
     pub run_as: Option<RunAs>,
     /// Parent dir of the per-command private `TMPDIR` (created 0700, removed

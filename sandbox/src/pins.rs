@@ -18,6 +18,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Why the pin plan could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -71,27 +72,53 @@ impl UserNsMaps {
 /// Whether this process may create a user namespace (probed once in a
 /// forked child: a multi-threaded process cannot unshare one itself).
 pub(crate) fn user_namespaces_work() -> bool {
-    static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *WORKS.get_or_init(|| {
-        // SAFETY: the child makes two async-signal-safe calls and exits.
-        unsafe {
-            let pid = libc::fork();
-            if pid == 0 {
-                let ok = libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) == 0;
-                libc::_exit(if ok { 0 } else { 1 });
-            }
-            if pid < 0 {
-                return false;
-            }
-            let mut status = 0;
-            while libc::waitpid(pid, &mut status, 0) < 0 {
-                if *libc::__errno_location() != libc::EINTR {
-                    return false;
-                }
-            }
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    static WORKS: OnceLock<Result<(), i32>> = OnceLock::new();
+    WORKS
+        .get_or_init(|| unshare_in_child(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))
+        .is_ok()
+}
+
+/// Whether this process may create a network namespace, inside a user
+/// namespace of its own when `in_userns`; the errno of the refusal if not
+/// (probed once per kind).
+pub(crate) fn net_namespaces_work(in_userns: bool) -> Result<(), i32> {
+    static DIRECT: OnceLock<Result<(), i32>> = OnceLock::new();
+    static NESTED: OnceLock<Result<(), i32>> = OnceLock::new();
+    if in_userns {
+        *NESTED.get_or_init(|| unshare_in_child(libc::CLONE_NEWUSER | libc::CLONE_NEWNET))
+    } else {
+        *DIRECT.get_or_init(|| unshare_in_child(libc::CLONE_NEWNET))
+    }
+}
+
+/// Tries `unshare(flags)` in a forked child; the errno it failed with.
+fn unshare_in_child(flags: libc::c_int) -> Result<(), i32> {
+    // SAFETY: the child makes async-signal-safe calls only and exits.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            let code = if libc::unshare(flags) == 0 {
+                0
+            } else {
+                *libc::__errno_location()
+            };
+            libc::_exit(code);
         }
-    })
+        if pid < 0 {
+            return Err(*libc::__errno_location());
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 {
+            if *libc::__errno_location() != libc::EINTR {
+                return Err(*libc::__errno_location());
+            }
+        }
+        match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+            (true, 0) => Ok(()),
+            (true, errno) => Err(errno),
+            (false, _) => Err(libc::ECHILD),
+        }
+    }
 }
 
 /// A path covered by an empty, read-only mount: `/dev/null` over a file or

@@ -4,31 +4,15 @@
 use std::ffi::CString;
 use std::fs;
 use std::net::{Ipv4Addr, TcpListener};
-use std::os::fd::{OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use crate::child::{self, Stage, Then};
+use crate::child::{Stage, Then};
+use crate::escape_probes::{PROBES, ProbeArgs};
+use crate::fs_rules::landlock_abi;
 use crate::process::{self, Child, ScratchDir};
-use crate::{Profile, Rlimits, SandboxError, Spec, Stdio};
-
-/// `LANDLOCK_CREATE_RULESET_VERSION`.
-const LANDLOCK_VERSION_FLAG: u32 = 1;
-
-/// The running kernel's Landlock ABI, 0 when Landlock is missing or disabled.
-pub(crate) fn landlock_abi() -> i32 {
-    let null: *const libc::c_void = std::ptr::null();
-    // SAFETY: with the version flag the kernel only returns a number.
-    let abi = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            null,
-            0usize,
-            LANDLOCK_VERSION_FLAG,
-        )
-    };
-    i32::try_from(abi).unwrap_or(0).max(0)
-}
+use crate::{Limits, Network, Profile, Rlimits, SandboxError, Spec, Stdio};
 
 /// What the sandbox can rely on here, for `praxis status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +30,10 @@ pub struct Support {
     pub bounding_drop: bool,
     /// Whether Landlock logs denials after exec (ABI 7).
     pub audit_denials: bool,
+    /// Whether a command can get a network namespace of its own (directly
+    /// with CAP_SYS_ADMIN, else inside a user namespace). Without it,
+    /// [`crate::Network::Proxied`] is refused and only network-off commands run.
+    pub net_namespace: bool,
 }
 
 impl Support {
@@ -77,99 +65,8 @@ pub fn support() -> Support {
         mount_pins: has(caps::Capability::CAP_SYS_ADMIN) || crate::pins::user_namespaces_work(),
         bounding_drop: has(caps::Capability::CAP_SETPCAP),
         audit_denials: landlock_abi >= 7,
-    }
-}
-
-/// The probes' targets, prepared in the parent.
-pub(crate) struct ProbeArgs {
-    inside: CString,
-    outside: CString,
-    secret: CString,
-    hook: CString,
-    tcp: libc::sockaddr_in,
-}
-
-/// One escape (or, for the first, one allowed action) and its bit in the report.
-const PROBES: [(i32, &str); 8] = [
-    (
-        1 << 0,
-        "write inside the workspace failed (sandbox unusable)",
-    ),
-    (1 << 1, "write outside the workspace succeeded"),
-    (1 << 2, "read of a secret path succeeded"),
-    (1 << 3, "TCP connect to a loopback listener succeeded"),
-    (1 << 4, "UDP socket creation succeeded"),
-    (1 << 5, "signal to pid 1 succeeded"),
-    (1 << 6, "io_uring_setup succeeded"),
-    (1 << 7, "write into the workspace's .git/hooks succeeded"),
-];
-
-/// Runs in the sandboxed child: tries each escape with raw system calls and
-/// reports a bit per unexpected result.
-pub(crate) fn run_probes(args: &ProbeArgs, report_fd: RawFd) -> ! {
-    let mut bits = 0;
-    // SAFETY (whole block): raw system calls on stack data and on C strings
-    // the parent keeps alive; descriptors opened here are closed here.
-    unsafe {
-        // The probes run before any exec, so the parent's descriptors (its
-        // cached Landlock carve among them) are still open in this copy of
-        // the table: close them, or the probes' own opens would hit the
-        // command's RLIMIT_NOFILE (EMFILE) instead of the sandbox.
-        let report = libc::c_uint::try_from(report_fd).unwrap_or(0);
-        if report > 3 {
-            libc::syscall(libc::SYS_close_range, 3u32, report - 1, 0u32);
-        }
-        libc::syscall(
-            libc::SYS_close_range,
-            report.max(2) + 1,
-            libc::c_uint::MAX,
-            0u32,
-        );
-        let opened = |path: &CString, flags: i32| {
-            let fd = libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o600);
-            if fd >= 0 {
-                libc::close(fd);
-            }
-            fd >= 0
-        };
-        let write = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
-        if !opened(&args.inside, write) {
-            bits |= PROBES[0].0;
-        }
-        if opened(&args.outside, write) {
-            bits |= PROBES[1].0;
-        }
-        if opened(&args.secret, libc::O_RDONLY) {
-            bits |= PROBES[2].0;
-        }
-        let tcp = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        if tcp >= 0 {
-            let addr = (&args.tcp as *const libc::sockaddr_in).cast::<libc::sockaddr>();
-            if libc::connect(tcp, addr, size_of::<libc::sockaddr_in>() as libc::socklen_t) == 0 {
-                bits |= PROBES[3].0;
-            }
-            libc::close(tcp);
-        }
-        let udp = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if udp >= 0 {
-            bits |= PROBES[4].0;
-            libc::close(udp);
-        }
-        if libc::kill(1, 0) == 0 {
-            bits |= PROBES[5].0;
-        }
-        // struct io_uring_params is 120 bytes.
-        let mut params = [0u64; 15];
-        let ring = libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr());
-        if ring >= 0 {
-            bits |= PROBES[6].0;
-            libc::close(ring as RawFd);
-        }
-        if opened(&args.hook, write) {
-            bits |= PROBES[7].0;
-        }
-        child::report(report_fd, Stage::Probe, bits);
-        libc::_exit(0)
+        net_namespace: crate::pins::net_namespaces_work(!has(caps::Capability::CAP_SYS_ADMIN))
+            .is_ok(),
     }
 }
 
@@ -230,7 +127,7 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
 
     let spec = Spec {
         profile: Profile::WorkspaceWrite,
-        network: false,
+        network: Network::Off,
         workspace: workspace.clone(),
         home: workspace.clone(),
         writable_caches: Vec::new(),
@@ -244,6 +141,7 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
             nofile: 64,
             cpu_secs: 5,
         },
+        limits: Limits::default(),
         run_as: None,
         scratch_root: base.0.clone(),
     };
@@ -254,24 +152,17 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
         outside: c_path(&outside.join("probe"))?,
         secret: c_path(&secret)?,
         hook: c_path(&hooks.join("pre-commit"))?,
-        tcp: libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: port.to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be(),
-            },
-            sin_zero: [0; 8],
-        },
+        tcp: process::loopback(port),
     };
     let stdio = Stdio {
         stdin: dev_null()?,
         stdout: dev_null()?,
         stderr: dev_null()?,
     };
-    let (pid, report) = process::launch(&prepared, &workspace, &stdio, Then::Probe(&args))?;
-    let mut child = Child::adopt(pid);
+    let launched = process::launch(&prepared, &workspace, &stdio, Then::Probe(&args))?;
+    let mut child = Child::adopt(launched.pid);
     let mut buf = [0u8; 8];
-    let filled = process::read_report(&report, &mut buf)?;
+    let filled = process::read_report(&launched.report, &mut buf)?;
     child.wait()?;
     drop(listener);
     if filled != buf.len() {

@@ -3,6 +3,7 @@
 use std::ffi::{CString, OsString, c_char};
 use std::fs::{self, DirBuilder};
 use std::io;
+use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
@@ -13,12 +14,12 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::cgroup::CommandCgroup;
-use crate::child::{self, Identity, Plan, Stage, Then};
+use crate::child::{self, Egress, Identity, Plan, Stage, Then};
 use crate::env::{self, EnvBlock};
 use crate::filter::{self, Sockets};
 use crate::fs_rules::{self, Exclusion, Grant};
 use crate::pins::{self, PinPlan, UserNsMaps};
-use crate::{Profile, SandboxError, Spec, Stdio, carve_cache, probe};
+use crate::{Network, Profile, SandboxError, Spec, Stdio, carve_cache};
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): denials after exec are audited.
 const LOG_NEW_EXEC_ON: u32 = 2;
@@ -91,12 +92,14 @@ impl Drop for ScratchDir {
 #[must_use]
 pub struct Prepared {
     profile: Profile,
-    network: bool,
+    /// The egress listener's port in the command's network namespace;
+    /// `None` with the network off.
+    egress_port: Option<u16>,
     ruleset: OwnedFd,
     landlock_flags: u32,
     filter: &'static [libc::sock_filter],
     env: EnvBlock,
-    rlimits: [(libc::c_int, u64); 3],
+    rlimits: Vec<(libc::c_int, u64)>,
     run_as: Option<crate::RunAs>,
     userns: Option<UserNsMaps>,
     drop_bounding: bool,
@@ -123,10 +126,16 @@ impl Prepared {
     pub fn restrictions(&self) -> String {
         let read_only = self.pins.pins.iter().filter(|p| p.read_only).count();
         format!(
-            "profile {}, network {}, landlock {} rules{}, {} protected paths mounted read-only, \
+            "profile {}, {}, landlock {} rules{}, {} protected paths mounted read-only, \
              {} paths covered, seccomp on, capabilities dropped, no_new_privs",
             self.profile.as_str(),
-            if self.network { "on" } else { "off" },
+            match self.egress_port {
+                None => String::from("network off"),
+                Some(port) => format!(
+                    "network through the egress proxy only (private namespace, \
+                     listener 127.0.0.1:{port})"
+                ),
+            },
             self.rule_count,
             if self.landlock_flags & LOG_NEW_EXEC_ON != 0 {
                 " (denials audited)"
@@ -291,6 +300,19 @@ fn carve(key: &carve_cache::Key) -> Result<carve_cache::Carved, SandboxError> {
     Ok(deps.seal(rules, secrets, write_exclusions))
 }
 
+/// A port for the egress listener. The namespace is fresh, so every port is
+/// free in it; one from the ephemeral range keeps clear of the fixed ports a
+/// command's own servers tend to use.
+fn ephemeral_port() -> u16 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    const FIRST: u64 = 49152;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    let spread = nanos ^ COUNTER.fetch_add(7919, Ordering::Relaxed);
+    u16::try_from(FIRST + spread % (65536 - FIRST)).unwrap_or(u16::MAX)
+}
+
 /// Prepares the sandbox for one command. Everything that allocates or can
 /// fail slowly happens here, in the parent; any inability to enforce `spec`
 /// in full is an error naming the reason.
@@ -302,13 +324,33 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     ] {
         absolute(path, what)?;
     }
-    let abi = probe::landlock_abi();
+    let abi = fs_rules::landlock_abi();
     if abi < crate::MIN_LANDLOCK_ABI {
         return Err(SandboxError::Unsupported(format!(
             "Landlock ABI {abi} found, {} required (scopes for signals and abstract unix sockets)",
             crate::MIN_LANDLOCK_ABI
         )));
     }
+    let privileged = effective_cap(caps::Capability::CAP_SYS_ADMIN)?;
+    let egress_port = match spec.network {
+        Network::Off => None,
+        Network::Proxied { port } => {
+            // Without CAP_SYS_ADMIN the namespace needs a user namespace of its own.
+            pins::net_namespaces_work(!privileged).map_err(|errno| {
+                SandboxError::Unsupported(format!(
+                    "a private network namespace cannot be made here (unshare {} refused: {}); \
+                     the command could only run with raw network",
+                    if privileged {
+                        "CLONE_NEWNET"
+                    } else {
+                        "CLONE_NEWUSER|CLONE_NEWNET"
+                    },
+                    crate::errno_name(errno)
+                ))
+            })?;
+            Some(port.unwrap_or_else(ephemeral_port))
+        }
+    };
     let owner = spec.run_as.as_ref().map(|r| (r.uid, r.gid));
     let scratch = ScratchDir::create(&spec.scratch_root, owner)?;
     let env = env::build(
@@ -317,11 +359,10 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         &spec.home,
         &scratch.0,
         spec.profile,
-        spec.network,
+        egress_port,
     )?;
 
     let restricted = spec.profile != Profile::Full;
-    let privileged = effective_cap(caps::Capability::CAP_SYS_ADMIN)?;
     // Without CAP_SYS_ADMIN, mounts need a user namespace of our own.
     let can_mount = privileged || pins::user_namespaces_work();
     let mut writable_roots = Vec::new();
@@ -354,10 +395,10 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     // paths pinned (writable trees are granted whole); without, the carve
     // took both out of them.
     let pin_plan = if can_mount {
-        let sockets = if spec.network {
-            spec.deny_sockets.as_slice()
-        } else {
+        let sockets = if spec.network.is_off() {
             &[]
+        } else {
+            spec.deny_sockets.as_slice()
         };
         pins::plan(&writable_roots, &protected, sockets, &carved.secrets)?
     } else {
@@ -372,38 +413,45 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         scratch_rules = fs_rules::carve(&[grant], &carved.write_exclusions, &mut Vec::new())?;
     }
     let rule_count = carved.rules.len() + scratch_rules.len();
-    let ruleset = fs_rules::ruleset(restricted, !spec.network)?;
+    let ruleset = fs_rules::ruleset(restricted, spec.network.is_off())?;
     fs_rules::add_rules(&ruleset, &carved.rules)?;
     fs_rules::add_rules(&ruleset, &scratch_rules)?;
 
-    let userns = (!privileged && !pin_plan.is_empty()).then(UserNsMaps::current);
-    let sockets = match (spec.network, can_mount) {
-        (false, _) => Sockets::None,
+    let limits_by_rlimit = !crate::tracking().limits_by_cgroup();
+    let namespaces = !pin_plan.is_empty() || egress_port.is_some();
+    // RLIMIT_NPROC counts a user's processes per user namespace: in one of
+    // its own, the command's processes count alone, not the user's others.
+    let own_nproc_count = limits_by_rlimit && pins::user_namespaces_work();
+    let userns = (!privileged && (namespaces || own_nproc_count)).then(UserNsMaps::current);
+    let sockets = match (egress_port, can_mount) {
+        (None, _) => Sockets::None,
         // Denied sockets are masked by mounts in the child.
-        (true, true) => Sockets::All,
-        (true, false) if spec.deny_sockets.is_empty() => Sockets::All,
-        (true, false) => Sockets::NoUnix,
+        (Some(_), true) => Sockets::PrivateNet,
+        (Some(_), false) if spec.deny_sockets.is_empty() => Sockets::PrivateNet,
+        (Some(_), false) => Sockets::PrivateNetNoUnix,
     };
     let filter = filter::program(sockets)?;
 
-    let rlimits = [
-        (
-            libc::RLIMIT_FSIZE as libc::c_int,
-            clamp_limit(libc::RLIMIT_FSIZE as libc::c_int, spec.rlimits.fsize_bytes)?,
-        ),
-        (
-            libc::RLIMIT_NOFILE as libc::c_int,
-            clamp_limit(libc::RLIMIT_NOFILE as libc::c_int, spec.rlimits.nofile)?,
-        ),
-        (
-            libc::RLIMIT_CPU as libc::c_int,
-            clamp_limit(libc::RLIMIT_CPU as libc::c_int, spec.rlimits.cpu_secs)?,
-        ),
+    let mut wanted = vec![
+        (libc::RLIMIT_FSIZE, spec.rlimits.fsize_bytes),
+        (libc::RLIMIT_NOFILE, spec.rlimits.nofile),
+        (libc::RLIMIT_CPU, spec.rlimits.cpu_secs),
     ];
+    if limits_by_rlimit {
+        wanted.push((libc::RLIMIT_NPROC, spec.limits.pids));
+        wanted.push((libc::RLIMIT_AS, spec.limits.memory_bytes));
+    }
+    let rlimits = wanted
+        .into_iter()
+        .map(|(resource, value)| {
+            let resource = resource as libc::c_int;
+            clamp_limit(resource, value).map(|v| (resource, v))
+        })
+        .collect::<Result<_, _>>()?;
 
     Ok(Prepared {
         profile: spec.profile,
-        network: spec.network,
+        egress_port,
         ruleset,
         landlock_flags: if abi >= 7 { LOG_NEW_EXEC_ON } else { 0 },
         filter,
@@ -417,7 +465,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         pins: pin_plan,
         rule_count,
         scratch,
-        cgroup: CommandCgroup::create()?,
+        cgroup: CommandCgroup::create(&spec.limits)?,
     })
 }
 
@@ -600,18 +648,92 @@ fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd), SandboxError> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// The egress listener's way from the child's network namespace to us: a
+/// close-on-exec unix socketpair, our end and the child's.
+fn handoff_pair() -> Result<(OwnedFd, OwnedFd), SandboxError> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+    socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| SandboxError::os("socketpair for the egress listener", e.into()))
+}
+
+/// Takes the listener the child sent before it exec'd (already queued).
+fn receive_listener(ours: &OwnedFd) -> Result<TcpListener, SandboxError> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut byte = [0u8; 1];
+    let mut iov = [io::IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!(RawFd);
+    let msg = recvmsg::<()>(
+        ours.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_CMSG_CLOEXEC,
+    )
+    .map_err(|e| SandboxError::os("receiving the egress listener", e.into()))?;
+    let mut received = Vec::new();
+    for cmsg in msg
+        .cmsgs()
+        .map_err(|e| SandboxError::os("receiving the egress listener", e.into()))?
+    {
+        if let ControlMessageOwned::ScmRights(fds) = cmsg {
+            received.extend(fds);
+        }
+    }
+    // SAFETY: descriptors just received are ours alone.
+    let mut owned = received
+        .into_iter()
+        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
+    match (owned.next(), owned.next()) {
+        (Some(listener), None) => Ok(TcpListener::from(listener)),
+        _ => Err(SandboxError::Invalid(
+            "the child did not hand over exactly one egress listener".into(),
+        )),
+    }
+}
+
+/// `127.0.0.1:port` for raw socket calls.
+pub(crate) fn loopback(port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+/// A child started by [`launch`]: its pid, the read end of its report pipe
+/// and, with a proxied network, our end of the listener handoff.
+pub(crate) struct Launched {
+    pub(crate) pid: libc::pid_t,
+    pub(crate) report: OwnedFd,
+    handoff: Option<OwnedFd>,
+}
+
 /// Forks a child that applies `prepared` and then does `then`; returns once
-/// the child has exec'd (or, for probes, once it has exited) with the
-/// report pipe's read end.
+/// the child has exec'd (or, for probes, once it has exited).
 pub(crate) fn launch(
     prepared: &Prepared,
     cwd: &Path,
     stdio: &Stdio,
     then: Then<'_>,
-) -> Result<(libc::pid_t, OwnedFd), SandboxError> {
+) -> Result<Launched, SandboxError> {
     absolute(cwd, "cwd")?;
     let cwd = c_string(cwd.as_os_str().as_bytes(), "cwd")?;
     let (report_read, report_write) = pipe_cloexec()?;
+    let handoff = prepared.egress_port.map(|_| handoff_pair()).transpose()?;
+    let egress = prepared
+        .egress_port
+        .zip(handoff.as_ref())
+        .map(|(port, (_, theirs))| Egress {
+            addr: loopback(port),
+            handoff_fd: theirs.as_raw_fd(),
+        });
     let groups: Vec<libc::gid_t> = prepared
         .run_as
         .as_ref()
@@ -629,6 +751,7 @@ pub(crate) fn launch(
         parent_pid: unsafe { libc::getpid() },
         rlimits: &prepared.rlimits,
         mount_ns: !prepared.pins.is_empty(),
+        egress: egress.as_ref(),
         userns: prepared.userns.as_ref(),
         pins: &prepared.pins.pins,
         masks: &prepared.pins.masks,
@@ -647,7 +770,11 @@ pub(crate) fn launch(
     };
     let pid = clone_on_spawner(&plan)?;
     drop(report_write);
-    Ok((pid, report_read))
+    Ok(Launched {
+        pid,
+        report: report_read,
+        handoff: handoff.map(|(ours, _)| ours),
+    })
 }
 
 /// Reads the child's report into `buf`, returning how many bytes came
@@ -725,9 +852,10 @@ pub fn spawn(
         argv: &arg_ptrs,
         envp: &env_ptrs,
     };
-    let (pid, report) = launch(&prepared, cwd, &stdio, then)?;
+    let launched = launch(&prepared, cwd, &stdio, then)?;
+    let pid = launched.pid;
     let mut buf = [0u8; 8];
-    let filled = read_report(&report, &mut buf)?;
+    let filled = read_report(&launched.report, &mut buf)?;
     let mut child = Child::adopt(pid);
     child.restrictions = prepared.restrictions();
     child.scratch = Some(prepared.scratch);
@@ -743,6 +871,9 @@ pub fn spawn(
     }
     child.pidfd = Some(pidfd_open(pid)?);
     crate::guardian::watch(pid);
+    if let Some(ours) = &launched.handoff {
+        child.egress_listener = Some(receive_listener(ours)?);
+    }
     Ok(child)
 }
 
@@ -802,6 +933,7 @@ pub struct Child {
     scratch: Option<ScratchDir>,
     cgroup: Option<CommandCgroup>,
     restrictions: String,
+    egress_listener: Option<TcpListener>,
 }
 
 impl Child {
@@ -814,7 +946,18 @@ impl Child {
             scratch: None,
             cgroup: None,
             restrictions: String::new(),
+            egress_listener: None,
         }
+    }
+
+    /// With [`Network::Proxied`], the listening socket on `127.0.0.1` inside
+    /// the command's network namespace, its only way out: serve the egress
+    /// proxy on it (connections accepted here come from the command; the
+    /// proxy's own outgoing connections are made in the daemon's namespace).
+    /// Dropping it leaves the command with no network at all. `None` once
+    /// taken, and with the network off.
+    pub fn take_egress_listener(&mut self) -> Option<TcpListener> {
+        self.egress_listener.take()
     }
 
     /// The process id (also the process group and session id).

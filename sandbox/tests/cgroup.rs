@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::Fixture;
-use praxis_sandbox::{Child, Profile, Stdio, Tracking};
+use praxis_sandbox::{Child, Network, Profile, Stdio, Tracking};
 
 /// A shell that starts a grandchild in a session of its own, prints its pid,
 /// then runs `rest`.
@@ -38,7 +38,7 @@ fn start(fx: &Fixture, script: &str) -> (Child, i32) {
         stdout: OwnedFd::from(writer),
         stderr: std::fs::File::create("/dev/null").unwrap().into(),
     };
-    let spec = fx.spec(Profile::WorkspaceWrite, false);
+    let spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
     let prepared = praxis_sandbox::prepare(&spec).unwrap();
     let argv: Vec<OsString> = ["/bin/sh", "-c", script].map(OsString::from).to_vec();
     let child = praxis_sandbox::spawn(prepared, &argv, &fx.ws, stdio).unwrap();
@@ -147,8 +147,8 @@ fn a_sigkill_to_the_group_reaches_other_sessions_before_the_reap() {
 fn tracking_names_its_base_or_reason() {
     match praxis_sandbox::tracking() {
         Tracking::Cgroup(base) => {
-            assert!(base.join("cgroup.kill").exists());
-            let name = base.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(base.dir.join("cgroup.kill").exists());
+            let name = base.dir.file_name().unwrap().to_string_lossy().into_owned();
             assert_eq!(name, format!("praxisd-{}", std::process::id()));
         }
         Tracking::ProcessGroup(why) => assert!(!why.is_empty()),

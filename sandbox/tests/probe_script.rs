@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::process::Command;
 
 use common::{Fixture, run_in};
-use praxis_sandbox::Profile;
+use praxis_sandbox::{Network, Profile};
 
 #[test]
 fn only_the_workspace_and_tmpdir_writes_succeed() {
@@ -50,7 +50,7 @@ try signal-term-1 kill -TERM 1
     );
     fs::write(fx.ws.join("probe.sh"), script).unwrap();
     // Path lists as the daemon hands them over from the policy file.
-    let mut spec = fx.spec(Profile::WorkspaceWrite, false);
+    let mut spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
     spec.protected = [
         ".git/hooks",
         ".git/config",

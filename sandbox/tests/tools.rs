@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use common::{Fixture, have, sh};
-use praxis_sandbox::{Profile, Spec};
+use praxis_sandbox::{Network, Profile, Spec};
 
 fn tool_spec(fx: &Fixture) -> Spec {
     let home = PathBuf::from(std::env::var_os("HOME").expect("HOME"));
-    let mut spec = fx.spec(Profile::WorkspaceWrite, false);
+    let mut spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
     spec.secrets = [".ssh", ".aws", ".gnupg", ".config/gh", ".netrc"]
         .iter()
         .map(|s| home.join(s))

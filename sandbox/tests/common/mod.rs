@@ -11,7 +11,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use praxis_sandbox::{ExitStatus, Profile, Rlimits, RunAs, Spec, Stdio, Waited};
+use praxis_sandbox::{ExitStatus, Limits, Network, Profile, Rlimits, RunAs, Spec, Stdio, Waited};
+
+/// A network namespace of its own, the sandbox picking the listener's port.
+pub const PROXIED: Network = Network::Proxied { port: None };
 
 /// The name the probe helper reads its instruction from.
 pub const PROBE_VAR: &str = "SANDBOX_TEST_PROBE";
@@ -46,7 +49,7 @@ impl Fixture {
         }
     }
 
-    pub fn spec(&self, profile: Profile, network: bool) -> Spec {
+    pub fn spec(&self, profile: Profile, network: Network) -> Spec {
         Spec {
             profile,
             network,
@@ -66,6 +69,7 @@ impl Fixture {
                 nofile: 64,
                 cpu_secs: 7,
             },
+            limits: Limits::default(),
             run_as: None,
             scratch_root: self.scratch_root.clone(),
         }
