@@ -660,7 +660,10 @@ fn codex_judges_patches_by_their_files_and_mcp_calls_by_the_unknown_posture() {
             json!({"cwd": d.work()}),
         ),
     );
-    assert_eq!(mcp["hookSpecificOutput"]["permissionDecision"], "deny", "{mcp}");
+    assert_eq!(
+        mcp["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{mcp}"
+    );
     assert_eq!(signal(&mcp)["decision"], "HOLD");
     // Praxis's own MCP server is judged by praxisd when the call runs.
     let own = d.praxis_run(
