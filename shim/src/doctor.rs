@@ -245,55 +245,137 @@ fn runtimes(out: &mut Vec<Finding>) {
         std::slice::from_ref(&codex_hooks),
         "praxis install codex",
     );
-    if hook_in(&codex_hooks).is_some() {
-        let config = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap_or_default();
-        out.push(codex_trust(&config, &codex_hooks));
-    }
+    out.extend(codex_trust_at(&home));
 }
 
-/// Codex runs a user hook only if it is enabled and trusted: its user
-/// `config.toml` keeps, under `[hooks.state]`, one entry per hook keyed by
-/// the hooks file, event and position, with `enabled` and `trusted_hash`.
-fn codex_trust(config: &str, hooks: &Path) -> Finding {
-    let states = config
-        .parse::<toml::Table>()
-        .ok()
-        .and_then(|t| t.get("hooks")?.get("state")?.as_table().cloned())
-        .unwrap_or_default();
-    let file = hooks.display().to_string();
-    let ours: Vec<&toml::Value> = states
+/// The Codex hook check for the user's Codex home, when praxis hooks are installed there.
+fn codex_trust_at(home: &Path) -> Option<Finding> {
+    let hooks = home.join(".codex/hooks.json");
+    let hooks_text = std::fs::read_to_string(&hooks).ok()?;
+    hook_in(&hooks)?;
+    let config = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap_or_default();
+    Some(codex_trust(&config, &hooks_text, &hooks))
+}
+
+/// One line for `praxis status`: whether Codex runs the praxis hooks.
+pub fn codex_hooks_summary() -> Option<String> {
+    let home = PathBuf::from(std::env::var_os("HOME")?);
+    let finding = codex_trust_at(&home)?;
+    Some(match finding.fix {
+        None => finding.found,
+        Some(fix) => format!("{} (fix: {fix})", finding.found),
+    })
+}
+
+/// Codex's feature flag for hooks: `hooks` now, `codex_hooks` before (still
+/// read as an alias). Hooks run unless one of them is set to false.
+const CODEX_HOOKS_FLAG: &str = "hooks";
+const CODEX_HOOKS_FLAG_OLD: &str = "codex_hooks";
+
+/// The `[hooks.state]` keys of the praxis hooks in `hooks_text` (the hooks
+/// file at `hooks`), as Codex forms them: file, event, matcher group index
+/// and handler index.
+fn praxis_hook_keys(hooks_text: &str, hooks: &Path) -> Vec<String> {
+    let Ok(parsed) = serde_json::from_str::<serde_json::Value>(hooks_text) else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    for (event, label) in [
+        ("PreToolUse", "pre_tool_use"),
+        ("PostToolUse", "post_tool_use"),
+        ("Stop", "stop"),
+    ] {
+        let groups = parsed["hooks"][event]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for (g, group) in groups.iter().enumerate() {
+            let handlers = group["hooks"].as_array().cloned().unwrap_or_default();
+            for (h, handler) in handlers.iter().enumerate() {
+                let command = handler["command"].as_str().unwrap_or_default();
+                if command.contains("praxis-run") && command.ends_with("hook codex") {
+                    keys.push(format!("{}:{label}:{g}:{h}", hooks.display()));
+                }
+            }
+        }
+    }
+    keys
+}
+
+/// Codex runs a user hook only if hooks are on and the hook is enabled and
+/// trusted: its user `config.toml` keeps, under `[hooks.state]`, one entry
+/// per hook keyed by the hooks file, event and position, with `enabled` and
+/// `trusted_hash` (the hash of the hook the user reviewed; Codex compares it
+/// with the hook as it is now).
+fn codex_trust(config: &str, hooks_text: &str, hooks: &Path) -> Finding {
+    let config = config.parse::<toml::Table>().unwrap_or_default();
+    let flag_off = [CODEX_HOOKS_FLAG, CODEX_HOOKS_FLAG_OLD]
         .iter()
-        .filter(|(key, _)| key.contains(&file))
-        .map(|(_, state)| state)
-        .collect();
-    let fix = "start codex, open its hooks list and trust the praxis hooks (Codex asks for new or changed hooks)";
-    if ours
-        .iter()
-        .any(|s| s.get("enabled").and_then(toml::Value::as_bool) == Some(false))
-    {
+        .find(|flag| {
+            config
+                .get("features")
+                .and_then(|f| f.get(**flag))
+                .and_then(toml::Value::as_bool)
+                == Some(false)
+        });
+    if let Some(flag) = flag_off {
         return not_ok(
             "codex trust",
             Level::Fail,
-            "a praxis hook is disabled in ~/.codex/config.toml",
+            format!("Codex hooks are off: `[features] {flag} = false` in ~/.codex/config.toml"),
+            format!(
+                "remove that line or set `[features] {CODEX_HOOKS_FLAG} = true` (the flag's current name)"
+            ),
+        );
+    }
+    let states = config
+        .get("hooks")
+        .and_then(|h| h.get("state"))
+        .and_then(toml::Value::as_table);
+    let keys = praxis_hook_keys(hooks_text, hooks);
+    let state = |key: &String| states.and_then(|s| s.get(key));
+    let disabled: Vec<&String> = keys
+        .iter()
+        .filter(|k| {
+            state(k)
+                .and_then(|s| s.get("enabled"))
+                .and_then(toml::Value::as_bool)
+                == Some(false)
+        })
+        .collect();
+    let untrusted: Vec<&String> = keys
+        .iter()
+        .filter(|k| state(k).and_then(|s| s.get("trusted_hash")).is_none())
+        .collect();
+    let fix = crate::install::CODEX_TRUST_STEP;
+    if !disabled.is_empty() {
+        return not_ok(
+            "codex trust",
+            Level::Fail,
+            format!(
+                "{} praxis hook(s) disabled in ~/.codex/config.toml",
+                disabled.len()
+            ),
             fix,
         );
     }
-    let trusted = ours
-        .iter()
-        .filter(|s| s.get("trusted_hash").is_some())
-        .count();
-    if trusted == 0 {
+    if !untrusted.is_empty() {
         return not_ok(
             "codex trust",
             Level::Fail,
-            "the praxis hooks are not trusted: Codex does not run untrusted user hooks",
+            format!(
+                "{} of {} praxis hooks not trusted: Codex does not run untrusted user hooks",
+                untrusted.len(),
+                keys.len()
+            ),
             fix,
         );
     }
     ok(
         "codex trust",
         format!(
-            "{trusted} praxis hook(s) trusted in ~/.codex/config.toml (Codex re-checks each against the hook as it is now)"
+            "{} praxis hooks trusted and enabled, feature `{CODEX_HOOKS_FLAG}` on (Codex re-checks each trust against the hook as it is now)",
+            keys.len()
         ),
     )
 }
@@ -389,17 +471,45 @@ mod tests {
     #[test]
     fn codex_trust_is_read_from_the_hook_state_table() {
         let hooks = Path::new("/home/dev/.codex/hooks.json");
-        let none = codex_trust("model = \"x\"\n", hooks);
+        let plan = crate::install::Plan::for_cmd(
+            &crate::install::InstallCmd::Codex,
+            Path::new("/opt/praxis-run"),
+        );
+        // Someone else's hook first, so ours sit at group index 1.
+        let theirs = serde_json::json!({"hooks": {
+            "PreToolUse": [{"hooks": [{"type": "command", "command": "lint.sh"}]}]}});
+        let text = plan.unwrap().apply(theirs).unwrap().to_string();
+        let none = codex_trust("model = \"x\"\n", &text, hooks);
         assert_eq!(none.level, Level::Fail);
-        let trusted = codex_trust(
-            "[hooks.state.\"/home/dev/.codex/hooks.json:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:ab\"\n",
-            hooks,
-        );
+        assert!(none.found.starts_with("3 of 3"), "{}", none.found);
+        let entry = |key: &str, extra: &str| {
+            format!(
+                "[hooks.state.\"/home/dev/.codex/hooks.json:{key}\"]\ntrusted_hash = \"sha256:ab\"\n{extra}"
+            )
+        };
+        let all = [
+            entry("pre_tool_use:1:0", ""),
+            entry("post_tool_use:0:0", ""),
+            entry("stop:0:0", ""),
+        ]
+        .concat();
+        let trusted = codex_trust(&all, &text, hooks);
         assert_eq!(trusted.level, Level::Ok, "{}", trusted.found);
-        let disabled = codex_trust(
-            "[hooks.state.\"/home/dev/.codex/hooks.json:pre_tool_use:0:0\"]\nenabled = false\ntrusted_hash = \"sha256:ab\"\n",
-            hooks,
+        assert!(
+            trusted.found.contains("feature `hooks` on"),
+            "{}",
+            trusted.found
         );
-        assert_eq!(disabled.level, Level::Fail);
+        // Trust of another hook's position is not ours.
+        let wrong = all.replace("pre_tool_use:1:0", "pre_tool_use:0:0");
+        assert_eq!(codex_trust(&wrong, &text, hooks).level, Level::Fail);
+        let disabled = all.replace("stop:0:0\"]\n", "stop:0:0\"]\nenabled = false\n");
+        assert_eq!(codex_trust(&disabled, &text, hooks).level, Level::Fail);
+        for flag in ["hooks", "codex_hooks"] {
+            let off = format!("[features]\n{flag} = false\n{all}");
+            let finding = codex_trust(&off, &text, hooks);
+            assert_eq!(finding.level, Level::Fail);
+            assert!(finding.found.contains(flag), "{}", finding.found);
+        }
     }
 }

@@ -49,6 +49,17 @@ pub enum InstallError {
 /// Praxis has no rule for meets the unknown-tool posture instead of going unseen.
 pub const CLAUDE_MATCHER: &str = "*";
 
+/// Tools whose calls the Codex hook judges: shell commands (`Bash`), file
+/// edits (`apply_patch`, judged on the files its patch names) and MCP tool
+/// calls (`mcp__SERVER__TOOL`). Codex's own planning and viewing tools stay
+/// unjudged: Codex has no `ask`, so the unknown-tool HOLD would refuse them.
+pub const CODEX_MATCHER: &str = "^(Bash|apply_patch|mcp__.+)$";
+
+/// What the user does once so that Codex runs the installed hooks: Codex
+/// keeps, per hook, the hash of the hook the user reviewed and trusted, and
+/// runs a user hook only while it matches.
+pub const CODEX_TRUST_STEP: &str = "start codex, type /hooks, review the three praxis hooks (PreToolUse, PostToolUse, Stop) and trust them; Codex runs no user hook until it is trusted, and asks again whenever the hook changes";
+
 /// What to install where.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -102,8 +113,8 @@ impl Plan {
                 edit: Edit::Hooks {
                     command: hook("codex"),
                     events: vec![
-                        ("PreToolUse", Some("Bash")),
-                        ("PostToolUse", Some("Bash")),
+                        ("PreToolUse", Some(CODEX_MATCHER)),
+                        ("PostToolUse", Some(CODEX_MATCHER)),
                         ("Stop", None),
                     ],
                 },
@@ -315,10 +326,17 @@ fn praxis_run() -> PathBuf {
 }
 
 pub fn run(cmd: InstallCmd) -> i32 {
+    let codex = matches!(cmd, InstallCmd::Codex);
     let done = Plan::for_cmd(&cmd, &praxis_run()).and_then(|plan| install(&plan).map(|()| plan));
     match done {
         Ok(plan) => {
             println!("{}", plan.summary());
+            // The trust record is the user's review of the hook, kept by
+            // Codex; an installer that wrote it would vouch for itself.
+            if codex {
+                println!("one step left: {CODEX_TRUST_STEP}");
+                println!("then `praxis doctor` (or `praxis status`) shows them as trusted");
+            }
             0
         }
         Err(e) => {
@@ -385,6 +403,24 @@ mod tests {
         .unwrap();
         let new = plan().apply(old).unwrap();
         assert_eq!(new["hooks"]["PreToolUse"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn codex_hooks_see_shell_patch_and_mcp_calls() {
+        let plan = Plan::for_cmd(&InstallCmd::Codex, Path::new("/opt/praxis/praxis-run")).unwrap();
+        let hooks = plan.apply(json!({})).unwrap();
+        for event in ["PreToolUse", "PostToolUse"] {
+            assert_eq!(hooks["hooks"][event][0]["matcher"], CODEX_MATCHER);
+        }
+        // Codex reads a matcher with `^` as a regular expression (the
+        // `regex` crate), matched against the tool name.
+        let matcher = regex::Regex::new(CODEX_MATCHER).unwrap();
+        for tool in ["Bash", "apply_patch", "mcp__github__create_issue"] {
+            assert!(matcher.is_match(tool), "{tool}");
+        }
+        for tool in ["update_plan", "BashOutput", "view_image", "mcp__"] {
+            assert!(!matcher.is_match(tool), "{tool}");
+        }
     }
 
     #[test]

@@ -452,6 +452,9 @@ fn status(json: bool) -> i32 {
                 s.requests, s.allowed, s.held, s.stopped
             );
             println!("audit events:    {}", s.audit_events);
+            if let Some(codex) = crate::doctor::codex_hooks_summary() {
+                println!("codex hooks:     {codex}");
+            }
             0
         }
         Ok(OperatorReply::Refused { reason }) => {

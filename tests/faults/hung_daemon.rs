@@ -126,6 +126,40 @@ fn the_codex_hook_blocks_within_its_deadline() {
 }
 
 #[test]
+fn the_codex_hook_refuses_post_tool_use_and_stop_in_their_shape_within_its_deadline() {
+    let hung = Hung::start();
+    for (event, extra) in [
+        (
+            "PostToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {}}),
+        ),
+        ("Stop", json!({"stop_hook_active": false})),
+    ] {
+        let mut input = json!({
+            "session_id": "s-hung", "cwd": hung.work(), "hook_event_name": event,
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            input[k] = v.clone();
+        }
+        let (out, took) = hung.feed(&["hook", "codex"], &input.to_string());
+        assert!(took < BOUND, "{event} took {took:?}");
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        // The shape Codex takes for these events: a top-level block with a
+        // reason, never the PreToolUse deny.
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["decision"], "block", "{event}: {v}");
+        assert!(
+            v["reason"]
+                .as_str()
+                .unwrap()
+                .contains("did not answer within"),
+            "{event}: {v}"
+        );
+        assert!(v.get("hookSpecificOutput").is_none(), "{event}: {v}");
+    }
+}
+
+#[test]
 fn praxis_run_holds_within_its_deadline_and_says_why() {
     let hung = Hung::start();
     let (out, took) = hung.feed(&["-c", "touch hang.txt"], "");

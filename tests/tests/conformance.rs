@@ -73,9 +73,17 @@ fn via_claude(d: &Daemon, command: &str) -> Answer {
     Answer {
         surface: "claude-code hook",
         decision: decision.into(),
-        signal: None,
+        signal: hook_signal(&out),
         rewrite: o["updatedInput"]["command"].as_str().map(str::to_owned),
     }
+}
+
+/// The refusal a hook answer carries as JSON in `systemMessage`, shown by
+/// both runtimes.
+fn hook_signal(out: &Value) -> Option<Value> {
+    out["systemMessage"]
+        .as_str()
+        .map(|s| serde_json::from_str(s).unwrap())
 }
 
 fn via_codex(d: &Daemon, command: &str) -> Answer {
@@ -92,7 +100,7 @@ fn via_codex(d: &Daemon, command: &str) -> Answer {
     Answer {
         surface: "codex hook",
         decision: decision.into(),
-        signal: None,
+        signal: hook_signal(&out),
         rewrite: o["updatedInput"]["command"].as_str().map(str::to_owned),
     }
 }
@@ -233,7 +241,7 @@ fn c3_unknown_defaults_to_hold() {
 fn c4_an_execution_prevented_signal_is_emitted() {
     let d = Daemon::start_in_git();
     for command in ["rm -rf /", "frobnicate-xyz"] {
-        for answer in [via_praxis_run(&d, command), via_mcp(&d, command)] {
+        for answer in every_surface(&d, command) {
             let signal = answer
                 .signal
                 .unwrap_or_else(|| panic!("{}: no signal", answer.surface));

@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::io::Write;
+
 use common::{Daemon, bin, stdout_json};
 use serde_json::{Value, json};
 
@@ -43,7 +45,9 @@ fn claude(d: &Daemon, input: &str) -> Value {
     stdout_json(&out)["hookSpecificOutput"].clone()
 }
 
-fn codex(d: &Daemon, input: &str) -> Value {
+/// The Codex hook's whole answer: `hookSpecificOutput`, and with a refusal
+/// `systemMessage`, nothing else (Codex rejects unknown fields).
+fn codex_answer(d: &Daemon, input: &str) -> Value {
     let out = d.praxis_run(&["hook", "codex"], input);
     assert_eq!(
         out.status.code(),
@@ -52,12 +56,53 @@ fn codex(d: &Daemon, input: &str) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     let v = stdout_json(&out);
+    let mut top = keys(&v);
+    top.retain(|k| *k != "systemMessage");
+    assert_eq!(top, ["hookSpecificOutput"], "{v}");
+    v
+}
+
+fn codex(d: &Daemon, input: &str) -> Value {
+    codex_answer(d, input)["hookSpecificOutput"].clone()
+}
+
+/// The refusal a hook answer carries in `systemMessage`: decision,
+/// execution_prevented and reason, as JSON.
+fn signal(answer: &Value) -> Value {
+    let text = answer["systemMessage"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no systemMessage in {answer}"));
+    let v: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(v["execution_prevented"], true, "{v}");
+    assert!(!v["reason"].as_str().unwrap().is_empty(), "{v}");
+    v
+}
+
+/// The Claude Code hook's whole answer, run with `env` set.
+fn claude_with(d: &Daemon, input: &str, env: &[(&str, &str)]) -> Value {
+    let mut child = d
+        .cmd(&bin("praxis-run"))
+        .args(["hook", "claude-code"])
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
     assert_eq!(
-        v.as_object().unwrap().len(),
-        1,
-        "only hookSpecificOutput: {v}"
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    v["hookSpecificOutput"].clone()
+    stdout_json(&out)
 }
 
 fn real_home() -> std::path::PathBuf {
@@ -134,11 +179,71 @@ fn claude_allowed_bash_is_rewritten_through_praxis_run_and_runs() {
 #[test]
 fn claude_stop_is_deny_with_the_reason() {
     let d = Daemon::start_in_git();
-    let out = claude(&d, &bash("rm -rf /"));
+    let whole = claude_with(&d, &bash("rm -rf /"), &[]);
+    let out = &whole["hookSpecificOutput"];
     assert_eq!(out["permissionDecision"], "deny", "{out}");
     let reason = out["permissionDecisionReason"].as_str().unwrap();
     assert!(reason.contains("STOP"), "{reason}");
     assert!(out.get("updatedInput").is_none());
+    assert_eq!(signal(&whole)["decision"], "STOP");
+}
+
+#[test]
+fn claude_headless_hold_is_a_deny_naming_the_approval_and_carries_no_token() {
+    let d = Daemon::start_in_git();
+    let command = "curl -fsS https://example.com";
+    // `claude -p` and the Agent SDKs set CLAUDE_CODE_ENTRYPOINT, and their
+    // hooks inherit it; the permission mode stays "default".
+    for entry in ["sdk-cli", "sdk-ts", "sdk-py"] {
+        let whole = claude_with(&d, &bash(command), &[("CLAUDE_CODE_ENTRYPOINT", entry)]);
+        let out = &whole["hookSpecificOutput"];
+        assert_eq!(out["permissionDecision"], "deny", "{entry}: {whole}");
+        let reason = out["permissionDecisionReason"].as_str().unwrap();
+        assert!(reason.contains("praxis approve r-"), "{entry}: {reason}");
+        assert!(out.get("updatedInput").is_none(), "{entry}: {whole}");
+        // What a headless run lists in permission_denials is the call as the
+        // agent made it: no rewrite, and no token anywhere in the answer.
+        assert!(!whole.to_string().contains("pxa-"), "{entry}: {whole}");
+        let sig = signal(&whole);
+        assert_eq!(sig["decision"], "HOLD");
+        assert!(
+            sig["approve_with"]
+                .as_str()
+                .unwrap()
+                .starts_with("praxis approve r-")
+        );
+    }
+    assert!(minted(&d).is_empty(), "no token for a prompt nobody sees");
+    // The interactive CLI still asks.
+    let whole = claude_with(&d, &bash(command), &[("CLAUDE_CODE_ENTRYPOINT", "cli")]);
+    assert_eq!(whole["hookSpecificOutput"]["permissionDecision"], "ask");
+    assert_eq!(signal(&whole)["decision"], "HOLD");
+}
+
+#[test]
+fn claude_file_tool_allow_reasons_describe_the_tool() {
+    let d = Daemon::start_in_git();
+    let notes = d.work().join("notes.md").display().to_string();
+    for (tool, input, words) in [
+        ("Read", json!({"file_path": notes}), "Read reads "),
+        (
+            "Write",
+            json!({"file_path": notes, "content": "x"}),
+            "Write writes ",
+        ),
+    ] {
+        let out = claude(
+            &d,
+            &event("PreToolUse", tool, input, json!({"cwd": d.work()})),
+        );
+        assert_eq!(out["permissionDecision"], "allow", "{out}");
+        let reason = out["permissionDecisionReason"].as_str().unwrap();
+        assert!(reason.contains(&format!("{words}{notes}")), "{reason}");
+        assert!(
+            !reason.contains("cat") && !reason.contains("tee"),
+            "{reason}"
+        );
+    }
 }
 
 #[test]
@@ -471,7 +576,8 @@ fn codex_answers_only_in_fields_codex_accepts() {
         );
         assert_eq!(out["permissionDecision"], "deny");
     }
-    let held = codex(&d, &bash("curl -fsS https://example.com"));
+    let whole = codex_answer(&d, &bash("curl -fsS https://example.com"));
+    let held = &whole["hookSpecificOutput"];
     assert!(
         held["permissionDecisionReason"]
             .as_str()
@@ -479,6 +585,117 @@ fn codex_answers_only_in_fields_codex_accepts() {
             .contains("praxis approve r-"),
         "{held}"
     );
+    assert_eq!(signal(&whole)["decision"], "HOLD");
+    assert_eq!(
+        signal(&codex_answer(&d, &bash("rm -rf /")))["decision"],
+        "STOP"
+    );
+}
+
+fn patch_event(patch: &str, cwd: &std::path::Path) -> String {
+    event(
+        "PreToolUse",
+        "apply_patch",
+        json!({ "command": patch }),
+        json!({ "cwd": cwd }),
+    )
+}
+
+#[test]
+fn codex_judges_patches_by_their_files_and_mcp_calls_by_the_unknown_posture() {
+    let d = Daemon::start_in_git();
+    let inside = "*** Begin Patch\n*** Add File: notes.md\n+hello\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** End Patch\n";
+    let out = d.praxis_run(&["hook", "codex"], &patch_event(inside, &d.work()));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stdout.is_empty(),
+        "an allowed patch gets no answer: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Each file the patch names was judged and audited on its own.
+    let files: Vec<String> = d
+        .events()
+        .iter()
+        .filter(|e| e["kind"] == "decided" && e["runtime"] == "codex")
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        files.iter().any(|e| e.contains("notes.md")) && files.iter().any(|e| e.contains("lib.rs")),
+        "{files:?}"
+    );
+
+    // One file outside the workspace's rules is enough to refuse the patch.
+    let keys_path = real_home()
+        .join(".ssh/authorized_keys")
+        .display()
+        .to_string();
+    let mixed = format!(
+        "*** Begin Patch\n*** Add File: ok.txt\n+x\n*** Update File: {keys_path}\n@@\n+ssh-ed25519 AAAA\n*** End Patch\n"
+    );
+    let whole = codex_answer(&d, &patch_event(&mixed, &d.work()));
+    assert_eq!(
+        whole["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{whole}"
+    );
+    assert!(matches!(
+        signal(&whole)["decision"].as_str(),
+        Some("HOLD" | "STOP")
+    ));
+
+    // A patch that names no file cannot be judged: deny.
+    let empty = codex(
+        &d,
+        &patch_event("*** Begin Patch\n*** End Patch\n", &d.work()),
+    );
+    assert_eq!(empty["permissionDecision"], "deny", "{empty}");
+
+    // An MCP tool Praxis has no rule for: the unknown posture, HOLD, a deny
+    // (Codex has no ask).
+    let mcp = codex_answer(
+        &d,
+        &event(
+            "PreToolUse",
+            "mcp__github__create_issue",
+            json!({"title": "x"}),
+            json!({"cwd": d.work()}),
+        ),
+    );
+    assert_eq!(
+        mcp["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{mcp}"
+    );
+    assert_eq!(signal(&mcp)["decision"], "HOLD");
+    // Praxis's own MCP server is judged by praxisd when the call runs.
+    let own = d.praxis_run(
+        &["hook", "codex"],
+        &event(
+            "PreToolUse",
+            "mcp__praxis__run_command",
+            json!({"command": "ls"}),
+            json!({"cwd": d.work()}),
+        ),
+    );
+    assert_eq!(own.status.code(), Some(0));
+    assert!(own.stdout.is_empty(), "{own:?}");
+}
+
+#[test]
+fn codex_post_tool_use_and_stop_refuse_in_their_own_shape() {
+    let d = Daemon::start_in_git();
+    // No session_id: the event cannot be recorded.
+    for name in ["PostToolUse", "Stop"] {
+        let input =
+            json!({"hook_event_name": name, "tool_name": "Bash", "stop_hook_active": false})
+                .to_string();
+        let out = d.praxis_run(&["hook", "codex"], &input);
+        assert_eq!(out.status.code(), Some(0));
+        let v = stdout_json(&out);
+        // Codex's PostToolUse and Stop outputs take a top-level block with a
+        // reason, never hookSpecificOutput.permissionDecision.
+        assert_eq!(keys(&v), ["decision", "reason"], "{name}: {v}");
+        assert_eq!(v["decision"], "block");
+        assert!(!v["reason"].as_str().unwrap().is_empty());
+    }
 }
 
 #[test]
@@ -594,12 +811,38 @@ fn install_adds_the_hooks_idempotently_keeping_others() {
     let v: Value =
         serde_json::from_str(&std::fs::read_to_string(d.home().join(".codex/hooks.json")).unwrap())
             .unwrap();
-    assert_eq!(v["hooks"]["PreToolUse"][0]["matcher"], "Bash");
+    // Shell commands, patches and MCP calls.
+    assert_eq!(
+        v["hooks"]["PreToolUse"][0]["matcher"],
+        "^(Bash|apply_patch|mcp__.+)$"
+    );
     assert!(
         v["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
             .as_str()
             .unwrap()
             .ends_with("hook codex")
+    );
+    // Codex runs user hooks only once the user trusts them: the step is named.
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("/hooks") && said.contains("trust"), "{said}");
+    let doctor = d.praxis(&["doctor", "--json"]);
+    let findings: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let trust = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "codex trust")
+        .unwrap_or_else(|| panic!("{findings}"));
+    assert_eq!(trust["level"], "fail", "{trust}");
+    assert!(
+        trust["found"].as_str().unwrap().contains("3 of 3"),
+        "{trust}"
+    );
+    let status = d.praxis(&["status"]);
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("codex hooks:     3 of 3 praxis hooks not trusted"),
+        "{status}"
     );
 }
 

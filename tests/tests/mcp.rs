@@ -129,3 +129,28 @@ fn mcp_answers_with_the_clients_protocol_revision_when_it_speaks_it() {
         );
     }
 }
+
+#[test]
+fn a_command_past_its_time_limit_is_ended_and_the_result_says_timed_out() {
+    let d = Daemon::start_in_git();
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo begun; sleep 30","timeout_s":1}}}"#;
+    let started = std::time::Instant::now();
+    let out = d.praxis_run(&["mcp"], &format!("{call}\n"));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "the sleep was ended at its limit"
+    );
+    let reply: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    let result = &reply["result"];
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("timed out"), "{result}");
+    // The output goes once, in the text.
+    assert_eq!(text.matches("begun").count(), 1, "{result}");
+    assert_eq!(result["structuredContent"]["timed_out"], true, "{result}");
+    assert!(
+        result["structuredContent"].get("stdout").is_none(),
+        "{result}"
+    );
+    assert_eq!(result["isError"], true, "{result}");
+}

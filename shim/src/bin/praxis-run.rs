@@ -181,9 +181,13 @@ fn run(args: Args) -> i32 {
     }
 }
 
-/// A hook adapter's handler, and its answer to an error before the event is read.
+/// A hook adapter's handler, and its answer to an error outside it, in the
+/// shape of the event named (when it was read).
 type HookFn = fn(&str) -> hook::Answer;
-type FailFn = fn(String) -> hook::Answer;
+type FailFn = fn(Option<&str>, String) -> hook::Answer;
+
+/// The event the hook is answering, once read: the watchdog answers in its shape.
+static HOOK_EVENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// `praxis-run hook claude-code|codex|openclaw`: one event on stdin, the answer on stdout.
 fn run_hook(rest: &[String]) -> i32 {
@@ -200,18 +204,26 @@ fn run_hook(rest: &[String]) -> i32 {
     // answers the runtime's deny before the runtime's own timeout.
     let limit = deadline::decision() + HOOK_SLACK;
     let _watchdog = deadline::Watchdog::arm(limit, move || {
-        let answer = fail(format!(
-            "praxisd did not decide within {} s, so the tool does not run (set {} to change the deadline)",
-            limit.as_secs_f64(),
-            deadline::ENV
-        ));
+        let answer = fail(
+            HOOK_EVENT.get().map(String::as_str),
+            format!(
+                "praxisd did not decide within {} s, so the tool does not run (set {} to change the deadline)",
+                limit.as_secs_f64(),
+                deadline::ENV
+            ),
+        );
         deadline::answer_once(|| print_answer(&answer));
         std::process::exit(answer.code);
     });
     let mut input = String::new();
     let answer = match std::io::stdin().read_to_string(&mut input) {
-        Ok(_) => handle(&input),
-        Err(e) => fail(format!("unreadable hook event on stdin: {e}")),
+        Ok(_) => {
+            if let Some(name) = hook::event_name(&input) {
+                let _ = HOOK_EVENT.set(name);
+            }
+            handle(&input)
+        }
+        Err(e) => fail(None, format!("unreadable hook event on stdin: {e}")),
     };
     if !deadline::answer_once(|| print_answer(&answer)) {
         // The watchdog answered and is ending the process.

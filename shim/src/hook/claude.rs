@@ -1,13 +1,14 @@
 //! Claude Code: PreToolUse answers `allow` (Bash rewritten through
-//! praxis-run), `ask` for HOLD (or `deny` when no human will be asked) and
-//! `deny` for STOP; PostToolUse and Stop are recorded. Malformed input and
-//! every error exit 2, Claude Code's blocking code, never 1 (which lets the
-//! tool run).
+//! praxis-run), `ask` for HOLD (or `deny` when no human will be asked:
+//! headless runs and unattended permission modes) and `deny` for STOP, a
+//! HOLD or STOP also carrying the refusal as JSON in `systemMessage`;
+//! PostToolUse and Stop are recorded. Malformed input and every error exit 2,
+//! Claude Code's blocking code, never 1 (which lets the tool run).
 
 use praxis_proto::Verdict;
 use serde_json::{Value, json};
 
-use super::{Answer, Event, HookError, refusal_reason};
+use super::{Answer, Event, HookError, own_mcp_tool, refusal_reason, signal};
 
 /// Name of this runtime in the audit record.
 pub const RUNTIME: &str = "claude-code";
@@ -15,16 +16,32 @@ pub const RUNTIME: &str = "claude-code";
 /// Permission modes in which no human answers a prompt.
 const UNATTENDED: &[&str] = &["bypassPermissions", "dontAsk"];
 
+/// What Claude Code sets `CLAUDE_CODE_ENTRYPOINT` to (and its hooks inherit)
+/// when it runs headless: `claude -p` and the TypeScript and Python Agent
+/// SDKs. Nobody sits at a prompt there.
+const HEADLESS: &[&str] = &["sdk-cli", "sdk-ts", "sdk-py"];
+
+/// Whether a human will answer an `ask` for this event.
+fn attended(event: &Event) -> bool {
+    let unattended_mode = event
+        .permission_mode
+        .as_deref()
+        .is_some_and(|m| UNATTENDED.contains(&m));
+    let headless = std::env::var("CLAUDE_CODE_ENTRYPOINT")
+        .is_ok_and(|entry| HEADLESS.contains(&entry.as_str()));
+    !unattended_mode && !headless
+}
+
 /// Handles one event; never fails open.
 pub fn handle(input: &str) -> Answer {
     match answer(input) {
         Ok(answer) => answer,
-        Err(e) => fail(e.to_string()),
+        Err(e) => fail(None, e.to_string()),
     }
 }
 
-/// The blocking answer: exit 2 with the reason on stderr.
-pub fn fail(reason: String) -> Answer {
+/// The blocking answer, whatever the event: exit 2 with the reason on stderr.
+pub fn fail(_event: Option<&str>, reason: String) -> Answer {
     Answer::block(reason)
 }
 
@@ -49,19 +66,12 @@ fn answer(input: &str) -> Result<Answer, HookError> {
     }
 }
 
-/// Tools of Praxis's own MCP server (`praxis-run mcp`, registered as `praxis`):
-/// praxisd judges each call itself, so the hook does not judge it again.
-const OWN_MCP_TOOLS: &str = "mcp__praxis__";
-
 fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
     // Left to the runtime's own permissions: no second judgment, no grant.
-    if event.tool()?.starts_with(OWN_MCP_TOOLS) {
+    if own_mcp_tool(event.tool()?) {
         return Ok(Answer::silent());
     }
-    let unattended = event
-        .permission_mode
-        .as_deref()
-        .is_some_and(|m| UNATTENDED.contains(&m));
+    let unattended = !attended(event);
     let judged = super::pre_tool_use(event, RUNTIME, !unattended)?;
     let frame = &judged.frame;
     let decision = match (frame.decision, unattended) {
@@ -70,10 +80,16 @@ fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
         (Verdict::Hold, true) | (Verdict::Stop, _) => "deny",
     };
     let reason = match (frame.decision, &frame.approval_token) {
-        (Verdict::Allow, _) => format!(
-            "praxis ALLOW: {} (request {}, tier {}); runs through praxis-run",
-            frame.reason, frame.request_id, frame.tier
-        ),
+        (Verdict::Allow, _) => match &judged.what {
+            Some(what) => format!(
+                "praxis ALLOW: {what} (request {}, tier {})",
+                frame.request_id, frame.tier
+            ),
+            None => format!(
+                "praxis ALLOW: {} (request {}, tier {}); runs through praxis-run",
+                frame.reason, frame.request_id, frame.tier
+            ),
+        },
         (Verdict::Hold, Some(_)) if decision == "ask" => format!(
             "praxis HOLD: {} (request {}, tier {}); saying yes approves this exact command once, in this session, and it runs through praxis-run",
             frame.reason, frame.request_id, frame.tier
@@ -92,5 +108,9 @@ fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
         input.insert("command".into(), Value::String(rewrite.clone()));
         output["updatedInput"] = Value::Object(input);
     }
-    Ok(Answer::json(json!({ "hookSpecificOutput": output })))
+    let mut answer = json!({ "hookSpecificOutput": output });
+    if frame.decision != Verdict::Allow {
+        answer["systemMessage"] = Value::String(signal(frame));
+    }
+    Ok(Answer::json(answer))
 }

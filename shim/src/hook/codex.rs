@@ -1,12 +1,16 @@
-//! Codex: it rejects unknown output fields, has no `ask`, and accepts an
-//! allow only with `updatedInput.command`. ALLOW of a Bash command is that
-//! allow, rewritten through praxis-run; HOLD and STOP are a deny whose reason
-//! carries the approve command; every error is a deny too.
+//! Codex: it rejects unknown output fields and has no `ask`, and each event
+//! takes its own output shape. PreToolUse: ALLOW of a Bash command is an
+//! allow with `updatedInput.command` rewritten through praxis-run; ALLOW of
+//! another tool (an `apply_patch` whose files the policy allows) is no
+//! answer; HOLD and STOP are a deny whose reason carries the approve command,
+//! with the refusal as JSON in `systemMessage`. PostToolUse and Stop answer
+//! nothing when recorded, and `decision: "block"` with the reason when not.
+//! Every error gets its event's refusing shape: never a tool run undecided.
 
 use praxis_proto::Verdict;
 use serde_json::{Value, json};
 
-use super::{Answer, Event, HookError, refusal_reason};
+use super::{Answer, Event, HookError, own_mcp_tool, refusal_reason, signal};
 
 /// Name of this runtime in the audit record.
 pub const RUNTIME: &str = "codex";
@@ -15,13 +19,18 @@ pub const RUNTIME: &str = "codex";
 pub fn handle(input: &str) -> Answer {
     match answer(input) {
         Ok(answer) => answer,
-        Err(e) => fail(e.to_string()),
+        Err(e) => fail(super::event_name(input).as_deref(), e.to_string()),
     }
 }
 
-/// The answer to any error: a deny carrying the reason.
-pub fn fail(reason: String) -> Answer {
-    deny(&reason)
+/// The refusing answer in the shape Codex accepts for `event`: a deny for
+/// PreToolUse (and for input that names no event, since it may be one), a
+/// block with the reason for PostToolUse and Stop.
+pub fn fail(event: Option<&str>, reason: String) -> Answer {
+    match event {
+        Some("PostToolUse" | "Stop") => block(reason),
+        _ => deny(&reason, None),
+    }
 }
 
 fn answer(input: &str) -> Result<Answer, HookError> {
@@ -29,7 +38,16 @@ fn answer(input: &str) -> Result<Answer, HookError> {
     match event.hook_event_name.as_str() {
         "PreToolUse" => pre_tool_use(&event),
         "PostToolUse" => super::post_tool_use(&event, RUNTIME).map(|()| Answer::silent()),
-        "Stop" => super::stop(&event, RUNTIME).map(|()| Answer::silent()),
+        "Stop" => match super::stop(&event, RUNTIME) {
+            Ok(()) => Ok(Answer::silent()),
+            // A block makes Codex go on with the reason as the next prompt;
+            // once it already goes on because of a stop hook, that would loop,
+            // so the failure is shown to the user instead.
+            Err(e) if event.stop_hook_active == Some(true) => Ok(Answer::json(json!({
+                "systemMessage": e.to_string(),
+            }))),
+            Err(e) => Err(e),
+        },
         other => Err(HookError::Malformed(format!(
             "unsupported hook event {other}"
         ))),
@@ -37,6 +55,10 @@ fn answer(input: &str) -> Result<Answer, HookError> {
 }
 
 fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
+    // praxisd judges a call of its own MCP server when the call runs.
+    if own_mcp_tool(event.tool()?) {
+        return Ok(Answer::silent());
+    }
     let judged = super::pre_tool_use(event, RUNTIME, false)?;
     Ok(match (judged.frame.decision, &judged.rewrite) {
         (Verdict::Allow, Some(rewrite)) => {
@@ -52,16 +74,27 @@ fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
         }
         // No command to rewrite: no decision, Codex goes on as it would.
         (Verdict::Allow, None) => Answer::silent(),
-        _ => deny(&refusal_reason(&judged.frame)),
+        _ => deny(&refusal_reason(&judged.frame), Some(signal(&judged.frame))),
     })
 }
 
-fn deny(reason: &str) -> Answer {
-    Answer::json(json!({
+/// A PreToolUse deny; `signal` is the refusal as JSON, shown to the user.
+fn deny(reason: &str, signal: Option<String>) -> Answer {
+    let mut answer = json!({
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
             "permissionDecisionReason": reason,
         }
-    }))
+    });
+    if let Some(signal) = signal {
+        answer["systemMessage"] = Value::String(signal);
+    }
+    Answer::json(answer)
+}
+
+/// The blocking answer of PostToolUse and Stop: top-level `decision` and
+/// `reason` (those events take no `hookSpecificOutput` decision).
+fn block(reason: String) -> Answer {
+    Answer::json(json!({ "decision": "block", "reason": reason }))
 }

@@ -159,19 +159,78 @@ pub fn shell(text: &str) -> Shell {
 /// Prefix of the approval tokens the daemon mints.
 pub const TOKEN_PREFIX: &str = "pxa-";
 
-/// The judged subject of a tool call other than Bash.
-fn tool_subject(event: &Event, tool: &str, cwd: &Path) -> Result<Subject, HookError> {
+/// Tools of Praxis's own MCP server (`praxis-run mcp`, registered as
+/// `praxis`): praxisd judges each call itself when it runs, so a hook does
+/// not judge it a second time.
+pub fn own_mcp_tool(tool: &str) -> bool {
+    tool.starts_with("mcp__praxis__")
+}
+
+/// Codex's patch tool: `tool_input.command` is the patch text.
+const APPLY_PATCH: &str = "apply_patch";
+
+/// The files a Codex patch writes: the paths of its `*** Add File:`,
+/// `*** Update File:`, `*** Delete File:` and `*** Move to:` headers.
+pub fn patch_paths(patch: &str) -> Vec<&str> {
+    const HEADERS: [&str; 4] = [
+        "*** Add File: ",
+        "*** Update File: ",
+        "*** Delete File: ",
+        "*** Move to: ",
+    ];
+    patch
+        .lines()
+        .filter_map(|line| HEADERS.iter().find_map(|h| line.strip_prefix(h)))
+        .map(str::trim)
+        .filter(|path| !path.is_empty())
+        .collect()
+}
+
+/// What one judged subject of a tool call is, in words for the agent.
+fn describe(tool: &str, subject: &Subject) -> String {
+    match subject {
+        Subject::File { path, access } => {
+            let verb = match access {
+                FileAccess::Read => "reads",
+                FileAccess::Write => "writes",
+            };
+            format!("{tool} {verb} {path}")
+        }
+        Subject::Fetch { url } => format!("{tool} fetches {url}"),
+        _ => format!("{tool} runs"),
+    }
+}
+
+/// The judged subjects of a tool call other than Bash: one, or one per file
+/// a patch writes.
+fn tool_subjects(event: &Event, tool: &str, cwd: &Path) -> Result<Vec<Subject>, HookError> {
     let path = |keys: &[&str]| {
         keys.iter()
             .find_map(|k| event.input_str(k))
             .map(str::to_owned)
             .ok_or_else(|| HookError::Malformed(format!("{tool} without {}", keys.join(" or "))))
     };
-    Ok(match tool {
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => Subject::File {
-            path: path(&["file_path", "notebook_path"])?,
-            access: FileAccess::Write,
-        },
+    let write = |path: String| Subject::File {
+        path,
+        access: FileAccess::Write,
+    };
+    Ok(vec![match tool {
+        APPLY_PATCH => {
+            let patch = path(&["command", "input", "patch"])?;
+            let paths = patch_paths(&patch);
+            if paths.is_empty() {
+                return Err(HookError::Malformed(String::from(
+                    "apply_patch names no file (no `*** Add/Update/Delete File:` header)",
+                )));
+            }
+            return Ok(paths
+                .into_iter()
+                .map(|p| write(cwd.join(p).display().to_string()))
+                .collect());
+        }
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => {
+            write(path(&["file_path", "notebook_path"])?)
+        }
         "Read" => Subject::File {
             path: path(&["file_path"])?,
             access: FileAccess::Read,
@@ -188,7 +247,16 @@ fn tool_subject(event: &Event, tool: &str, cwd: &Path) -> Result<Subject, HookEr
         other => Subject::Tool {
             name: other.to_owned(),
         },
-    })
+    }])
+}
+
+/// How much a verdict keeps from running: the strictest of several wins.
+fn strictness(verdict: Verdict) -> u8 {
+    match verdict {
+        Verdict::Allow => 0,
+        Verdict::Hold => 1,
+        Verdict::Stop => 2,
+    }
 }
 
 /// The daemon's answer on a PreToolUse event.
@@ -197,6 +265,9 @@ pub struct PreToolUse {
     pub frame: DecisionFrame,
     /// For Bash: the command that runs the judged one through praxis-run.
     pub rewrite: Option<String>,
+    /// For other tools: what the call does, in words (`Write writes /w/a.rs`),
+    /// since the daemon's reason speaks of the command it judged it as.
+    pub what: Option<String>,
 }
 
 /// Judges the tool call of a PreToolUse event through the daemon. A Bash
@@ -209,10 +280,24 @@ pub fn pre_tool_use(event: &Event, runtime: &str, attended: bool) -> Result<PreT
     let cwd = event.cwd()?;
     let mut caller = event.caller(runtime);
     if tool != "Bash" {
-        let frame = judge::judge(tool_subject(event, tool, &cwd)?, &cwd, &caller)?;
+        // Every subject is judged (and audited); the strictest answer stands.
+        let mut strictest: Option<(DecisionFrame, String)> = None;
+        for subject in tool_subjects(event, tool, &cwd)? {
+            let what = describe(tool, &subject);
+            let frame = judge::judge(subject, &cwd, &caller)?;
+            if strictest
+                .as_ref()
+                .is_none_or(|(worst, _)| strictness(frame.decision) > strictness(worst.decision))
+            {
+                strictest = Some((frame, what));
+            }
+        }
+        let (frame, what) =
+            strictest.ok_or_else(|| HookError::Malformed(format!("{tool}: nothing to judge")))?;
         return Ok(PreToolUse {
             frame,
             rewrite: None,
+            what: Some(what),
         });
     }
     let text = event
@@ -250,6 +335,7 @@ pub fn pre_tool_use(event: &Event, runtime: &str, attended: bool) -> Result<PreT
     Ok(PreToolUse {
         frame,
         rewrite: Some(rewrite),
+        what: None,
     })
 }
 
@@ -330,6 +416,20 @@ pub fn stop(event: &Event, runtime: &str) -> Result<(), HookError> {
     Ok(())
 }
 
+/// The machine-readable refusal a runtime shows beside its own answer:
+/// `decision`, `execution_prevented: true`, `reason`, the request id and,
+/// for HOLD, the operator command that approves it.
+pub fn signal(frame: &DecisionFrame) -> String {
+    crate::exec::refusal_json(frame.decision, &frame.reason, Some(frame)).to_string()
+}
+
+/// The hook event named in `input`, read leniently, so that even input that
+/// is not a valid event is answered in the shape its event takes.
+pub fn event_name(input: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(input).ok()?;
+    Some(value.get("hook_event_name")?.as_str()?.to_owned())
+}
+
 /// The reason shown for a refusal, with how to get a HOLD approved.
 pub fn refusal_reason(frame: &DecisionFrame) -> String {
     let mut reason = format!(
@@ -383,6 +483,40 @@ mod tests {
     }
 
     #[test]
+    fn a_patch_is_judged_on_every_file_it_writes() {
+        let patch = "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-x\n+y\n*** Add File: b.txt\n+hi\n*** Delete File: /etc/c\n*** Update File: d.rs\n*** Move to: e.rs\n*** End Patch\n";
+        assert_eq!(
+            patch_paths(patch),
+            ["src/a.rs", "b.txt", "/etc/c", "d.rs", "e.rs"]
+        );
+        let event = Event::parse(
+            &serde_json::json!({"hook_event_name": "PreToolUse", "session_id": "s",
+                "tool_name": "apply_patch", "tool_input": {"command": patch}})
+            .to_string(),
+        )
+        .unwrap();
+        let subjects = tool_subjects(&event, "apply_patch", Path::new("/w")).unwrap();
+        assert_eq!(subjects.len(), 5);
+        assert_eq!(
+            subjects[2],
+            Subject::File {
+                path: "/etc/c".into(),
+                access: FileAccess::Write
+            }
+        );
+        assert_eq!(
+            describe("apply_patch", &subjects[0]),
+            "apply_patch writes /w/src/a.rs"
+        );
+        let empty = Event::parse(
+            r#"{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"apply_patch",
+                "tool_input":{"command":"*** Begin Patch\n*** End Patch"}}"#,
+        )
+        .unwrap();
+        assert!(tool_subjects(&empty, "apply_patch", Path::new("/w")).is_err());
+    }
+
+    #[test]
     fn file_tools_are_judged_on_their_path() {
         let event = Event::parse(
             r#"{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"NotebookEdit",
@@ -390,16 +524,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            tool_subject(&event, "NotebookEdit", Path::new("/w")).unwrap(),
-            Subject::File {
+            tool_subjects(&event, "NotebookEdit", Path::new("/w")).unwrap(),
+            [Subject::File {
                 path: "/w/a.ipynb".into(),
                 access: FileAccess::Write
-            }
+            }]
         );
         assert!(matches!(
-            tool_subject(&event, "mcp__github__create_issue", Path::new("/w")).unwrap(),
-            Subject::Tool { name } if name == "mcp__github__create_issue"
+            &tool_subjects(&event, "mcp__github__create_issue", Path::new("/w")).unwrap()[..],
+            [Subject::Tool { name }] if name == "mcp__github__create_issue"
         ));
-        assert!(tool_subject(&event, "Read", Path::new("/w")).is_err());
+        assert!(tool_subjects(&event, "Read", Path::new("/w")).is_err());
     }
 }

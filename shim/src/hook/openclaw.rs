@@ -23,12 +23,13 @@ pub const RUNTIME: &str = "openclaw";
 pub fn handle(input: &str) -> Answer {
     match answer(input) {
         Ok(answer) => answer,
-        Err(e) => fail(e.to_string()),
+        Err(e) => fail(None, e.to_string()),
     }
 }
 
-/// The blocking answer: a HOLD that prevented execution, exit 2.
-pub fn fail(reason: String) -> Answer {
+/// The blocking answer, whatever the event: a HOLD that prevented
+/// execution, exit 2.
+pub fn fail(_event: Option<&str>, reason: String) -> Answer {
     Answer {
         stdout: Some(refusal_json(Verdict::Hold, &reason, None).to_string()),
         stderr: None,

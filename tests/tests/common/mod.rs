@@ -117,6 +117,9 @@ impl Daemon {
             .env_remove("PRAXIS_SOCKET")
             .env_remove("PRAXIS_SESSION")
             .env_remove("PRAXIS_RUNTIME")
+            // Set when the tests themselves run under Claude Code; the hook
+            // reads it to tell a headless run.
+            .env_remove("CLAUDE_CODE_ENTRYPOINT")
             .current_dir(p.join("home/work"));
         c
     }
