@@ -262,7 +262,9 @@ pub fn generalise(action: &Action) -> Option<Lesson> {
     };
     let default = action.git.as_ref().and_then(|g| g.default.as_deref());
     let branches = match (&pushed, default) {
-        (Some(named), Some(default)) if named.iter().all(|b| b != default) => BranchRule::NonDefault,
+        (Some(named), Some(default)) if named.iter().all(|b| b != default) => {
+            BranchRule::NonDefault
+        }
         (Some(named), _) => BranchRule::Named(named.clone()),
         (None, _) => BranchRule::Any,
     };
@@ -314,10 +316,7 @@ fn describe(command: &ActionCommand, branches: &BranchRule, action: &Action) -> 
         BranchRule::Named(names) => format!(" to {}", names.join(", ")),
         BranchRule::Any => String::new(),
     };
-    format!(
-        "{what}{to} of {} as role {}",
-        action.workspace, action.role
-    )
+    format!("{what}{to} of {} as role {}", action.workspace, action.role)
 }
 
 #[cfg(test)]

@@ -309,7 +309,11 @@ pub fn propose(proposal: Proposal, now: Timestamp) -> Memory {
 }
 
 /// The source label of a memory made from a judge event.
-pub fn judge_event_source(uri: Option<String>, title: Option<String>, at: Timestamp) -> MemorySource {
+pub fn judge_event_source(
+    uri: Option<String>,
+    title: Option<String>,
+    at: Timestamp,
+) -> MemorySource {
     MemorySource {
         kind: SourceKind::JudgeEvent,
         uri,

@@ -43,11 +43,7 @@ fn digits(bytes: &[u8]) -> Option<i64> {
     if bytes.is_empty() || !bytes.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    Some(
-        bytes
-            .iter()
-            .fold(0i64, |n, d| n * 10 + i64::from(d - b'0')),
-    )
+    Some(bytes.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
 }
 
 /// Days from 1970-01-01 to the given proleptic Gregorian date.
@@ -80,7 +76,11 @@ fn parse_rfc3339(b: &[u8]) -> Option<Timestamp> {
         return None;
     }
     let (year, month, day) = (digits(&b[0..4])?, digits(&b[5..7])?, digits(&b[8..10])?);
-    let (hour, minute, second) = (digits(&b[11..13])?, digits(&b[14..16])?, digits(&b[17..19])?);
+    let (hour, minute, second) = (
+        digits(&b[11..13])?,
+        digits(&b[14..16])?,
+        digits(&b[17..19])?,
+    );
     if !(1..=12).contains(&month)
         || day < 1
         || day > days_in_month(year, month)
