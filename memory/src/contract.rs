@@ -66,8 +66,10 @@ pub fn parse<T: Contract>(json: &str) -> Result<T, ContractError> {
         // below the path where it was noticed.
         let field = match key_in(&message) {
             Some(key) if path == "." => key.to_owned(),
-            Some(key) => format!("{path}.{key}"),
-            None => path,
+            Some(key) if path != key && !path.ends_with(&format!(".{key}")) => {
+                format!("{path}.{key}")
+            }
+            _ => path,
         };
         ContractError::field(field, message)
     })?;
@@ -99,7 +101,7 @@ fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Opti
 }
 
 fn non_empty(field: &str, value: &str) -> Result<(), ContractError> {
-    if value.trim().is_empty() {
+    if value.is_empty() {
         return Err(ContractError::field(field, "must not be empty"));
     }
     Ok(())

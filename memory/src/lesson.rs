@@ -318,6 +318,3 @@ fn describe(command: &ActionCommand, branches: &BranchRule, action: &Action) -> 
     };
     format!("{what}{to} of {} as role {}", action.workspace, action.role)
 }
-
-#[cfg(test)]
-mod tests;

@@ -203,6 +203,3 @@ pub fn injectable(memory: &Memory, now: Timestamp) -> bool {
             UsePolicy::RequiresConfirmation | UsePolicy::DoNotInjectAutomatically => false,
         }
 }
-
-#[cfg(test)]
-mod tests;

