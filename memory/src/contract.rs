@@ -54,14 +54,11 @@ pub trait Contract: DeserializeOwned + Serialize {
 
 /// Parses and checks one contract document.
 pub fn parse<T: Contract>(json: &str) -> Result<T, ContractError> {
-    let mut reader = serde_json::Deserializer::from_str(json);
-    let value: T = serde_path_to_error::deserialize(&mut reader).map_err(|error| {
+    let document: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| ContractError::Syntax(e.to_string()))?;
+    let value: T = serde_path_to_error::deserialize(document).map_err(|error| {
         let path = error.path().to_string();
-        let inner = error.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            return ContractError::Syntax(inner.to_string());
-        }
-        let message = strip_position(&inner.to_string());
+        let message = error.into_inner().to_string();
         // serde names a missing or unknown key in its message, one level
         // below the path where it was noticed.
         let field = match key_in(&message) {
@@ -73,18 +70,8 @@ pub fn parse<T: Contract>(json: &str) -> Result<T, ContractError> {
         };
         ContractError::field(field, message)
     })?;
-    reader
-        .end()
-        .map_err(|e| ContractError::Syntax(e.to_string()))?;
     value.check()?;
     Ok(value)
-}
-
-fn strip_position(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(at) => message[..at].to_owned(),
-        None => message.to_owned(),
-    }
 }
 
 /// The key named by serde's "missing field `x`" / "unknown field `x`".

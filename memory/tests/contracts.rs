@@ -45,7 +45,7 @@ fn broken(doc: &Value, pointer: &str, to: Option<Value>) -> Value {
 }
 
 /// One contract: its fixture, and breakages with the field the error must name.
-fn agree<T: Contract>(fixture: &str, breakages: &[(&str, Option<Value>, &str)]) {
+fn agree<T: Contract + std::fmt::Debug>(fixture: &str, breakages: &[(&str, Option<Value>, &str)]) {
     let schema = validator(T::SCHEMA_VERSION);
     let valid = read(format!("{FIXTURES}{fixture}"));
     assert!(schema.is_valid(&valid), "schema refuses {fixture}");
