@@ -50,6 +50,9 @@ pub enum IntakeError {
         lines: usize,
         limit: usize,
     },
+    /// Fails closed: what cannot be read is not stored.
+    #[error("the document cannot be read for screening: {0}")]
+    Unreadable(String),
     #[error("the document's text is {bytes} bytes (limit {limit}); store summaries, not dumps")]
     TooLarge { bytes: usize, limit: usize },
 }
@@ -61,7 +64,8 @@ pub fn screen<T: Serialize>(
     is_secret: &dyn Fn(&str) -> bool,
     limits: &IntakeLimits,
 ) -> Result<(), IntakeError> {
-    let value = serde_json::to_value(document).unwrap_or(Value::Null);
+    let value =
+        serde_json::to_value(document).map_err(|e| IntakeError::Unreadable(e.to_string()))?;
     let mut total = 0usize;
     walk(&value, &mut String::new(), &mut |field, text| {
         total += text.len();

@@ -35,7 +35,7 @@ pub enum ReviewerKind {
 
 /// A review action, as the endpoint and `praxis review ACTION` take it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "action", deny_unknown_fields)]
+#[serde(rename_all = "kebab-case", tag = "action", deny_unknown_fields)]
 pub enum ReviewAction {
     /// Accept it. `as_instruction`: let it relax HOLDs (needs a lesson);
     /// otherwise it is confirmed as evidence.
