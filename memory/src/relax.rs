@@ -166,15 +166,18 @@ pub fn consult<'m>(
         return result;
     }
     let mut best: Option<&Memory> = None;
+    // The same rules as may_relax, without building a description for
+    // every memory that would allow: only the winner gets one.
     for memory in memories {
-        match may_relax(memory, action, now) {
-            Relax::Allow { .. } => {
-                if best.is_none_or(|b| rank(memory) > rank(b)) {
-                    best = Some(memory);
-                }
+        if why_not(memory, action, now).is_some() {
+            continue;
+        }
+        if memory.is_instruction_grade(now) {
+            if best.is_none_or(|b| rank(memory) > rank(b)) {
+                best = Some(memory);
             }
-            Relax::Evidence { memory_id } => result.evidence.push(memory_id),
-            Relax::No(_) => {}
+        } else if memory.use_policy() == UsePolicy::CanUseAsEvidence {
+            result.evidence.push(memory.id().to_owned());
         }
     }
     result.evidence.sort();

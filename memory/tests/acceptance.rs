@@ -41,7 +41,7 @@ fn decision(outcome: JudgeVerdict) -> JudgeDecision {
     decision
 }
 
-/// 1. A runtime can ask for recall with nothing but the contract.
+/// Criterion 1: A runtime can ask for recall with nothing but the contract.
 #[test]
 fn criterion_01_a_runtime_wires_a_task_to_judge_recall() {
     let memories = [confirmed_lesson(
@@ -55,7 +55,7 @@ fn criterion_01_a_runtime_wires_a_task_to_judge_recall() {
     assert_eq!(reparsed.memories.len(), 1);
 }
 
-/// 2. The judge receives scoped memories with provenance and use policy.
+/// Criterion 2: The judge receives scoped memories with provenance and use policy.
 #[test]
 fn criterion_02_recall_is_scoped_and_labelled() {
     let approved = push(&[], &["origin", "feature/login"]);
@@ -99,7 +99,7 @@ fn criterion_02_recall_is_scoped_and_labelled() {
     );
 }
 
-/// 3. Allow, block, revise and escalate are all written back.
+/// Criterion 3: Allow, block, revise and escalate are all written back.
 #[test]
 fn criterion_03_every_outcome_writes_back() {
     for (outcome, verdict) in [
@@ -121,7 +121,7 @@ fn criterion_03_every_outcome_writes_back() {
     }
 }
 
-/// 4. Human review is required before inferred or generated memories
+/// Criterion 4: Human review is required before inferred or generated memories
 /// become future instructions.
 #[test]
 fn criterion_04_only_human_review_makes_an_instruction() {
@@ -161,7 +161,7 @@ fn criterion_04_only_human_review_makes_an_instruction() {
     ));
 }
 
-/// 5. The inspector shows what was recalled, used, decided and written.
+/// Criterion 5: The inspector shows what was recalled, used, decided and written.
 #[test]
 fn criterion_05_the_inspector_shows_the_whole_story() {
     let approved = push(&[], &["origin", "feature/login"]);
@@ -215,7 +215,7 @@ fn criterion_05_the_inspector_shows_the_whole_story() {
     assert_eq!(answer.reviewed_by[0].action, "confirm");
 }
 
-/// 6. Re-running a similar workflow retrieves the prior confirmed lesson,
+/// Criterion 6: Re-running a similar workflow retrieves the prior confirmed lesson,
 /// and it turns the HOLD into an ALLOW naming the memory.
 #[test]
 fn criterion_06_a_similar_workflow_retrieves_and_uses_the_confirmed_lesson() {
@@ -237,7 +237,7 @@ fn criterion_06_a_similar_workflow_retrieves_and_uses_the_confirmed_lesson() {
     assert_eq!(answer.memories[0].memory_id, "lesson-1");
 }
 
-/// 7. Secret-like data and raw transcript dumps are blocked by default.
+/// Criterion 7: Secret-like data and raw transcript dumps are blocked by default.
 #[test]
 fn criterion_07_secrets_and_transcripts_are_refused() {
     let redactor = praxis_policy::Policy::builtin().unwrap().redactor().clone();
@@ -255,7 +255,7 @@ fn criterion_07_secrets_and_transcripts_are_refused() {
     assert!(screen(&decision, &is_secret, &IntakeLimits::default()).is_err());
 }
 
-/// 8. The contract is not specific to one runtime.
+/// Criterion 8: The contract is not specific to one runtime.
 #[test]
 fn criterion_08_the_contract_is_runtime_neutral() {
     for (runtime, adapter) in [
@@ -271,7 +271,7 @@ fn criterion_08_the_contract_is_runtime_neutral() {
     }
 }
 
-/// 9. Write-back is idempotent: the same decision yields the same memories.
+/// Criterion 9: Write-back is idempotent: the same decision yields the same memories.
 #[test]
 fn criterion_09_write_back_is_idempotent() {
     let decision = decision(JudgeVerdict::Allow);
@@ -282,7 +282,7 @@ fn criterion_09_write_back_is_idempotent() {
     assert_eq!(ids, ["dec-0001/decision/0", "dec-0001/lesson/0"]);
 }
 
-/// 10. Disputed and superseded memories are not injected automatically.
+/// Criterion 10: Disputed and superseded memories are not injected automatically.
 #[test]
 fn criterion_10_disputed_and_superseded_memories_are_not_injected() {
     let approved = push(&[], &["origin", "feature/login"]);
@@ -331,7 +331,7 @@ fn criterion_10_disputed_and_superseded_memories_are_not_injected() {
     );
 }
 
-/// 11. The review queue can downgrade an instruction candidate to evidence only.
+/// Criterion 11: The review queue can downgrade an instruction candidate to evidence only.
 #[test]
 fn criterion_11_the_queue_downgrades_to_evidence_only() {
     let approved = push(&[], &["origin", "feature/login"]);

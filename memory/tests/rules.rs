@@ -833,9 +833,15 @@ fn metrics_fold_the_events() {
 fn review_actions_are_read_as_the_cli_names_them() {
     for name in praxis_memory::review::ACTION_NAMES {
         let body = match name {
-            "confirm" => serde_json::json!({"action": name, "as_instruction": true, "fresh_for": null}),
-            "edit" => serde_json::json!({"action": name, "summary": "s", "content": null, "lesson": null}),
-            "restrict" => serde_json::json!({"action": name, "project_id": "p", "visibility": null, "role": null}),
+            "confirm" => {
+                serde_json::json!({"action": name, "as_instruction": true, "fresh_for": null})
+            }
+            "edit" => {
+                serde_json::json!({"action": name, "summary": "s", "content": null, "lesson": null})
+            }
+            "restrict" => {
+                serde_json::json!({"action": name, "project_id": "p", "visibility": null, "role": null})
+            }
             "merge" => serde_json::json!({"action": name, "into": "m2"}),
             _ => serde_json::json!({"action": name}),
         };
@@ -844,5 +850,7 @@ fn review_actions_are_read_as_the_cli_names_them() {
     }
     let unknown = serde_json::json!({"action": "merge", "into": "m2", "also": 1});
     assert!(serde_json::from_value::<ReviewAction>(unknown).is_err());
-    assert!(serde_json::from_value::<ReviewAction>(serde_json::json!({"action": "approve"})).is_err());
+    assert!(
+        serde_json::from_value::<ReviewAction>(serde_json::json!({"action": "approve"})).is_err()
+    );
 }
