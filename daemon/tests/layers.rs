@@ -130,6 +130,9 @@ fn expand(s: &str, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
             i += 1;
         }
         let ident: String = chars[start..i].iter().collect();
+        if ident.is_empty() && chars.get(i) == Some(&'*') {
+            i += 1;
+        }
         if !ident.is_empty() && ident != "self" {
             path.push(ident);
         }
@@ -226,7 +229,11 @@ fn daemon() -> Crate {
     let mut edges = BTreeMap::new();
     for file in files.iter().filter(|f| !f.ends_with("main.rs")) {
         let module = module_of(&src, file);
-        let code = code_only(&fs::read_to_string(file).unwrap());
+        let text = fs::read_to_string(file).unwrap();
+        // A file's inline test module (`super::` there is the file itself)
+        // is not part of the layers.
+        let text = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
+        let code = code_only(text);
         let named: BTreeSet<Vec<String>> = named_paths(&code, &module)
             .iter()
             .filter_map(|p| resolve(p, &modules))

@@ -280,7 +280,7 @@ pub fn record_expired(audit: &AuditStore) {
             ) {
                 Ok(1) => Ok(()),
                 Ok(_) => Err(String::from("already recorded")),
-                Err(e) => Err(errors::one_line(&e).into()),
+                Err(e) => Err(errors::one_line(&e)),
             }
         });
         match audit.append_with(event, Durability::Normal, op) {
