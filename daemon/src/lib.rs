@@ -8,6 +8,12 @@
 //! another stage or the pipeline; [`spawn`] is the one path into the
 //! sandbox; `state`, `audit`, `kill_switch`, `children`, `config` and the
 //! small helpers are below all of them.
+//!
+//! The glue of a new subsystem follows the same layers: what it does per
+//! request is a module of [`stage`] called by the pipeline (egress
+//! destinations, memory recall, session transitions, snapshots), what
+//! operators ask of it a module of [`operator`], and an API of its own a
+//! module beside `server`; its decisions stay in its own I/O-free crate.
 
 pub mod audit;
 pub mod children;
