@@ -15,11 +15,10 @@ use praxis_proto::{
 
 use crate::audit::{Durability, Event, EventKind};
 use crate::conn::{Peer, Writer};
-use crate::ids;
-use crate::kill_switch;
 use crate::pipeline::{self, DEFAULT_ROLE, Gate, Inbound, Refusal, Trail};
+use crate::stage::approval::token;
 use crate::state::Daemon;
-use crate::{approval, audit_stage};
+use crate::{ids, kill_switch};
 
 /// Note kinds an adapter may record.
 pub const NOTE_KINDS: &[&str] = &[
@@ -151,12 +150,12 @@ async fn judged(
             let verdict = record_allow(daemon, &trail, request, &details).await;
             return (trail, verdict, details, None);
         }
-        refused => audit_stage::intent(daemon, refused, &trail, &ticket).await,
+        refused => pipeline::record_intent(daemon, refused, &trail, &ticket).await,
     };
     let (verdict, details) = match refused {
         Gate::Held(held) if attended => {
             let mut details = held.into_refusal();
-            match approval::mint(daemon, &trail, &ticket).await {
+            match token::mint(daemon, &trail, &ticket).await {
                 Ok(token) => return (trail, Verdict::Hold, details, Some(token)),
                 // Still HOLD, the operator's approval still open: only the prompt is lost.
                 Err(why) => {
@@ -224,7 +223,7 @@ async fn unjudgeable(
     let allowed = daemon
         .policy()
         .is_ok_and(|policy| policy.runtime_tool_allowed(&name));
-    let (verdict, details) = match kill_switch::check(daemon) {
+    let (verdict, details) = match kill_switch::check(&daemon.kill_switch, &daemon.audit) {
         Err(engaged) => (Verdict::Stop, Refusal::unclassified(engaged.message())),
         Ok(()) if allowed => {
             let details = Refusal {
@@ -286,7 +285,7 @@ async fn record(
         rule_ids: Some(details.rule_ids.clone()),
         profile: Some(details.profile.as_str().to_owned()),
         detail: Some(detail),
-        ..audit_stage::base(EventKind::Decided, trail)
+        ..trail.event(EventKind::Decided)
     };
     let recorded = daemon.record(event, Durability::Normal).await.map(drop);
     if let Err(e) = &recorded {

@@ -7,11 +7,13 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 
-use crate::audit::{Durability, Event, EventKind};
-use crate::state::Daemon;
+use crate::audit::{AuditStore, Durability, Event, EventKind};
+use crate::children::Children;
+use crate::errors;
 
 /// Longest reason taken from the file.
 const MAX_REASON: usize = 200;
@@ -24,13 +26,17 @@ pub enum KillSwitchError {
     Watch { path: String, source: nix::Error },
 }
 
-/// The kill switch file and whether the daemon has acted on it.
+/// The kill switch file, whether the daemon has acted on it, and the
+/// running work it ends.
 #[derive(Debug)]
 pub struct KillSwitch {
     file: PathBuf,
     /// True once an engagement was audited and in-flight work ended, so the
     /// watcher, the per-request stat and `praxis kill` act exactly once.
     engaged: AtomicBool,
+    running: Arc<Children>,
+    /// Between SIGTERM and SIGKILL of the work it ends.
+    grace: Duration,
 }
 
 /// A refusal because the switch is engaged.
@@ -49,10 +55,12 @@ impl Engaged {
 }
 
 impl KillSwitch {
-    pub fn new(file: PathBuf) -> KillSwitch {
+    pub fn new(file: PathBuf, running: Arc<Children>, grace: Duration) -> KillSwitch {
         KillSwitch {
             file,
             engaged: AtomicBool::new(false),
+            running,
+            grace,
         }
     }
 
@@ -116,13 +124,13 @@ impl KillSwitch {
 /// The kill-switch stage: a stat on every request. When it sees the file
 /// before the watcher did, it also ends running work (off the async runtime,
 /// since that waits out the grace).
-pub fn check(daemon: &Arc<Daemon>) -> Result<(), Engaged> {
-    match daemon.kill_switch.current() {
+pub fn check(switch: &Arc<KillSwitch>, audit: &Arc<AuditStore>) -> Result<(), Engaged> {
+    match switch.current() {
         None => Ok(()),
         Some(engaged) => {
-            if !daemon.kill_switch.engaged.load(Ordering::SeqCst) {
-                let daemon = Arc::clone(daemon);
-                tokio::task::spawn_blocking(move || sync(&daemon, None));
+            if !switch.engaged.load(Ordering::SeqCst) {
+                let (switch, audit) = (Arc::clone(switch), Arc::clone(audit));
+                tokio::task::spawn_blocking(move || sync(&switch, &audit, None));
             }
             Err(engaged)
         }
@@ -131,55 +139,58 @@ pub fn check(daemon: &Arc<Daemon>) -> Result<(), Engaged> {
 
 /// Acts on the file having appeared: audit once, then end every running
 /// command (SIGTERM, SIGKILL after the grace). Blocking.
-pub fn on_engaged(daemon: &Daemon, engaged: &Engaged, by_uid: Option<u32>) {
-    if daemon.kill_switch.engaged.swap(true, Ordering::SeqCst) {
+pub fn on_engaged(switch: &KillSwitch, audit: &AuditStore, engaged: &Engaged, by_uid: Option<u32>) {
+    if switch.engaged.swap(true, Ordering::SeqCst) {
         return;
     }
-    let killed = daemon
-        .children
-        .terminate_all(&engaged.message(), daemon.config.kill_grace);
+    let killed = switch
+        .running
+        .terminate_all(&engaged.message(), switch.grace);
     let mut detail = serde_json::Map::new();
     detail.insert("killed_commands".into(), killed.into());
-    detail.insert(
-        "file".into(),
-        daemon.kill_switch.file.display().to_string().into(),
-    );
+    detail.insert("file".into(), switch.file.display().to_string().into());
     let event = Event {
         reason: Some(engaged.reason.clone()),
         uid: by_uid,
         detail: Some(detail),
         ..Event::new(EventKind::Kill)
     };
-    if let Err(e) = daemon.record_blocking(event, Durability::Full) {
-        tracing::error!("audit of kill switch engagement failed: {e}");
+    if let Err(e) = audit.append(event, Durability::Full) {
+        tracing::error!(
+            "audit of kill switch engagement failed: {}",
+            errors::one_line(&e)
+        );
     }
 }
 
 /// Acts on the file having gone: audit the release once.
-pub fn on_released(daemon: &Daemon, by_uid: Option<u32>) {
-    if !daemon.kill_switch.engaged.swap(false, Ordering::SeqCst) {
+pub fn on_released(switch: &KillSwitch, audit: &AuditStore, by_uid: Option<u32>) {
+    if !switch.engaged.swap(false, Ordering::SeqCst) {
         return;
     }
     let event = Event {
         uid: by_uid,
         ..Event::new(EventKind::Release)
     };
-    if let Err(e) = daemon.record_blocking(event, Durability::Full) {
-        tracing::error!("audit of kill switch release failed: {e}");
+    if let Err(e) = audit.append(event, Durability::Full) {
+        tracing::error!(
+            "audit of kill switch release failed: {}",
+            errors::one_line(&e)
+        );
     }
 }
 
 /// Brings the engaged flag in line with the file, acting on any change.
-pub fn sync(daemon: &Daemon, by_uid: Option<u32>) {
-    match daemon.kill_switch.current() {
-        Some(engaged) => on_engaged(daemon, &engaged, by_uid),
-        None => on_released(daemon, by_uid),
+pub fn sync(switch: &KillSwitch, audit: &AuditStore, by_uid: Option<u32>) {
+    match switch.current() {
+        Some(engaged) => on_engaged(switch, audit, &engaged, by_uid),
+        None => on_released(switch, audit, by_uid),
     }
 }
 
 /// Starts the watcher thread. The parent directory must exist.
-pub fn watch(daemon: Arc<Daemon>) -> Result<(), KillSwitchError> {
-    let file = daemon.kill_switch.file.clone();
+pub fn watch(switch: Arc<KillSwitch>, audit: Arc<AuditStore>) -> Result<(), KillSwitchError> {
+    let file = switch.file.clone();
     let dir = file
         .parent()
         .map(Path::to_path_buf)
@@ -200,7 +211,7 @@ pub fn watch(daemon: Arc<Daemon>) -> Result<(), KillSwitchError> {
         | AddWatchFlags::IN_MOVED_FROM;
     inotify.add_watch(&dir, mask).map_err(watch_err)?;
     // The file may predate the daemon.
-    sync(&daemon, None);
+    sync(&switch, &audit, None);
     std::thread::Builder::new()
         .name("kill-switch".into())
         .spawn(move || {
@@ -211,7 +222,7 @@ pub fn watch(daemon: Arc<Daemon>) -> Result<(), KillSwitchError> {
                             .iter()
                             .any(|e| e.name.as_deref() == Some(name.as_os_str()))
                         {
-                            sync(&daemon, None);
+                            sync(&switch, &audit, None);
                         }
                     }
                     Err(nix::Error::EINTR) => {}

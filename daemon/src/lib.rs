@@ -1,28 +1,36 @@
 //! praxisd internals. The binary in `main.rs` is thin; the pipeline is in
-//! [`pipeline`] and reads as its stages, each a module of the same name.
+//! [`pipeline`] and reads as its stages, each a module of [`stage`]. The
+//! values passed between stages are in [`pipeline::gate`], below them.
+//!
+//! Layers, each importing only those below it: `server`, `conn`, `judge` and
+//! [`operator`] take requests; [`pipeline`] runs one through the stages;
+//! [`stage`] modules take values and return typed outcomes, never naming
+//! another stage or the pipeline; [`spawn`] is the one path into the
+//! sandbox; `state`, `audit`, `kill_switch`, `children`, `config` and the
+//! small helpers are below all of them.
+//!
+//! The glue of a new subsystem follows the same layers: what it does per
+//! request is a module of [`stage`] called by the pipeline (egress
+//! destinations, memory recall, session transitions, snapshots), what
+//! operators ask of it a module of [`operator`], and an API of its own a
+//! module beside `server`; its decisions stay in its own I/O-free crate.
 
-pub mod approval;
 pub mod audit;
-pub mod audit_stage;
 pub mod children;
+pub mod clock;
 pub mod config;
 pub mod conn;
-pub mod credentials;
 pub mod errors;
-pub mod execute;
 pub mod ids;
 pub mod judge;
 pub mod kill_switch;
 pub mod operator;
-pub mod output;
-pub mod parse;
+pub mod paths;
 pub mod pipeline;
-pub mod policy;
-pub mod preconditions;
 pub mod recovery;
-pub mod redact;
 pub mod reload;
-pub mod reversibility;
 pub mod roles;
 pub mod server;
+pub mod spawn;
+pub mod stage;
 pub mod state;

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 use nix::fcntl::{Flock, FlockArg};
 use praxis_daemon::audit::{self, AuditStore, Durability, Event, EventKind};
 use praxis_daemon::config::Config;
+use praxis_daemon::stage::{approval, credentials};
 use praxis_daemon::state::Daemon;
 use praxis_daemon::{errors, kill_switch, reload, server};
 use praxis_proto::{Layout, Mode};
@@ -28,9 +29,8 @@ async fn sweep_expired(daemon: Arc<Daemon>) {
     let mut every = tokio::time::interval(EXPIRY_SWEEP);
     loop {
         every.tick().await;
-        let d = Arc::clone(&daemon);
-        let _ =
-            tokio::task::spawn_blocking(move || praxis_daemon::approval::record_expired(&d)).await;
+        let audit = Arc::clone(&daemon.audit);
+        let _ = tokio::task::spawn_blocking(move || approval::store::record_expired(&audit)).await;
     }
 }
 
@@ -173,10 +173,7 @@ fn start(layout: Layout) -> Result<i32, String> {
     // live beside the events, so they change in the events' transactions.
     let store = AuditStore::open_with_schema(
         layout.audit_db(),
-        &[
-            praxis_daemon::approval::SCHEMA,
-            praxis_daemon::credentials::SCHEMA,
-        ],
+        &[approval::store::SCHEMA, credentials::store::SCHEMA],
     )
     .map_err(|e| errors::one_line(&e))?;
     if layout.mode == Mode::System {
@@ -202,7 +199,7 @@ fn start(layout: Layout) -> Result<i32, String> {
     if let Err(e) = praxis_sandbox::guardian::start() {
         tracing::error!("guardian: {e}; commands would outlive a crash of praxisd");
     }
-    let self_test = praxis_daemon::execute::self_test(&config.layout.scratch_root());
+    let self_test = praxis_daemon::spawn::self_test(&config.layout.scratch_root());
     if let Err(why) = &self_test {
         tracing::error!("sandbox self-test failed, serving only HOLD: {why}");
     }
@@ -248,7 +245,8 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
         Err(why) => tracing::error!("cannot record interrupted commands: {why}"),
     }
 
-    kill_switch::watch(Arc::clone(&daemon)).map_err(|e| errors::one_line(&e))?;
+    kill_switch::watch(Arc::clone(&daemon.kill_switch), Arc::clone(&daemon.audit))
+        .map_err(|e| errors::one_line(&e))?;
     if let Err(why) = reload::watch(Arc::clone(&daemon)) {
         // SIGHUP and `praxis reload` still work.
         tracing::warn!("{why}");

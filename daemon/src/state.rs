@@ -35,8 +35,8 @@ impl Counters {
 pub struct Daemon {
     pub config: Config,
     policy: RwLock<LoadedPolicy>,
-    pub audit: AuditStore,
-    pub kill_switch: KillSwitch,
+    pub audit: Arc<AuditStore>,
+    pub kill_switch: Arc<KillSwitch>,
     pub children: Arc<Children>,
     pub counters: Counters,
     /// `Err(why)` when the sandbox self-test failed: every request is HOLD.
@@ -65,7 +65,12 @@ impl Daemon {
         audit: AuditStore,
         self_test: Result<String, String>,
     ) -> Daemon {
-        let kill_switch = KillSwitch::new(config.kill_file.clone());
+        let children = Arc::new(Children::default());
+        let kill_switch = Arc::new(KillSwitch::new(
+            config.kill_file.clone(),
+            Arc::clone(&children),
+            config.kill_grace,
+        ));
         let snapshots = praxis_snapshot::Store::open(
             config.layout.state_dir.join("snapshots"),
             config.snapshots.limits.clone(),
@@ -75,9 +80,9 @@ impl Daemon {
             snapshots,
             config,
             policy: RwLock::new(policy),
-            audit,
+            audit: Arc::new(audit),
             kill_switch,
-            children: Arc::new(Children::default()),
+            children,
             counters: Counters::default(),
             self_test,
             draining: AtomicBool::new(false),

@@ -1,6 +1,6 @@
-//! The execute stage: the only place in the codebase that starts a host
-//! command, through the sandbox crate. It takes a [`Permit`] by value, streams
-//! the command's output through the output stage, and ends the command's
+//! The execute stage: runs a permitted command through the one spawn path
+//! (`crate::spawn`). It takes a [`Permit`] by value, streams the command's
+//! output through the output stage (`output`), and ends the command's
 //! whole process group on cancel, client disconnect, timeout or kill switch;
 //! once its first process is reaped, the sandbox kills whatever is left in
 //! its cgroup, sessions of their own included (see `praxis_sandbox::tracking`).
@@ -8,77 +8,33 @@
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use praxis_policy::redact::Redactor;
-use praxis_policy::{Decision, Profile, Tier};
+use praxis_policy::{Decision, Profile};
 use praxis_proto::frame::{Frame, MAX_OUTPUT_CHUNK};
 use praxis_proto::{ClientMsg, ExitFrame, ExitStatus, ServerMsg, Verdict};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::OwnedReadHalf;
 use tokio::net::unix::pipe;
 use tokio::sync::oneshot;
-use zeroize::Zeroizing;
 
 use crate::children::signal_group;
 use crate::conn::{self, Writer};
-use crate::output::Output;
-use crate::pipeline::{Permit, Refusal, Trail, decision_frame};
+use crate::errors;
+use crate::paths::expand_home;
+use crate::pipeline::gate::{Brokered, Executed, Permit, Ran, Refusal, Trail, decision_frame};
+use crate::spawn::{self, Running, SpawnError, Waited};
 use crate::state::Daemon;
-use crate::{audit_stage, credentials, errors, preconditions};
+
+mod output;
+
+use output::Output;
 
 /// How long output may keep arriving after the command's group was killed
 /// (without a cgroup, a process that left the group can hold a pipe open).
 const DRAIN: Duration = Duration::from_millis(200);
-
-/// What happened to an allowed command.
-#[derive(Debug)]
-pub enum Executed {
-    /// It could not be started; the client was told HOLD with `reason`.
-    NotStarted {
-        reason: String,
-        tier: Tier,
-        profile: Profile,
-    },
-    Ran(Ran),
-}
-
-/// How a command that ran ended.
-#[derive(Debug)]
-pub struct Ran {
-    pub exit_code: Option<i32>,
-    pub signal: Option<i32>,
-    pub timed_out: bool,
-    pub ended_because: Option<String>,
-    pub duration_ms: u64,
-    pub stdout_bytes: u64,
-    pub stderr_bytes: u64,
-    pub output_digest: String,
-    pub truncated: bool,
-    pub profile: Profile,
-    /// The outcome stage is done: it runs before the client hears the exit,
-    /// so a client reading the audit log next finds the outcome there.
-    pub recorded: bool,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ExecError {
-    #[error("cannot create output pipe: {0}")]
-    Pipe(nix::Error),
-    #[error("sandbox: {0}")]
-    Sandbox(#[from] praxis_sandbox::SandboxError),
-}
-
-/// Exit of the sandboxed child as the waiter saw it.
-type Waited = Result<(Option<i32>, Option<i32>), String>;
-
-/// A spawned command: its process group and the waiter that reaps it.
-struct Running {
-    pgid: i32,
-    exited: oneshot::Receiver<Waited>,
-}
 
 fn sandbox_profile(profile: Profile) -> praxis_sandbox::Profile {
     match profile {
@@ -95,9 +51,7 @@ fn spec(daemon: &Daemon, permit: &Permit) -> praxis_sandbox::Spec {
     let lists = permit.policy.sandbox_lists();
     let limits = permit.policy.limits();
     let expand = |list: &[String]| -> Vec<PathBuf> {
-        list.iter()
-            .map(|p| preconditions::expand_home(p, &permit.home))
-            .collect()
+        list.iter().map(|p| expand_home(p, &permit.home)).collect()
     };
     let mut protected = expand(&lists.protected);
     protected.push(daemon.config.layout.state_dir.clone());
@@ -137,7 +91,7 @@ fn spec(daemon: &Daemon, permit: &Permit) -> praxis_sandbox::Spec {
             .env
             .iter()
             .cloned()
-            .chain(credentials::env_entries(&permit.brokered))
+            .chain(Brokered::env_entries(&permit.brokered))
             .collect(),
         extra_env_allow: permit.brokered.iter().map(|b| b.env.clone()).collect(),
         rlimits: praxis_sandbox::Rlimits {
@@ -157,47 +111,16 @@ fn start(
     argv: &[OsString],
     cwd: &Path,
     stdin: OwnedFd,
-) -> Result<(Running, OwnedFd, OwnedFd), ExecError> {
-    let (out_r, out_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ExecError::Pipe)?;
-    let (err_r, err_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ExecError::Pipe)?;
+) -> Result<(Running, OwnedFd, OwnedFd), SpawnError> {
+    let (out_r, out_w) = spawn::cloexec_pipe()?;
+    let (err_r, err_w) = spawn::cloexec_pipe()?;
     let stdio = praxis_sandbox::Stdio {
         stdin,
         stdout: out_w,
         stderr: err_w,
     };
-    let running = spawn_sandboxed(spec, argv, cwd, stdio)?;
+    let running = spawn::sandboxed(spec, argv, cwd, stdio)?;
     Ok((running, out_r, err_r))
-}
-
-/// Prepares the sandbox and spawns: the codebase's one call into the spawn
-/// site. A waiter on the blocking pool reaps the child (the sandbox's `wait`
-/// also kills what is left of its group, and dropping the child removes its
-/// scratch dir).
-fn spawn_sandboxed(
-    spec: &praxis_sandbox::Spec,
-    argv: &[OsString],
-    cwd: &Path,
-    stdio: praxis_sandbox::Stdio,
-) -> Result<Running, ExecError> {
-    let prepared = praxis_sandbox::prepare(spec)?;
-    let mut child = praxis_sandbox::spawn(prepared, argv, cwd, stdio)?;
-    // Until the egress proxy serves it, the listener is closed at once, so a
-    // command's connections to it are refused rather than left hanging.
-    drop(child.take_egress_listener());
-    let pgid = child.pid();
-    let (tx, exited) = oneshot::channel();
-    tokio::task::spawn_blocking(move || {
-        let waited = match child.wait() {
-            Ok(praxis_sandbox::ExitStatus::Code(code)) => Ok((Some(code), None)),
-            Ok(praxis_sandbox::ExitStatus::Signal(sig)) => Ok((None, Some(sig))),
-            Err(e) => Err(errors::one_line(&e)),
-        };
-        drop(child);
-        let _ = tx.send(waited);
-    });
-    Ok(Running { pgid, exited })
 }
 
 /// Sends output to the client while it is connected; returns whether it still is.
@@ -293,13 +216,16 @@ fn redactor(permit: &Permit) -> Result<Redactor, String> {
         .map_err(|e| format!("redactor: {}", errors::one_line(&e)))
 }
 
-/// Runs the permitted command to its end, answering the client.
+/// Runs the permitted command to its end, streaming its output to the
+/// client. `started` hears the child's pid once it runs; the exit frame is
+/// left to [`report_exit`], after the pipeline recorded the outcome.
 pub async fn run(
-    daemon: &Arc<Daemon>,
+    daemon: &Daemon,
     mut permit: Permit,
     trail: &Trail,
     reader: OwnedReadHalf,
     writer: &mut Writer,
+    started: impl FnOnce(i32),
 ) -> Executed {
     let began = Instant::now();
     let redactor = match redactor(&permit) {
@@ -307,12 +233,12 @@ pub async fn run(
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };
     let mut spec = spec(daemon, &permit);
-    let started = start(&spec, &permit.argv, &permit.cwd, permit.stdin);
+    let spawned = start(&spec, &permit.argv, &permit.cwd, permit.stdin);
     // The child has its copy; ours go now, not when the command ends.
     let names: Vec<String> = permit.brokered.iter().map(|b| b.env.clone()).collect();
-    credentials::wipe(&mut spec.env, &names);
+    Brokered::wipe(&mut spec.env, &names);
     permit.brokered.clear();
-    let (running, out_r, err_r) = match started {
+    let (running, out_r, err_r) = match spawned {
         Ok(started) => started,
         Err(e) => {
             return not_started(writer, trail, &permit.decision, errors::one_line(&e)).await;
@@ -334,12 +260,7 @@ pub async fn run(
         )))
         .await
         .is_ok();
-    {
-        let daemon = Arc::clone(daemon);
-        let trail = trail.clone();
-        let pid = running.pgid;
-        tokio::spawn(async move { audit_stage::started(&daemon, &trail, pid).await });
-    }
+    started(running.pgid);
 
     if let Some(advisory) = &permit.advisory
         && connected
@@ -471,9 +392,10 @@ pub async fn run(
         (None, false, None, Some(sig)) => ExitStatus::Signal(sig),
         (None, false, None, None) => ExitStatus::Failed(String::from("exit status unknown")),
     };
-    let mut ran = Ran {
+    Executed::Ran(Ran {
         exit_code,
         signal,
+        status,
         timed_out,
         ended_because,
         duration_ms: u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -482,124 +404,22 @@ pub async fn run(
         output_digest: output.digest(),
         truncated: output.truncated(),
         profile: permit.decision.profile,
-        recorded: false,
-    };
-    audit_stage::outcome_of_run(daemon, trail, &ran).await;
-    ran.recorded = true;
-    if connected {
-        let exit = ExitFrame {
-            status,
-            duration_ms: ran.duration_ms,
-            stdout_bytes: ran.stdout_bytes,
-            stderr_bytes: ran.stderr_bytes,
-            truncated: ran.truncated,
-            killed_because: ran.ended_because.clone(),
-        };
-        let _ = writer.send(&ServerMsg::Exit(exit)).await;
-    }
-    Executed::Ran(ran)
+        connected,
+    })
 }
 
-/// How long a credential's `from_command` may take.
-const CAPTURE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Runs a credential's `from_command`: the broker's resolution exec, through
-/// the same sandbox spawn as every command (`full` profile, network on, the
-/// daemon's own identity and `PATH`, stdin and stderr on /dev/null). Returns
-/// its standard output, at most `max` bytes; a non-zero exit is an error.
-pub async fn capture(
-    daemon: &Daemon,
-    command: &str,
-    max: u64,
-) -> Result<Zeroizing<Vec<u8>>, String> {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute() && p.is_dir())
-        .unwrap_or_else(|| PathBuf::from("/"));
-    let path =
-        std::env::var_os("PATH").unwrap_or_else(|| OsString::from(preconditions::DEFAULT_PATH));
-    let spec = praxis_sandbox::Spec {
-        profile: praxis_sandbox::Profile::Full,
-        network: praxis_sandbox::Network::Proxied { port: None },
-        workspace: home.clone(),
-        home: home.clone(),
-        writable_caches: Vec::new(),
-        protected: Vec::new(),
-        secrets: Vec::new(),
-        deny_sockets: vec![daemon.config.layout.socket.clone()],
-        env: vec![(OsString::from("PATH"), path)],
-        extra_env_allow: Vec::new(),
-        rlimits: praxis_sandbox::Rlimits {
-            fsize_bytes: 1 << 26,
-            nofile: 1024,
-            cpu_secs: CAPTURE_TIMEOUT.as_secs(),
-        },
-        limits: praxis_sandbox::Limits::default(),
-        run_as: None,
-        scratch_root: daemon.config.layout.scratch_root(),
-    };
-    let argv = [
-        daemon.config.shell.clone().into_os_string(),
-        OsString::from("-c"),
-        OsString::from(command),
-    ];
-    let null = |write: bool| {
-        std::fs::OpenOptions::new()
-            .read(!write)
-            .write(write)
-            .open("/dev/null")
-            .map(OwnedFd::from)
-            .map_err(|e| format!("/dev/null: {e}"))
-    };
-    let (out_r, out_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| errors::one_line(&ExecError::Pipe(e)))?;
-    let stdio = praxis_sandbox::Stdio {
-        stdin: null(false)?,
-        stdout: out_w,
-        stderr: null(true)?,
-    };
-    let running = spawn_sandboxed(&spec, &argv, &home, stdio).map_err(|e| errors::one_line(&e))?;
-    let mut out = pipe::Receiver::from_owned_fd(out_r).map_err(|e| e.to_string())?;
-    let mut value = Zeroizing::new(Vec::new());
-    let read = async {
-        let mut buf = Zeroizing::new([0u8; 4096]);
-        loop {
-            match out.read(&mut buf[..]).await {
-                Ok(0) => return Ok(()),
-                Ok(n) if value.len() + n > max as usize => {
-                    return Err(format!("printed more than {max} bytes"));
-                }
-                Ok(n) => value.extend_from_slice(&buf[..n]),
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-    };
-    let outcome = match tokio::time::timeout(CAPTURE_TIMEOUT, read).await {
-        Ok(result) => result,
-        Err(_) => Err(format!("timed out after {}s", CAPTURE_TIMEOUT.as_secs())),
-    };
-    if outcome.is_err() {
-        signal_group(running.pgid, Signal::SIGKILL);
+/// Tells a still-connected client how the command ended.
+pub async fn report_exit(writer: &mut Writer, ran: &Ran) {
+    if !ran.connected {
+        return;
     }
-    let waited = running
-        .exited
-        .await
-        .unwrap_or_else(|_| Err(String::from("waiter lost")));
-    outcome?;
-    match waited? {
-        (Some(0), _) => Ok(value),
-        (Some(code), _) => Err(format!("exit code {code}")),
-        (None, Some(sig)) => Err(format!("killed by signal {sig}")),
-        (None, None) => Err(String::from("exit status unknown")),
-    }
-}
-
-/// Runs the sandbox's start-up self-test: `Ok(restrictions)` when every
-/// escape failed, else `Err(what got through)`, and the daemon serves only HOLD.
-pub fn self_test(scratch_root: &Path) -> Result<String, String> {
-    match praxis_sandbox::self_test(scratch_root) {
-        Ok(report) if report.passed() => Ok(report.restrictions),
-        Ok(report) => Err(report.failures.join("; ")),
-        Err(e) => Err(format!("could not run: {}", errors::one_line(&e))),
-    }
+    let exit = ExitFrame {
+        status: ran.status.clone(),
+        duration_ms: ran.duration_ms,
+        stdout_bytes: ran.stdout_bytes,
+        stderr_bytes: ran.stderr_bytes,
+        truncated: ran.truncated,
+        killed_because: ran.ended_because.clone(),
+    };
+    let _ = writer.send(&ServerMsg::Exit(exit)).await;
 }

@@ -1,37 +1,44 @@
-//! The pipeline: the one path from a request to an executed command. It reads
-//! as its stages, in order; each is a call into the module named after it and
-//! returns a typed outcome. Any failure is HOLD with a one-line reason.
+//! The pipeline: the one path from a request to an executed command, and the
+//! only module that names every stage. It reads as its stages, in order; each
+//! is a call into `crate::stage::<name>` that takes values and returns a typed
+//! outcome, and the pipeline passes those values on. Any failure is HOLD with
+//! a one-line reason.
 //!
 //! kill switch → role → parse → preconditions (host snapshot) → policy (tier
 //! classification and deny-first rules, one pure call over that snapshot) →
 //! redact → approval / retry budget → audit intent (committed) → credentials
 //! → execute → errors → output → audit outcome.
 //!
-//! Only this module can make a [`Permit`], and [`execute::run`] takes it by
-//! value. [`Gate::Allow`] carries one; a policy HOLD carries one sealed in a
-//! [`Held`], which only [`Held::lift`] opens, and only the approval stage
-//! lifts (a one-shot approval, or a steer-only role). The exec stage is
-//! reachable only by destructuring an ALLOW.
+//! Only this module can make a [`Permit`] (its seal is in [`gate`]), and
+//! [`execute::run`] takes it by value. [`Gate::Allow`] carries one; a policy
+//! HOLD carries one sealed in a [`Held`], which only [`Held::lift`] opens,
+//! and only the approval stage lifts (a one-shot approval, or a steer-only
+//! role). The exec stage is reachable only by destructuring an ALLOW.
+
+pub mod gate;
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use praxis_policy::{Decision, Policy, Profile, Tier, Verdict};
-use praxis_proto::{Command, DecisionFrame, ExecRequest, ServerMsg};
-use praxis_snapshot::Plan;
+use praxis_policy::{Decision, Policy, Verdict};
+use praxis_proto::{Command, CredentialSpec, ExecRequest, ServerMsg};
 use tokio::net::unix::OwnedReadHalf;
 
 use crate::conn::{Peer, Writer};
-use crate::preconditions::Gathered;
-use crate::reversibility::{self, Reversibility};
+use crate::stage::approval::{self, store as approvals};
+use crate::stage::preconditions::{self, Gathered};
+use crate::stage::reversibility::{self, Reversibility};
+use crate::stage::{credentials, execute, intent, outcome, parse, policy, redact};
 use crate::state::Daemon;
-use crate::{
-    approval, audit_stage, credentials, errors, execute, ids, kill_switch, parse, policy,
-    preconditions, redact, roles,
+use crate::{errors, ids, kill_switch, roles};
+
+use gate::Seal;
+pub use gate::{
+    Approval, Approver, Brokered, Executed, Gate, Held, Permit, Ran, Refusal, Rejection, Ticket,
+    Trail, decision_frame,
 };
 
 /// The rule id of a refusal by the kill switch, so clients can word it.
@@ -48,137 +55,6 @@ pub struct Inbound {
     pub cwd_dir: OwnedFd,
 }
 
-/// Why a request does not run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    pub reason: String,
-    pub tier: Tier,
-    pub rule_ids: Vec<String>,
-    pub profile: Profile,
-    /// A policy HOLD an operator may approve (`praxis approve`).
-    pub approvable: bool,
-}
-
-impl Refusal {
-    /// A refusal decided before the policy could classify the request: the
-    /// tier is unknown, so it is taken as the highest.
-    pub fn unclassified(reason: String) -> Refusal {
-        Refusal {
-            reason,
-            tier: Tier::HighRisk,
-            rule_ids: Vec::new(),
-            profile: Profile::ReadOnly,
-            approvable: false,
-        }
-    }
-
-    /// The details of a policy decision, as a refusal or a decision frame carries them.
-    pub fn of(decision: &Decision) -> Refusal {
-        Refusal {
-            reason: decision.reason.clone(),
-            tier: decision.tier,
-            rule_ids: decision.rule_ids.clone(),
-            profile: decision.profile,
-            approvable: false,
-        }
-    }
-}
-
-/// Private: only this module can seal a [`Permit`].
-#[derive(Debug)]
-struct Seal;
-
-/// Leave to execute exactly one command, as decided.
-#[derive(Debug)]
-pub struct Permit {
-    _seal: Seal,
-    pub request_id: String,
-    pub decision: Decision,
-    /// The policy the decision was made under.
-    pub policy: Arc<Policy>,
-    /// What to exec: the argv, or the configured shell with `-c` and the string.
-    pub argv: Vec<OsString>,
-    pub cwd: PathBuf,
-    pub workspace: PathBuf,
-    pub home: PathBuf,
-    pub env: Vec<(OsString, OsString)>,
-    pub timeout: Duration,
-    pub output_cap: u64,
-    pub peer: Peer,
-    pub stdin: OwnedFd,
-    /// Brokered credentials, resolved after the intent is committed.
-    pub brokered: Vec<credentials::Brokered>,
-    /// Shown to the agent before the output (a steer-only role's lifted HOLD).
-    pub advisory: Option<String>,
-    /// The snapshot to take before the command runs, so it can be undone.
-    pub undo: Option<Plan>,
-}
-
-/// A policy HOLD, with the command as it would run if the HOLD is lifted.
-#[derive(Debug)]
-pub struct Held {
-    permit: Box<Permit>,
-    pub refusal: Refusal,
-    /// Whether a steer-only role may run it: not when the HOLD is that the
-    /// command cannot be undone, which is what steering relies on.
-    pub steerable: bool,
-}
-
-impl Held {
-    pub fn permit(&self) -> &Permit {
-        &self.permit
-    }
-
-    /// Opens the HOLD: for the approval stage alone, after it found a usable
-    /// approval or a steer-only role (whose `advisory` the agent sees).
-    pub fn lift(self, advisory: Option<String>) -> Box<Permit> {
-        let mut permit = self.permit;
-        permit.advisory = advisory;
-        permit
-    }
-
-    /// The refusal, the command dropped.
-    pub fn into_refusal(self) -> Refusal {
-        self.refusal
-    }
-}
-
-/// The outcome of the deciding stages.
-#[must_use = "a gate must be acted on: only an ALLOW may execute"]
-#[derive(Debug)]
-pub enum Gate {
-    Allow(Box<Permit>),
-    /// A policy HOLD: approvable.
-    Held(Held),
-    /// A HOLD no approval lifts (kill switch, drain, bad policy, stage failure).
-    Hold(Refusal),
-    Stop(Refusal),
-}
-
-impl Gate {
-    pub fn verdict(&self) -> Verdict {
-        match self {
-            Gate::Allow(_) => Verdict::Allow,
-            Gate::Held(_) | Gate::Hold(_) => Verdict::Hold,
-            Gate::Stop(_) => Verdict::Stop,
-        }
-    }
-}
-
-/// What the audit stages record about a request besides the decision.
-#[derive(Clone, Debug)]
-pub struct Trail {
-    pub request_id: String,
-    pub peer: Peer,
-    pub role: String,
-    pub session: Option<String>,
-    pub runtime: Option<String>,
-    pub cwd: String,
-    pub arguments_digest: String,
-    pub argv_redacted: Option<Vec<String>>,
-    pub policy_revision: Option<String>,
-}
-
 /// Runs one exec request to its end and answers the client.
 pub async fn run(
     daemon: &Arc<Daemon>,
@@ -188,7 +64,7 @@ pub async fn run(
 ) {
     daemon.counters.requests.fetch_add(1, Ordering::Relaxed);
     let (trail, ticket, gate) = admit(daemon, inbound).await;
-    let gate = audit_stage::intent(daemon, gate, &trail, &ticket).await;
+    let gate = record_intent(daemon, gate, &trail, &ticket).await;
 
     match gate {
         Gate::Allow(mut permit) => {
@@ -204,18 +80,30 @@ pub async fn run(
             let taken = saved == Ok(true);
             let executed = match saved {
                 Err(reason) => execute::not_started(writer, &trail, &permit.decision, reason).await,
-                Ok(_) => match credentials::inject(daemon, &mut permit, &ticket.grants).await {
-                    Ok(()) => execute::run(daemon, *permit, &trail, reader, writer).await,
-                    Err(reason) => {
-                        execute::not_started(writer, &trail, &permit.decision, reason).await
-                    }
-                },
+                Ok(_) => {
+                    credentials::inject(daemon, &mut permit, &ticket.grants).await;
+                    let started = {
+                        let daemon = Arc::clone(daemon);
+                        let trail = trail.clone();
+                        move |pid: i32| {
+                            tokio::spawn(
+                                async move { outcome::started(&daemon, &trail, pid).await },
+                            );
+                        }
+                    };
+                    execute::run(daemon, *permit, &trail, reader, writer, started).await
+                }
             };
+            // The outcome is recorded before the client hears the exit, so a
+            // client reading the audit log next finds it there.
+            outcome::record(daemon, &trail, &executed).await;
+            if let Executed::Ran(ran) = &executed {
+                execute::report_exit(writer, ran).await;
+            }
             if taken {
-                let ran = matches!(executed, execute::Executed::Ran(_));
+                let ran = matches!(executed, Executed::Ran(_));
                 reversibility::settle(daemon, &trail.request_id, ran).await;
             }
-            audit_stage::outcome(daemon, &trail, &executed).await;
         }
         Gate::Held(held) => {
             let refusal = held.into_refusal();
@@ -231,8 +119,9 @@ pub async fn run(
 }
 
 /// The stages before the audit intent, shared by exec and judge-only
-/// requests: role, the judging stages, then approval / retry budget.
-pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, approval::Ticket, Gate) {
+/// requests: role, the judging stages, then approval / retry budget, with
+/// the credential grants the pipeline looked up for the decided command.
+pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, Ticket, Gate) {
     let assigned = roles::assign(
         &daemon.config.roles,
         daemon.config.mode(),
@@ -243,11 +132,11 @@ pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, approval::
         Ok(a) => (a.role.clone(), a.why.clone()),
         Err(e) => (String::from(DEFAULT_ROLE), errors::one_line(e)),
     };
-    let mut ticket = approval::Ticket {
+    let mut ticket = Ticket {
         role_why,
-        session: approval::session_key(inbound.request.session.as_deref(), &inbound.peer),
+        session: approval::digest::session_key(inbound.request.session.as_deref(), &inbound.peer),
         presented_token: inbound.request.approval_token.clone(),
-        ..approval::Ticket::default()
+        ..Ticket::default()
     };
     let mut trail = Trail {
         request_id: ids::request_id(),
@@ -268,8 +157,73 @@ pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, approval::
             errors::one_line(&e)
         ))),
     };
-    let gate = approval::apply(daemon, gate, &trail, &mut ticket).await;
+    let grants = grants(daemon, &gate, &trail.role);
+    let gate = approval::apply::apply(daemon, gate, &trail, &mut ticket, grants).await;
     (trail, ticket, gate)
+}
+
+/// The credentials the decided command would get, for the approval stage
+/// (they are part of what an approval binds to). None for a refusal.
+fn grants(daemon: &Daemon, gate: &Gate, role: &str) -> Option<Result<Vec<CredentialSpec>, String>> {
+    let decision = match gate {
+        Gate::Allow(permit) => &permit.decision,
+        Gate::Held(held) => &held.permit().decision,
+        Gate::Hold(_) | Gate::Stop(_) => return None,
+    };
+    Some(credentials::store::grants(daemon, role, decision))
+}
+
+/// The audit intent stage, handed the SQL that must commit with it: for an
+/// ALLOW, consuming its approval and counting its execution; for a policy
+/// HOLD, storing it as pending. Shared by exec and judge-only requests.
+pub async fn record_intent(daemon: &Daemon, gate: Gate, trail: &Trail, ticket: &Ticket) -> Gate {
+    // Which of its checks the consuming SQL failed, if it fails.
+    let rejected = Arc::new(OnceLock::new());
+    let with = match &gate {
+        Gate::Allow(_) => approvals::consume_op(ticket, &trail.request_id, Arc::clone(&rejected)),
+        Gate::Held(held) => approvals::pending_op(trail, ticket, &held.refusal, &held.permit().cwd),
+        Gate::Hold(_) | Gate::Stop(_) => None,
+    };
+    match intent::intent(daemon, gate, trail, ticket, with).await {
+        intent::Intent::Recorded(gate) => gate,
+        intent::Intent::Rejected { permit, why } => {
+            let decision = &permit.decision;
+            let (refusal, with) = match rejected.get() {
+                Some(Rejection::BudgetSpent) => {
+                    let limit = ticket.budget.unwrap_or(0);
+                    let reason = approval::budget::spent_reason(
+                        limit,
+                        limit,
+                        decision.tier,
+                        &ticket.session,
+                    );
+                    approval::budget::exhausted(daemon, trail, &reason).await;
+                    let stop = Refusal {
+                        reason,
+                        ..Refusal::of(decision)
+                    };
+                    (Gate::Stop(stop), None)
+                }
+                // Another run used the approval first: this one is held anew.
+                Some(Rejection::ApprovalGone) | None => {
+                    let hold = Refusal {
+                        reason: format!("{} ({why}; a new approval is needed)", decision.reason),
+                        approvable: true,
+                        ..Refusal::of(decision)
+                    };
+                    let op = approvals::pending_op(trail, ticket, &hold, &permit.cwd);
+                    (Gate::Hold(hold), op)
+                }
+            };
+            match intent::intent(daemon, refusal, trail, ticket, with).await {
+                intent::Intent::Recorded(gate) => gate,
+                // A refusal's record is never rejected into anything else.
+                intent::Intent::Rejected { .. } => Gate::Hold(Refusal::unclassified(String::from(
+                    "the audit intent of a refusal was rejected",
+                ))),
+            }
+        }
+    }
 }
 
 /// What the judging stages concluded for a request the policy decided.
@@ -306,7 +260,7 @@ fn judge(
     cwd_dir: &OwnedFd,
     trail: &mut Trail,
 ) -> Result<Decided, Refused> {
-    if let Err(engaged) = kill_switch::check(daemon) {
+    if let Err(engaged) = kill_switch::check(&daemon.kill_switch, &daemon.audit) {
         let mut refusal = Refusal::unclassified(engaged.message());
         refusal.rule_ids.push(String::from(KILL_SWITCH_RULE));
         return Err(Refused::Stop(refusal));
@@ -483,20 +437,4 @@ async fn refuse(
     counter.fetch_add(1, Ordering::Relaxed);
     let frame = decision_frame(trail, verdict, &r);
     let _ = writer.send(&ServerMsg::Decision(frame)).await;
-}
-
-/// The decision frame for the client. HOLD names the operator command that
-/// would approve it.
-pub fn decision_frame(trail: &Trail, verdict: praxis_proto::Verdict, r: &Refusal) -> DecisionFrame {
-    DecisionFrame {
-        request_id: trail.request_id.clone(),
-        decision: verdict,
-        tier: r.tier.as_str().to_owned(),
-        reason: r.reason.clone(),
-        rule_ids: r.rule_ids.clone(),
-        profile: r.profile.as_str().to_owned(),
-        approve_with: (verdict == praxis_proto::Verdict::Hold && r.approvable)
-            .then(|| format!("praxis approve {}", trail.request_id)),
-        approval_token: None,
-    }
 }

@@ -3,6 +3,9 @@
 //! operator group), and a request that changes state is refused from inside
 //! any command the daemon is running.
 
+pub mod approvals;
+pub mod credentials;
+
 use std::sync::Arc;
 
 use praxis_proto::{
@@ -13,8 +16,10 @@ use praxis_snapshot::SnapshotError;
 
 use crate::audit::{Durability, Event, EventKind, StoredEvent};
 use crate::conn::{Peer, Writer};
+use crate::stage::credentials::store as credential_store;
+use crate::stage::{policy, reversibility};
 use crate::state::{Counters, Daemon};
-use crate::{approval, credentials, errors, kill_switch, reload, reversibility};
+use crate::{errors, kill_switch, reload};
 
 /// Events per reply frame.
 const BATCH: usize = 500;
@@ -89,7 +94,7 @@ fn events(list: Vec<StoredEvent>) -> Vec<serde_json::Value> {
 }
 
 fn status(daemon: &Daemon) -> StatusReport {
-    let (revision, hold_all) = match crate::policy::in_force(daemon) {
+    let (revision, hold_all) = match policy::in_force(daemon) {
         Ok(policy) => (policy.revision().to_owned(), None),
         Err(why) => (
             daemon
@@ -115,7 +120,7 @@ fn status(daemon: &Daemon) -> StatusReport {
         kill_switch: daemon.kill_switch.current().map(|e| e.reason),
         kill_file: daemon.kill_switch.file().display().to_string(),
         audit_problem: daemon.audit.lost(),
-        credential_problems: credentials::problems(daemon),
+        credential_problems: credential_store::problems(daemon),
         in_flight: daemon.children.len() as u64,
         requests: Counters::get(&daemon.counters.requests),
         allowed: Counters::get(&daemon.counters.allowed),
@@ -174,7 +179,8 @@ pub async fn handle(
                 blocking(daemon, move |d| match d.kill_switch.engage(&reason) {
                     Ok(()) => {
                         kill_switch::on_engaged(
-                            d,
+                            &d.kill_switch,
+                            &d.audit,
                             &kill_switch::Engaged { reason },
                             Some(peer.uid),
                         );
@@ -191,7 +197,7 @@ pub async fn handle(
             }
             OperatorRequest::Release => blocking(daemon, move |d| match d.kill_switch.release() {
                 Ok(()) => {
-                    kill_switch::on_released(d, Some(peer.uid));
+                    kill_switch::on_released(&d.kill_switch, &d.audit, Some(peer.uid));
                     OperatorReply::Done {
                         message: String::from("kill switch released"),
                     }
@@ -244,18 +250,18 @@ pub async fn handle(
             OperatorRequest::AuditShow { request_id } => {
                 blocking(daemon, move |d| show(d, &request_id)).await
             }
-            OperatorRequest::Pending => blocking(daemon, approval::pending).await.pipe_one(),
+            OperatorRequest::Pending => blocking(daemon, approvals::pending).await.pipe_one(),
             OperatorRequest::Approve {
                 request_id,
                 ttl_secs,
                 note,
             } => blocking(daemon, move |d| {
-                approval::approve(d, &peer, &request_id, ttl_secs, note.as_deref())
+                approvals::approve(d, &peer, &request_id, ttl_secs, note.as_deref())
             })
             .await
             .pipe_one(),
             OperatorRequest::Deny { request_id, note } => blocking(daemon, move |d| {
-                approval::deny(d, &peer, &request_id, note.as_deref())
+                approvals::deny(d, &peer, &request_id, note.as_deref())
             })
             .await
             .pipe_one(),

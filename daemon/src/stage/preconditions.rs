@@ -18,9 +18,7 @@ use praxis_policy::{Analysis, Context, Policy, Resolution};
 use praxis_sandbox::host;
 
 use crate::config::Config;
-
-/// `PATH` used when the client sent none.
-pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+use crate::paths::{DEFAULT_PATH, expand_home};
 
 /// Roots a sandboxed command could write besides the workspace and caches;
 /// a program resolved inside one of them may have been planted.
@@ -119,15 +117,6 @@ fn inside_any(path: &Path, roots: &[PathBuf]) -> bool {
         .iter()
         .filter_map(|root| fs::metadata(root).ok())
         .any(|m| ancestors.contains(&(m.dev(), m.ino())))
-}
-
-/// `~/x` against `home`; other paths as they are.
-pub fn expand_home(path: &str, home: &Path) -> PathBuf {
-    match path.strip_prefix("~/") {
-        Some(rest) => home.join(rest),
-        None if path == "~" => home.to_path_buf(),
-        None => PathBuf::from(path),
-    }
 }
 
 pub fn gather(
@@ -261,15 +250,5 @@ mod tests {
         ));
         // A different uid in between does not serve the cached entry.
         assert_eq!(home_of(uid).unwrap(), first);
-    }
-
-    #[test]
-    fn expands_home() {
-        let home = Path::new("/home/u");
-        assert_eq!(
-            expand_home("~/.cache", home),
-            PathBuf::from("/home/u/.cache")
-        );
-        assert_eq!(expand_home("/opt/x", home), PathBuf::from("/opt/x"));
     }
 }

@@ -1,0 +1,170 @@
+//! The one path into `praxis_sandbox`: every process praxisd starts, an
+//! allowed command or a credential's `from_command`, is prepared and spawned
+//! here, and the sandbox's start-up self-test runs from here too.
+
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use praxis_proto::Layout;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::sync::oneshot;
+use zeroize::Zeroizing;
+
+use crate::children::signal_group;
+use crate::errors;
+use crate::paths::DEFAULT_PATH;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("cannot create output pipe: {0}")]
+    Pipe(nix::Error),
+    #[error("sandbox: {0}")]
+    Sandbox(#[from] praxis_sandbox::SandboxError),
+}
+
+/// Exit of the sandboxed child as the waiter saw it: code, or signal.
+pub type Waited = Result<(Option<i32>, Option<i32>), String>;
+
+/// A spawned command: its process group and the waiter that reaps it.
+pub struct Running {
+    pub pgid: i32,
+    pub exited: oneshot::Receiver<Waited>,
+}
+
+/// A pipe whose ends close on exec.
+pub fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd), SpawnError> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(SpawnError::Pipe)
+}
+
+/// Prepares the sandbox and spawns: the codebase's one call into the spawn
+/// site. A waiter on the blocking pool reaps the child (the sandbox's `wait`
+/// also kills what is left of its group, and dropping the child removes its
+/// scratch dir).
+pub fn sandboxed(
+    spec: &praxis_sandbox::Spec,
+    argv: &[OsString],
+    cwd: &Path,
+    stdio: praxis_sandbox::Stdio,
+) -> Result<Running, SpawnError> {
+    let prepared = praxis_sandbox::prepare(spec)?;
+    let mut child = praxis_sandbox::spawn(prepared, argv, cwd, stdio)?;
+    let pgid = child.pid();
+    let (tx, exited) = oneshot::channel();
+    tokio::task::spawn_blocking(move || {
+        let waited = match child.wait() {
+            Ok(praxis_sandbox::ExitStatus::Code(code)) => Ok((Some(code), None)),
+            Ok(praxis_sandbox::ExitStatus::Signal(sig)) => Ok((None, Some(sig))),
+            Err(e) => Err(errors::one_line(&e)),
+        };
+        drop(child);
+        let _ = tx.send(waited);
+    });
+    Ok(Running { pgid, exited })
+}
+
+/// How long a credential's `from_command` may take.
+const CAPTURE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs a credential's `from_command`: the broker's resolution exec, through
+/// the same sandbox spawn as every command (`full` profile, no network, the
+/// daemon's own identity and `PATH`, stdin and stderr on /dev/null). Returns
+/// its standard output, at most `max` bytes; a non-zero exit is an error.
+pub async fn capture(
+    shell: &Path,
+    layout: &Layout,
+    command: &str,
+    max: u64,
+) -> Result<Zeroizing<Vec<u8>>, String> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_dir())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from(DEFAULT_PATH));
+    let spec = praxis_sandbox::Spec {
+        profile: praxis_sandbox::Profile::Full,
+        network: praxis_sandbox::Network::Off,
+        workspace: home.clone(),
+        home: home.clone(),
+        writable_caches: Vec::new(),
+        protected: Vec::new(),
+        secrets: Vec::new(),
+        deny_sockets: vec![layout.socket.clone()],
+        env: vec![(OsString::from("PATH"), path)],
+        extra_env_allow: Vec::new(),
+        rlimits: praxis_sandbox::Rlimits {
+            fsize_bytes: 1 << 26,
+            nofile: 1024,
+            cpu_secs: CAPTURE_TIMEOUT.as_secs(),
+        },
+        limits: praxis_sandbox::Limits::default(),
+        run_as: None,
+        scratch_root: layout.scratch_root(),
+    };
+    let argv = [
+        shell.as_os_str().to_owned(),
+        OsString::from("-c"),
+        OsString::from(command),
+    ];
+    let null = |write: bool| {
+        std::fs::OpenOptions::new()
+            .read(!write)
+            .write(write)
+            .open("/dev/null")
+            .map(OwnedFd::from)
+            .map_err(|e| format!("/dev/null: {e}"))
+    };
+    let (out_r, out_w) = cloexec_pipe().map_err(|e| errors::one_line(&e))?;
+    let stdio = praxis_sandbox::Stdio {
+        stdin: null(false)?,
+        stdout: out_w,
+        stderr: null(true)?,
+    };
+    let running = sandboxed(&spec, &argv, &home, stdio).map_err(|e| errors::one_line(&e))?;
+    let mut out = pipe::Receiver::from_owned_fd(out_r).map_err(|e| e.to_string())?;
+    let mut value = Zeroizing::new(Vec::new());
+    let read = async {
+        let mut buf = Zeroizing::new([0u8; 4096]);
+        loop {
+            match out.read(&mut buf[..]).await {
+                Ok(0) => return Ok(()),
+                Ok(n) if value.len() + n > max as usize => {
+                    return Err(format!("printed more than {max} bytes"));
+                }
+                Ok(n) => value.extend_from_slice(&buf[..n]),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    };
+    let outcome = match tokio::time::timeout(CAPTURE_TIMEOUT, read).await {
+        Ok(result) => result,
+        Err(_) => Err(format!("timed out after {}s", CAPTURE_TIMEOUT.as_secs())),
+    };
+    if outcome.is_err() {
+        signal_group(running.pgid, Signal::SIGKILL);
+    }
+    let waited = running
+        .exited
+        .await
+        .unwrap_or_else(|_| Err(String::from("waiter lost")));
+    outcome?;
+    match waited? {
+        (Some(0), _) => Ok(value),
+        (Some(code), _) => Err(format!("exit code {code}")),
+        (None, Some(sig)) => Err(format!("killed by signal {sig}")),
+        (None, None) => Err(String::from("exit status unknown")),
+    }
+}
+
+/// Runs the sandbox's start-up self-test: `Ok(restrictions)` when every
+/// escape failed, else `Err(what got through)`, and the daemon serves only HOLD.
+pub fn self_test(scratch_root: &Path) -> Result<String, String> {
+    match praxis_sandbox::self_test(scratch_root) {
+        Ok(report) if report.passed() => Ok(report.restrictions),
+        Ok(report) => Err(report.failures.join("; ")),
+        Err(e) => Err(format!("could not run: {}", errors::one_line(&e))),
+    }
+}

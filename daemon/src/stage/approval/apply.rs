@@ -1,0 +1,128 @@
+//! The approval stage itself: budget, then what [`decide::held`] makes of a
+//! policy HOLD given what the store holds for it.
+
+use std::sync::Arc;
+
+use praxis_policy::{Profile, Tier};
+use praxis_proto::CredentialSpec;
+
+use super::budget::{self, Budget};
+use super::decide::{self, Lifted, Lookup, Presented};
+use super::digest::request_digest;
+use super::{store, token};
+use crate::pipeline::gate::{Gate, Refusal, Ticket, Trail};
+use crate::state::Daemon;
+use crate::{clock, errors, roles};
+
+fn refusal(reason: String, tier: Tier, profile: Profile) -> Refusal {
+    Refusal {
+        reason,
+        tier,
+        rule_ids: Vec::new(),
+        profile,
+        approvable: false,
+    }
+}
+
+/// The stage: binds the request digest (with the credential `grants` the
+/// pipeline looked up, `None` for a refusal), counts the retry budget, then
+/// lifts a policy HOLD for a steer-only role or a usable approval.
+pub async fn apply(
+    daemon: &Arc<Daemon>,
+    gate: Gate,
+    trail: &Trail,
+    ticket: &mut Ticket,
+    grants: Option<Result<Vec<CredentialSpec>, String>>,
+) -> Gate {
+    let (permit, tier) = match &gate {
+        Gate::Allow(p) => (&**p, p.decision.tier),
+        Gate::Held(h) => (h.permit(), h.refusal.tier),
+        Gate::Hold(_) | Gate::Stop(_) => return gate,
+    };
+    let profile = permit.decision.profile;
+    ticket.grants = match grants {
+        Some(Ok(grants)) => grants,
+        Some(Err(why)) => return Gate::Hold(refusal(why, tier, profile)),
+        None => Vec::new(),
+    };
+    let digest = request_digest(
+        &trail.arguments_digest,
+        &permit.cwd,
+        profile,
+        &ticket.grants,
+    );
+    ticket.digest = Some(digest.clone());
+
+    if let Some(limit) = daemon.config.retry_budget.limit(tier) {
+        let done = store::executions(&daemon.audit, &ticket.session, &digest)
+            .map_err(|e| errors::one_line(&e));
+        match budget::check(limit, done, tier, &ticket.session) {
+            Budget::Counts(limit) => ticket.budget = Some(limit),
+            Budget::Spent(reason) => {
+                budget::exhausted(daemon, trail, &reason).await;
+                return Gate::Stop(refusal(reason, tier, profile));
+            }
+            Budget::Unreadable(reason) => return Gate::Hold(refusal(reason, tier, profile)),
+        }
+    }
+
+    let Gate::Held(mut held) = gate else {
+        return gate;
+    };
+    let role_defined = held.permit().policy.roles().any(|r| r == trail.role);
+    let now_ms = clock::now_ms();
+    let presented = ticket.presented_token.as_deref().map(|presented| {
+        if token::from_inside(daemon, &trail.peer) {
+            Presented::FromInside
+        } else {
+            Presented::Looked(
+                store::find_token(
+                    &daemon.audit,
+                    &token::sha256(presented),
+                    &digest,
+                    &ticket.session,
+                )
+                .map_err(|e| errors::one_line(&e)),
+            )
+        }
+    });
+    let approval = match presented {
+        // A presented token decides alone: the operator's approvals are not read.
+        Some(_) => Ok(None),
+        None => store::find_approval(&daemon.audit, &digest, now_ms).map_err(|e| e.to_string()),
+    };
+    let lookup = Lookup {
+        steer_only: roles::steer_only(&daemon.config.roles, &trail.role) && role_defined,
+        steerable: held.steerable,
+        token: presented,
+        approval,
+        now_ms,
+    };
+    match decide::held(&trail.role, &held.refusal.reason, lookup) {
+        Lifted::Steered { advisory } => {
+            ticket.advisory = Some(advisory.clone());
+            Gate::Allow(held.lift(Some(advisory)))
+        }
+        Lifted::Approved(approval) => {
+            ticket.approval = Some(approval);
+            Gate::Allow(held.lift(None))
+        }
+        Lifted::Held {
+            note,
+            expired,
+            unreadable,
+        } => {
+            if expired {
+                let d = Arc::clone(daemon);
+                let _ = tokio::task::spawn_blocking(move || store::record_expired(&d.audit)).await;
+            }
+            if let Some(e) = unreadable {
+                tracing::error!("approvals unreadable: {e}");
+            }
+            if let Some(note) = note {
+                held.refusal.reason = format!("{} ({note})", held.refusal.reason);
+            }
+            Gate::Held(held)
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The credential broker's references: `[[credentials]]` in `praxis.toml`
+//! and the operator's table in the audit database (`praxis cred add`), whose
+//! rows shadow config entries of the same name (a revoked row hides one).
+//! Praxis stores references only: a file path, an environment variable
+//! name, a command line; never a value.
+//!
+//! Who gets a credential: requests running as one of its roles and, when it
+//! names programs, only requests whose every simple command runs one of them
+//! (every process of a command inherits its environment, so a pipeline with
+//! one unlisted program would hand the secret to that program too).
+
+use praxis_policy::Decision;
+use praxis_proto::{CredentialSource, CredentialSpec};
+use rusqlite::params;
+
+use crate::audit::{AuditError, TxOp};
+use crate::state::Daemon;
+use crate::{clock, errors};
+
+/// The broker's table, in the audit database.
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS credentials (
+    name TEXT PRIMARY KEY,
+    env TEXT NOT NULL,
+    source_kind TEXT NOT NULL,
+    source TEXT NOT NULL,
+    roles TEXT NOT NULL,
+    programs TEXT NOT NULL,
+    changed_ms INTEGER NOT NULL,
+    revoked INTEGER NOT NULL DEFAULT 0
+);
+";
+
+/// A row of the table: a spec, or a revocation when `revoked`.
+struct Row {
+    spec: CredentialSpec,
+    revoked: bool,
+}
+
+fn source_parts(source: &CredentialSource) -> (&'static str, &str) {
+    match source {
+        CredentialSource::File(s) | CredentialSource::Env(s) | CredentialSource::Command(s) => {
+            (source.kind(), s)
+        }
+    }
+}
+
+fn source_of(kind: &str, text: String) -> Option<CredentialSource> {
+    match kind {
+        "file" => Some(CredentialSource::File(text)),
+        "env" => Some(CredentialSource::Env(text)),
+        "command" => Some(CredentialSource::Command(text)),
+        _ => None,
+    }
+}
+
+fn rows(daemon: &Daemon) -> Result<Vec<Row>, AuditError> {
+    daemon.audit.read(|conn| {
+        let mut stmt = conn.prepare(
+            "SELECT name, env, source_kind, source, roles, programs, revoked FROM credentials ORDER BY name",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                let kind: String = r.get(2)?;
+                let roles: String = r.get(4)?;
+                let programs: String = r.get(5)?;
+                let revoked: i64 = r.get(6)?;
+                Ok((
+                    CredentialSpec {
+                        name: r.get(0)?,
+                        env: r.get(1)?,
+                        source: CredentialSource::File(String::new()),
+                        roles: serde_json::from_str(&roles).unwrap_or_default(),
+                        programs: serde_json::from_str(&programs).unwrap_or_default(),
+                    },
+                    kind,
+                    r.get::<_, String>(3)?,
+                    revoked != 0,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        // A row of an unknown source kind is kept as a revocation: fail closed.
+        Ok(rows
+            .into_iter()
+            .map(|(mut spec, kind, text, revoked)| match source_of(&kind, text) {
+                Some(source) => {
+                    spec.source = source;
+                    Row { spec, revoked }
+                }
+                None => Row {
+                    spec,
+                    revoked: true,
+                },
+            })
+            .collect())
+    })
+}
+
+/// Every credential in force, with its origin (`config` or `operator`).
+pub fn active(daemon: &Daemon) -> Result<Vec<(CredentialSpec, &'static str)>, AuditError> {
+    let rows = rows(daemon)?;
+    let mut out: Vec<(CredentialSpec, &'static str)> = daemon
+        .config
+        .credentials
+        .iter()
+        .filter(|c| !rows.iter().any(|r| r.spec.name == c.name))
+        .map(|c| (c.clone(), "config"))
+        .collect();
+    out.extend(
+        rows.into_iter()
+            .filter(|r| !r.revoked)
+            .map(|r| (r.spec, "operator")),
+    );
+    out.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    Ok(out)
+}
+
+/// Whether `spec` is granted to a request of `role` running `programs`.
+fn granted(spec: &CredentialSpec, role: &str, programs: &[&str]) -> bool {
+    spec.roles.iter().any(|r| r == role)
+        && (spec.programs.is_empty()
+            || (!programs.is_empty()
+                && programs
+                    .iter()
+                    .all(|p| spec.programs.iter().any(|g| g == p))))
+}
+
+/// The program of a simple command as a bare name (`/usr/bin/gh` → `gh`).
+fn bare(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// The credentials a request of `role`, judged as `decision`, gets.
+pub fn grants(
+    daemon: &Daemon,
+    role: &str,
+    decision: &Decision,
+) -> Result<Vec<CredentialSpec>, String> {
+    let programs: Vec<&str> = decision
+        .commands
+        .iter()
+        .map(|c| bare(&c.program))
+        .filter(|p| !p.is_empty())
+        .collect();
+    let all = active(daemon).map_err(|e| format!("credential store: {}", errors::one_line(&e)))?;
+    Ok(all
+        .into_iter()
+        .map(|(spec, _)| spec)
+        .filter(|spec| granted(spec, role, &programs))
+        .collect())
+}
+
+/// Why a credential's source cannot give a value now, if it cannot: a file
+/// that is missing, unreadable or empty, a variable praxisd does not have, a
+/// command whose program is not found. Nothing is run to find out.
+pub fn unusable(spec: &CredentialSpec) -> Option<String> {
+    match &spec.source {
+        // Opened, not read: the value stays where it is until a command needs it.
+        CredentialSource::File(path) => {
+            match std::fs::File::open(path).and_then(|f| f.metadata()) {
+                Ok(meta) if meta.len() == 0 => Some(format!("{path} is empty")),
+                Ok(_) => None,
+                Err(e) => Some(format!("cannot read {path}: {e}")),
+            }
+        }
+        CredentialSource::Env(var) => std::env::var_os(var)
+            .is_none()
+            .then(|| format!("praxisd's environment has no {var}")),
+        CredentialSource::Command(command) => {
+            let program = command.split_whitespace().next().unwrap_or_default();
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let found =
+                praxis_sandbox::host::resolve_program(program, &path, std::path::Path::new("/"));
+            found
+                .is_none()
+                .then(|| format!("`{program}` is not found on praxisd's PATH"))
+        }
+    }
+}
+
+/// Each credential whose source cannot give a value now, with why.
+pub fn problems(daemon: &Daemon) -> Vec<String> {
+    active(daemon)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|(spec, _)| unusable(spec).map(|why| format!("{}: {why}", spec.name)))
+        .collect()
+}
+
+pub fn upsert(spec: &CredentialSpec, revoked: bool) -> Result<TxOp, String> {
+    let (kind, source) = source_parts(&spec.source);
+    let row = (
+        spec.name.clone(),
+        spec.env.clone(),
+        kind,
+        source.to_owned(),
+        serde_json::to_string(&spec.roles).map_err(|e| e.to_string())?,
+        serde_json::to_string(&spec.programs).map_err(|e| e.to_string())?,
+    );
+    Ok(Box::new(move |tx| {
+        tx.execute(
+            "INSERT INTO credentials (name, env, source_kind, source, roles, programs, changed_ms, revoked)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (name) DO UPDATE SET env = ?2, source_kind = ?3, source = ?4,
+                 roles = ?5, programs = ?6, changed_ms = ?7, revoked = ?8",
+            params![row.0, row.1, row.2, row.3, row.4, row.5, clock::now_ms(), revoked],
+        )
+        .map(drop)
+        .map_err(|e| errors::one_line(&e))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(roles: &[&str], programs: &[&str]) -> CredentialSpec {
+        CredentialSpec {
+            name: "gh".into(),
+            env: "GH_TOKEN".into(),
+            source: CredentialSource::Env("GH".into()),
+            roles: roles.iter().map(|s| s.to_string()).collect(),
+            programs: programs.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn grants_follow_role_and_every_program() {
+        let any = spec(&["agent"], &[]);
+        assert!(granted(&any, "agent", &["printf", "sha256sum"]));
+        assert!(!granted(&any, "ci", &["printf"]));
+        let gh = spec(&["agent", "ci"], &["gh", "git"]);
+        assert!(granted(&gh, "ci", &["gh"]));
+        assert!(granted(&gh, "agent", &["git", "gh"]));
+        assert!(!granted(&gh, "agent", &["gh", "curl"]), "curl would see it");
+        assert!(!granted(&gh, "agent", &[]));
+        assert_eq!(bare("/usr/bin/gh"), "gh");
+    }
+}

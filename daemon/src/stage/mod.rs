@@ -1,0 +1,16 @@
+//! The pipeline's stages, one module each. A stage never imports another
+//! stage or the pipeline (a test keeps it so): it takes values, the types
+//! of `crate::pipeline::gate` among them, and returns a typed outcome the
+//! pipeline passes on. Modules below the stages (`state`, `audit`,
+//! `config`, `spawn`, …) are theirs to use.
+
+pub mod approval;
+pub mod credentials;
+pub mod execute;
+pub mod intent;
+pub mod outcome;
+pub mod parse;
+pub mod policy;
+pub mod preconditions;
+pub mod redact;
+pub mod reversibility;

@@ -1,0 +1,64 @@
+//! The audit outcome stage: the start of an allowed command and how it
+//! ended, or why it never started. Output is recorded as byte counts and a
+//! digest only.
+
+use crate::audit::{Durability, Event, EventKind};
+use crate::pipeline::gate::{Executed, Ran, Trail};
+use crate::state::Daemon;
+
+/// Records that an allowed command is running (best effort: the intent is
+/// already committed, and the outcome follows).
+pub async fn started(daemon: &Daemon, trail: &Trail, child_pid: i32) {
+    let mut detail = serde_json::Map::new();
+    detail.insert("child_pid".into(), child_pid.into());
+    let event = Event {
+        detail: Some(detail),
+        ..trail.event(EventKind::Started)
+    };
+    if let Err(e) = daemon.record(event, Durability::Normal).await {
+        tracing::error!("audit of a start failed: {e}");
+    }
+}
+
+/// Records how an allowed command ended, or why it never started.
+pub async fn record(daemon: &Daemon, trail: &Trail, executed: &Executed) {
+    let event = match executed {
+        Executed::NotStarted {
+            reason,
+            tier,
+            profile,
+        } => Event {
+            decision: Some(String::from("HOLD")),
+            reason: Some(reason.clone()),
+            tier: Some(tier.as_str().to_owned()),
+            profile: Some(profile.as_str().to_owned()),
+            ..trail.event(EventKind::Finished)
+        },
+        Executed::Ran(ran) => finished(trail, ran),
+    };
+    if let Err(e) = daemon.record(event, Durability::Normal).await {
+        tracing::error!("audit of an outcome failed: {e}");
+    }
+}
+
+fn finished(trail: &Trail, ran: &Ran) -> Event {
+    let mut detail = serde_json::Map::new();
+    if let Some(why) = &ran.ended_because {
+        detail.insert("ended_because".into(), why.clone().into());
+    }
+    if ran.timed_out {
+        detail.insert("timed_out".into(), true.into());
+    }
+    Event {
+        exit_code: ran.exit_code,
+        signal: ran.signal,
+        duration_ms: Some(ran.duration_ms),
+        stdout_bytes: Some(ran.stdout_bytes),
+        stderr_bytes: Some(ran.stderr_bytes),
+        output_digest: Some(ran.output_digest.clone()),
+        truncated: Some(ran.truncated),
+        profile: Some(ran.profile.as_str().to_owned()),
+        detail: (!detail.is_empty()).then_some(detail),
+        ..trail.event(EventKind::Finished)
+    }
+}
