@@ -1,6 +1,6 @@
 //! The daemon's own configuration: its layout (user or system mode) and the
-//! optional `praxis.toml` in the config directory. Policy is loaded apart, by
-//! [`crate::reload`].
+//! optional `praxis.toml` in the config directory. Policy is loaded apart,
+//! by the reload module, which reads this configuration.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

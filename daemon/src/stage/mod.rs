@@ -1,6 +1,6 @@
 //! The pipeline's stages, one module each. A stage never imports another
-//! stage or the pipeline (a test keeps it so): it takes values, the types
-//! of `crate::pipeline::gate` among them, and returns a typed outcome the
+//! stage or the pipeline's spine (a test keeps it so): it takes values, the
+//! gate types that sit below every stage among them, and returns a typed outcome the
 //! pipeline passes on. Modules below the stages (`state`, `audit`,
 //! `config`, `spawn`, …) are theirs to use.
 
