@@ -37,6 +37,7 @@ fn setup() -> Setup {
         workspace: ws.to_path_buf(),
         home: home.clone(),
         writable_caches: Vec::new(),
+        write_grants: Vec::new(),
         protected: vec![ws.join(".git/hooks"), ws.join(".git/config")],
         secrets: vec![home.join(".ssh"), PathBuf::from("/etc/shadow")],
         deny_sockets: Vec::new(),

@@ -20,6 +20,7 @@ pub mod children;
 pub mod clock;
 pub mod config;
 pub mod conn;
+pub mod egress;
 pub mod errors;
 pub mod ids;
 pub mod judge;

@@ -29,10 +29,13 @@ pub enum SpawnError {
 /// Exit of the sandboxed child as the waiter saw it: code, or signal.
 pub type Waited = Result<(Option<i32>, Option<i32>), String>;
 
-/// A spawned command: its process group and the waiter that reaps it.
+/// A spawned command: its process group, the waiter that reaps it, and,
+/// for a command with network grants, the listener inside its network
+/// namespace that the egress proxy serves.
 pub struct Running {
     pub pgid: i32,
     pub exited: oneshot::Receiver<Waited>,
+    pub egress: Option<std::net::TcpListener>,
 }
 
 /// A pipe whose ends close on exec.
@@ -52,6 +55,7 @@ pub fn sandboxed(
 ) -> Result<Running, SpawnError> {
     let prepared = praxis_sandbox::prepare(spec)?;
     let mut child = praxis_sandbox::spawn(prepared, argv, cwd, stdio)?;
+    let egress = child.take_egress_listener();
     let pgid = child.pid();
     let (tx, exited) = oneshot::channel();
     tokio::task::spawn_blocking(move || {
@@ -63,7 +67,11 @@ pub fn sandboxed(
         drop(child);
         let _ = tx.send(waited);
     });
-    Ok(Running { pgid, exited })
+    Ok(Running {
+        pgid,
+        exited,
+        egress,
+    })
 }
 
 /// How long a credential's `from_command` may take.
@@ -90,6 +98,7 @@ pub async fn capture(
         workspace: home.clone(),
         home: home.clone(),
         writable_caches: Vec::new(),
+        write_grants: Vec::new(),
         protected: Vec::new(),
         secrets: Vec::new(),
         deny_sockets: vec![layout.socket.clone()],

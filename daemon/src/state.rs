@@ -10,6 +10,7 @@ use praxis_policy::redact::{Redactor, builtin_config};
 use crate::audit::{Appended, AuditStore, Durability, Event};
 use crate::children::Children;
 use crate::config::Config;
+use crate::egress::EgressHub;
 use crate::kill_switch::KillSwitch;
 
 /// The policy in force. `Err` when no policy has ever loaded (a bad file at
@@ -49,6 +50,9 @@ pub struct Daemon {
     /// Where reversible commands keep what they remove. `Err`: nothing can
     /// be kept, so no command is reversible.
     pub snapshots: Result<praxis_snapshot::Store, String>,
+    /// The egress proxy for commands with network grants. `Err`: such
+    /// commands are HOLD, never given raw network instead.
+    pub egress: Result<Arc<EgressHub>, String>,
 }
 
 /// The shipped secret rules, compiled and checked against their examples.
@@ -76,8 +80,12 @@ impl Daemon {
             config.snapshots.limits.clone(),
         )
         .map_err(|e| format!("snapshot store: {e}"));
+        let egress = EgressHub::open(&config.layout.state_dir, &config.layout.egress_public_dir())
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
         Daemon {
             snapshots,
+            egress,
             config,
             policy: RwLock::new(policy),
             audit: Arc::new(audit),

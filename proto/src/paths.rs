@@ -118,6 +118,13 @@ impl Layout {
         self.state_dir.with_file_name("praxis-scratch")
     }
 
+    /// Where the egress proxy's CA certificate and the trust bundle that
+    /// includes it are kept for sandboxed commands to read: beside the state
+    /// dir, which commands can never read (the CA's key stays there).
+    pub fn egress_public_dir(&self) -> PathBuf {
+        self.state_dir.with_file_name("praxis-egress")
+    }
+
     /// Default kill switch file.
     pub fn default_kill_file(&self) -> PathBuf {
         self.state_dir.join("KILL")

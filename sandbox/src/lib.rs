@@ -287,6 +287,11 @@ pub struct Spec {
     /// Absolute tool cache dirs, writable under [`Profile::WorkspaceWrite`]; only
     /// those that exist are granted.
     pub writable_caches: Vec<PathBuf>,
+    /// Exact paths outside the writable trees that this command may write,
+    /// as its decision granted them, in every restricted profile. Each must
+    /// exist and not be a symlink (the daemon creates a new one for the
+    /// caller before the spawn): Landlock grants inodes, not names.
+    pub write_grants: Vec<PathBuf>,
     /// Paths kept unwritable inside writable trees: absolute, or relative
     /// names (`.git/hooks`) applied under every writable tree. A final
     /// component ending in `*` matches by prefix.

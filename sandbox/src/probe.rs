@@ -131,6 +131,7 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
         workspace: workspace.clone(),
         home: workspace.clone(),
         writable_caches: Vec::new(),
+        write_grants: Vec::new(),
         protected: vec![hooks.clone()],
         secrets: vec![secret.clone()],
         deny_sockets: Vec::new(),

@@ -406,11 +406,18 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     };
     let mut scratch_rules = Vec::new();
     if restricted {
-        let grant = Grant {
+        let mut grants = vec![Grant {
             path: scratch.0.clone(),
             access: fs_rules::write_rights(),
-        };
-        scratch_rules = fs_rules::carve(&[grant], &carved.write_exclusions, &mut Vec::new())?;
+        }];
+        for path in &spec.write_grants {
+            absolute(path, "write grant")?;
+            grants.push(Grant {
+                path: path.clone(),
+                access: fs_rules::write_rights(),
+            });
+        }
+        scratch_rules = fs_rules::carve(&grants, &carved.write_exclusions, &mut Vec::new())?;
     }
     let rule_count = carved.rules.len() + scratch_rules.len();
     let ruleset = fs_rules::ruleset(restricted, spec.network.is_off())?;

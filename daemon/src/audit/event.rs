@@ -50,6 +50,8 @@ pub enum EventKind {
     Undo,
     /// A snapshot was dropped by retention.
     SnapshotExpired,
+    /// A command's connection through the egress proxy: allowed, refused or failed.
+    Egress,
     /// The daemon started serving.
     Startup,
     /// The daemon stopped serving.
@@ -60,7 +62,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind this build names, for parsing and documentation.
-    const NAMED: [EventKind; 21] = [
+    const NAMED: [EventKind; 22] = [
         EventKind::Decided,
         EventKind::Started,
         EventKind::Finished,
@@ -80,6 +82,7 @@ impl EventKind {
         EventKind::Snapshot,
         EventKind::Undo,
         EventKind::SnapshotExpired,
+        EventKind::Egress,
         EventKind::Startup,
         EventKind::Shutdown,
     ];
@@ -106,6 +109,7 @@ impl EventKind {
             EventKind::Snapshot => "snapshot",
             EventKind::Undo => "undo",
             EventKind::SnapshotExpired => "snapshot_expired",
+            EventKind::Egress => "egress",
             EventKind::Startup => "startup",
             EventKind::Shutdown => "shutdown",
             EventKind::Other(kind) => kind,

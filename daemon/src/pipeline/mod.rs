@@ -91,18 +91,29 @@ pub async fn run(
                             );
                         }
                     };
-                    execute::run(daemon, *permit, &trail, reader, writer, started).await
+                    let on_egress = {
+                        let daemon = Arc::clone(daemon);
+                        let trail = trail.clone();
+                        move |event| {
+                            let (daemon, trail) = (Arc::clone(&daemon), trail.clone());
+                            tokio::spawn(
+                                async move { outcome::egress(&daemon, &trail, event).await },
+                            );
+                        }
+                    };
+                    execute::run(daemon, *permit, &trail, reader, writer, started, on_egress).await
                 }
             };
-            // The outcome is recorded before the client hears the exit, so a
-            // client reading the audit log next finds it there.
+            // The outcome and what an undo needs are recorded before the
+            // client hears the exit, so a client that reads the audit log or
+            // undoes the command next finds them there.
             outcome::record(daemon, &trail, &executed).await;
-            if let Executed::Ran(ran) = &executed {
-                execute::report_exit(writer, ran).await;
-            }
             if taken {
                 let ran = matches!(executed, Executed::Ran(_));
                 reversibility::settle(daemon, &trail.request_id, ran).await;
+            }
+            if let Executed::Ran(ran) = &executed {
+                execute::report_exit(writer, ran).await;
             }
         }
         Gate::Held(held) => {
@@ -403,6 +414,14 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
                 approvable: true,
                 ..Refusal::of(&permit.decision)
             };
+            // What an approval would let it do, in every prompt and listing.
+            if !permit.decision.grants.is_empty() {
+                refusal.reason = format!(
+                    "{}; if approved it {}",
+                    refusal.reason,
+                    permit.decision.grants_summary()
+                );
+            }
             if let Some(why) = &irreversible {
                 refusal.reason = if verdict == Verdict::Allow {
                     format!("not reversible: {why}; an approval runs it without a snapshot")

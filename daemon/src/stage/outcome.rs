@@ -2,6 +2,8 @@
 //! ended, or why it never started. Output is recorded as byte counts and a
 //! digest only.
 
+use praxis_egress::{ConnectionEvent, RequestKind, Verdict};
+
 use crate::audit::{Durability, Event, EventKind};
 use crate::pipeline::gate::{Executed, Ran, Trail};
 use crate::state::Daemon;
@@ -17,6 +19,41 @@ pub async fn started(daemon: &Daemon, trail: &Trail, child_pid: i32) {
     };
     if let Err(e) = daemon.record(event, Durability::Normal).await {
         tracing::error!("audit of a start failed: {e}");
+    }
+}
+
+/// Records one connection of the command through the egress proxy: where
+/// it asked to go, whether it went, and how many bytes; never a path or a
+/// header.
+pub async fn egress(daemon: &Daemon, trail: &Trail, event: ConnectionEvent) {
+    let (verdict, reason) = match &event.verdict {
+        Verdict::Allowed => ("allowed", None),
+        Verdict::Refused(why) => ("refused", Some(why.clone())),
+        Verdict::Failed(why) => ("failed", Some(why.clone())),
+    };
+    let kind = match &event.kind {
+        RequestKind::Connect => String::from("CONNECT"),
+        RequestKind::Http(method) => method.clone(),
+        RequestKind::Malformed => String::from("malformed"),
+    };
+    let mut detail = serde_json::Map::new();
+    detail.insert("destination".into(), event.destination.into());
+    detail.insert("verdict".into(), verdict.into());
+    detail.insert("request".into(), kind.into());
+    detail.insert("bytes_up".into(), event.bytes_up.into());
+    detail.insert("bytes_down".into(), event.bytes_down.into());
+    if event.intercepted {
+        detail.insert("intercepted".into(), true.into());
+    }
+    let record = Event {
+        reason,
+        duration_ms: Some(u64::try_from(event.duration.as_millis()).unwrap_or(u64::MAX)),
+        credentials: (!event.credentials.is_empty()).then_some(event.credentials),
+        detail: Some(detail),
+        ..trail.event(EventKind::Egress)
+    };
+    if let Err(e) = daemon.record(record, Durability::Normal).await {
+        tracing::error!("audit of an egress connection failed: {e}");
     }
 }
 

@@ -56,6 +56,7 @@ impl Fixture {
             workspace: self.ws.clone(),
             home: self.home.clone(),
             writable_caches: Vec::new(),
+            write_grants: Vec::new(),
             protected: [".git/hooks", ".git/config", ".mcp.json"]
                 .iter()
                 .map(|p| self.ws.join(p))

@@ -49,6 +49,7 @@ pub async fn apply(
         &trail.arguments_digest,
         &permit.cwd,
         profile,
+        &permit.decision.grants,
         &ticket.grants,
     );
     ticket.digest = Some(digest.clone());

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use praxis_policy::Profile;
+use praxis_policy::{Grants, Profile};
 use praxis_proto::CredentialSpec;
 use sha2::{Digest, Sha256};
 
@@ -29,6 +29,7 @@ pub fn request_digest(
     arguments_digest: &str,
     cwd: &Path,
     profile: Profile,
+    access: &Grants,
     grants: &[CredentialSpec],
 ) -> String {
     let mut h = Sha256::new();
@@ -40,6 +41,14 @@ pub fn request_digest(
     field(b"d", arguments_digest.as_bytes());
     field(b"c", cwd.as_os_str().as_encoded_bytes());
     field(b"p", profile.as_str().as_bytes());
+    // The same command with another target is another request: an approval
+    // binds the exact paths and destinations it runs with.
+    for path in &access.write {
+        field(b"w", path.as_os_str().as_encoded_bytes());
+    }
+    for dest in &access.connect {
+        field(b"n", dest.to_string().as_bytes());
+    }
     let mut names: Vec<&str> = grants.iter().map(|g| g.name.as_str()).collect();
     names.sort_unstable();
     for name in names {
@@ -69,20 +78,46 @@ mod tests {
     #[test]
     fn digest_binds_cwd_profile_and_grants() {
         let cwd = PathBuf::from("/w");
-        let base = request_digest("d", &cwd, Profile::ReadOnly, &[]);
+        let none = Grants::default();
+        let base = request_digest("d", &cwd, Profile::ReadOnly, &none, &[]);
         assert_eq!(base.len(), 64);
-        assert_eq!(base, request_digest("d", &cwd, Profile::ReadOnly, &[]));
+        assert_eq!(
+            base,
+            request_digest("d", &cwd, Profile::ReadOnly, &none, &[])
+        );
         for other in [
-            request_digest("e", &cwd, Profile::ReadOnly, &[]),
-            request_digest("d", Path::new("/x"), Profile::ReadOnly, &[]),
-            request_digest("d", &cwd, Profile::Full, &[]),
-            request_digest("d", &cwd, Profile::ReadOnly, &[grant("gh")]),
+            request_digest("e", &cwd, Profile::ReadOnly, &none, &[]),
+            request_digest("d", Path::new("/x"), Profile::ReadOnly, &none, &[]),
+            request_digest("d", &cwd, Profile::Full, &none, &[]),
+            request_digest("d", &cwd, Profile::ReadOnly, &none, &[grant("gh")]),
+            request_digest(
+                "d",
+                &cwd,
+                Profile::ReadOnly,
+                &Grants {
+                    write: vec![PathBuf::from("/tmp/out")],
+                    connect: Vec::new(),
+                },
+                &[],
+            ),
         ] {
             assert_ne!(base, other);
         }
         assert_eq!(
-            request_digest("d", &cwd, Profile::ReadOnly, &[grant("a"), grant("b")]),
-            request_digest("d", &cwd, Profile::ReadOnly, &[grant("b"), grant("a")])
+            request_digest(
+                "d",
+                &cwd,
+                Profile::ReadOnly,
+                &none,
+                &[grant("a"), grant("b")]
+            ),
+            request_digest(
+                "d",
+                &cwd,
+                Profile::ReadOnly,
+                &none,
+                &[grant("b"), grant("a")]
+            )
         );
     }
 

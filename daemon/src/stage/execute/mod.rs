@@ -8,9 +8,11 @@
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use praxis_egress::ConnectionEvent;
 use praxis_policy::redact::Redactor;
 use praxis_policy::{Decision, Profile};
 use praxis_proto::frame::{Frame, MAX_OUTPUT_CHUNK};
@@ -22,6 +24,7 @@ use tokio::sync::oneshot;
 
 use crate::children::signal_group;
 use crate::conn::{self, Writer};
+use crate::egress::{self, EgressHub};
 use crate::errors;
 use crate::paths::expand_home;
 use crate::pipeline::gate::{Brokered, Executed, Permit, Ran, Refusal, Trail, decision_frame};
@@ -45,8 +48,9 @@ fn sandbox_profile(profile: Profile) -> praxis_sandbox::Profile {
 }
 
 /// The sandbox spec for a permit: profile and network from the decision,
-/// path lists from the policy, limits from the policy, identity from the peer.
-fn spec(daemon: &Daemon, permit: &Permit) -> praxis_sandbox::Spec {
+/// path lists from the policy, limits from the policy, identity from the
+/// peer; `egress` when the command goes out through the proxy.
+fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_sandbox::Spec {
     // The policy the permit was issued under, even if a reload happened since.
     let lists = permit.policy.sandbox_lists();
     let limits = permit.policy.limits();
@@ -84,6 +88,7 @@ fn spec(daemon: &Daemon, permit: &Permit) -> praxis_sandbox::Spec {
         workspace: permit.workspace.clone(),
         home: permit.home.clone(),
         writable_caches: expand(&lists.writable_caches),
+        write_grants: permit.decision.grants.write.clone(),
         protected,
         secrets,
         deny_sockets: vec![daemon.config.layout.socket.clone()],
@@ -92,8 +97,18 @@ fn spec(daemon: &Daemon, permit: &Permit) -> praxis_sandbox::Spec {
             .iter()
             .cloned()
             .chain(Brokered::env_entries(&permit.brokered))
+            .chain(egress.map(EgressHub::child_env).unwrap_or_default())
             .collect(),
-        extra_env_allow: permit.brokered.iter().map(|b| b.env.clone()).collect(),
+        extra_env_allow: permit
+            .brokered
+            .iter()
+            .map(|b| b.env.clone())
+            .chain(
+                egress
+                    .map(|_| EgressHub::child_env_names())
+                    .unwrap_or_default(),
+            )
+            .collect(),
         rlimits: praxis_sandbox::Rlimits {
             fsize_bytes: limits.rlimit_fsize_bytes,
             nofile: limits.rlimit_nofile,
@@ -216,9 +231,69 @@ fn redactor(permit: &Permit) -> Result<Redactor, String> {
         .map_err(|e| format!("redactor: {}", errors::one_line(&e)))
 }
 
+/// Makes each granted write path that does not exist yet, owned by the
+/// caller, so the sandbox can grant exactly that inode: a directory where
+/// the command that names it is `mkdir`, else an empty file. An existing
+/// path is left as it is (the sandbox refuses a symlink).
+fn make_write_grants(permit: &Permit) -> Result<(), String> {
+    use nix::fcntl::{AtFlags, OFlag};
+    use nix::sys::stat::Mode;
+    for path in &permit.decision.grants.write {
+        if std::fs::symlink_metadata(path).is_ok() {
+            continue;
+        }
+        let is_dir = permit
+            .decision
+            .commands
+            .iter()
+            .any(|c| c.program == "mkdir" && c.grants.write.contains(path));
+        let made = if is_dir {
+            nix::unistd::mkdir(path, Mode::from_bits_truncate(0o755))
+        } else {
+            nix::fcntl::open(
+                path,
+                OFlag::O_CREAT
+                    | OFlag::O_EXCL
+                    | OFlag::O_NOFOLLOW
+                    | OFlag::O_WRONLY
+                    | OFlag::O_CLOEXEC,
+                Mode::from_bits_truncate(0o644),
+            )
+            .map(drop)
+        };
+        made.and_then(|()| {
+            nix::unistd::fchownat(
+                nix::fcntl::AT_FDCWD,
+                path,
+                Some(nix::unistd::Uid::from_raw(permit.peer.uid)),
+                Some(nix::unistd::Gid::from_raw(permit.peer.gid)),
+                AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+        })
+        .map_err(|e| format!("cannot prepare the write grant {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The proxy a command with network grants goes out through, and its
+/// permit: `Ok(None)` for a command without network.
+fn egress_for(
+    daemon: &Daemon,
+    permit: &Permit,
+) -> Result<Option<(Arc<EgressHub>, praxis_egress::Permit)>, String> {
+    if !permit.decision.network() {
+        return Ok(None);
+    }
+    let hub = daemon.egress.as_ref().map_err(|why| {
+        format!("the command needs network and the egress proxy is unavailable: {why}")
+    })?;
+    Ok(Some((Arc::clone(hub), egress::permit(&permit.decision)?)))
+}
+
 /// Runs the permitted command to its end, streaming its output to the
-/// client. `started` hears the child's pid once it runs; the exit frame is
-/// left to [`report_exit`], after the pipeline recorded the outcome.
+/// client. `started` hears the child's pid once it runs, `on_egress` each
+/// connection its proxy handled; the exit frame is left to [`report_exit`],
+/// after the pipeline recorded the outcome.
 pub async fn run(
     daemon: &Daemon,
     mut permit: Permit,
@@ -226,24 +301,55 @@ pub async fn run(
     reader: OwnedReadHalf,
     writer: &mut Writer,
     started: impl FnOnce(i32),
+    on_egress: impl Fn(ConnectionEvent) + Send + Sync + 'static,
 ) -> Executed {
     let began = Instant::now();
     let redactor = match redactor(&permit) {
         Ok(r) => r,
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };
-    let mut spec = spec(daemon, &permit);
+    let egress = match egress_for(daemon, &permit) {
+        Ok(egress) => egress,
+        Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
+    };
+    if let Err(reason) = make_write_grants(&permit) {
+        return not_started(writer, trail, &permit.decision, reason).await;
+    }
+    let mut spec = spec(daemon, &permit, egress.as_ref().map(|(hub, _)| &**hub));
     let spawned = start(&spec, &permit.argv, &permit.cwd, permit.stdin);
     // The child has its copy; ours go now, not when the command ends.
     let names: Vec<String> = permit.brokered.iter().map(|b| b.env.clone()).collect();
     Brokered::wipe(&mut spec.env, &names);
     permit.brokered.clear();
-    let (running, out_r, err_r) = match spawned {
+    let (mut running, out_r, err_r) = match spawned {
         Ok(started) => started,
         Err(e) => {
             return not_started(writer, trail, &permit.decision, errors::one_line(&e)).await;
         }
     };
+    // The proxy serves the listener inside the command's namespace until the
+    // command ends; what it refused is told to the agent at the end.
+    let refused = Arc::new(Mutex::new(Vec::<String>::new()));
+    let proxy = match (egress, running.egress.take()) {
+        (Some((hub, egress_permit)), Some(listener)) => {
+            let refused = Arc::clone(&refused);
+            let sink = move |event: ConnectionEvent| {
+                if matches!(event.verdict, praxis_egress::Verdict::Refused(_)) {
+                    let mut refused = refused.lock().unwrap_or_else(|p| p.into_inner());
+                    if !refused.contains(&event.destination) && refused.len() < MAX_NAMED {
+                        refused.push(event.destination.clone());
+                    }
+                }
+                on_egress(event);
+            };
+            Some(tokio::spawn(async move {
+                hub.proxy.serve(listener, egress_permit, sink).await
+            }))
+        }
+        _ => None,
+    };
+    let network = proxy.is_some();
+    let mut offline_failure = false;
     let registration = daemon.children.register(running.pgid);
     let allow = Refusal {
         reason: permit.decision.reason.clone(),
@@ -304,6 +410,7 @@ pub async fn run(
             },
             n = read_chunk(&mut stderr, &mut err_buf) => match n {
                 Some(n) => {
+                    offline_failure |= !network && says_offline(&err_buf[..n]);
                     let deliver = output.chunk(true, &err_buf[..n]);
                     connected = send(writer, connected, true, deliver).await;
                 }
@@ -359,6 +466,15 @@ pub async fn run(
         ended_because = registration.slot().ended_because().map(str::to_owned);
     }
     drop(registration);
+    if let Some(proxy) = proxy {
+        // Ends every tunnel the command still had; each reports its event.
+        proxy.abort();
+    }
+    let failed = !matches!(waited, Some(Ok((Some(0), _))));
+    let refused = std::mem::take(&mut *refused.lock().unwrap_or_else(|p| p.into_inner()));
+    if let Some(line) = network_note(&refused, failed && offline_failure) {
+        connected = send(writer, connected, true, line.into_bytes()).await;
+    }
 
     for is_stderr in [false, true] {
         // A stream still open after the drain: flush what the redactor held.
@@ -405,6 +521,51 @@ pub async fn run(
         truncated: output.truncated(),
         profile: permit.decision.profile,
         connected,
+    })
+}
+
+/// Most refused destinations one note names.
+const MAX_NAMED: usize = 8;
+
+/// What tools print when they find no network: a command that ran without
+/// network and failed with one of these is told why.
+const OFFLINE_SIGNS: [&[u8]; 9] = [
+    b"Could not resolve host",
+    b"Temporary failure in name resolution",
+    b"Name or service not known",
+    b"Network is unreachable",
+    b"EAI_AGAIN",
+    b"ENOTFOUND",
+    b"Failed to establish a new connection",
+    b"failed to lookup address",
+    b"No address associated with hostname",
+];
+
+fn says_offline(chunk: &[u8]) -> bool {
+    OFFLINE_SIGNS
+        .iter()
+        .any(|sign| chunk.windows(sign.len()).any(|w| w == *sign))
+}
+
+/// The one line the agent gets when the network it was not granted is why
+/// it failed: the destinations the proxy refused, or that it ran without
+/// network at all.
+fn network_note(refused: &[String], offline_failure: bool) -> Option<String> {
+    if !refused.is_empty() {
+        return Some(format!(
+            "praxis: the egress proxy refused {}: not granted to this command. \
+             An operator can grant a destination with a policy rule (`connect = [\"host:port\"]`) \
+             or approve a command that names it.\n",
+            refused.join(", ")
+        ));
+    }
+    offline_failure.then(|| {
+        String::from(
+            "praxis: this command ran without network: its decision granted no destination \
+             (`praxis explain` shows grants). An operator can grant one with a policy rule \
+             (`connect = [\"host:port\"]`), or run the fetch step on its own (`cargo fetch`, \
+             `npm ci`), which has its registry granted.\n",
+        )
     })
 }
 

@@ -1,0 +1,266 @@
+//! The sandbox follows the decision, end to end against a real praxisd: a
+//! command with network grants reaches exactly its granted destinations
+//! through the egress proxy, every connection is audited, a program that
+//! ignores the proxy reaches nothing, and an approved write outside the
+//! workspace gets exactly the path it named. Loopback listeners stand in
+//! for other hosts.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{Daemon, signal_json};
+
+/// A loopback HTTP host: answers `body` to every request, and a redirect to
+/// `redirect_to` for `/go`; counts the connections it accepted.
+struct Host {
+    port: u16,
+    hits: Arc<AtomicUsize>,
+}
+
+impl Host {
+    fn start(body: &'static str, redirect_to: Option<u16>) -> Host {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                counted.fetch_add(1, Ordering::SeqCst);
+                let mut request_line = String::new();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let _ = reader.read_line(&mut request_line);
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let answer = match redirect_to {
+                    Some(port) if request_line.contains(" /go ") => format!(
+                        "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{port}/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    ),
+                    _ => format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    ),
+                };
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        Host { port, hits }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Holds, approves, and runs the same command again.
+fn approve_and_rerun(d: &Daemon, args: &[&str]) -> Output {
+    let held = d.run(args);
+    assert_eq!(held.status.code(), Some(125), "{held:?}");
+    let id = signal_json(&held)["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let approved = d.praxis(&["approve", &id]);
+    assert!(approved.status.success(), "{approved:?}");
+    d.run(args)
+}
+
+fn egress_events(d: &Daemon) -> Vec<(String, String)> {
+    d.events_of_kind("egress")
+        .iter()
+        .map(|e| {
+            (
+                e["detail"]["destination"].as_str().unwrap_or("").to_owned(),
+                e["detail"]["verdict"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_granted_destination_is_reached_through_the_proxy_and_audited() {
+    let d = Daemon::start();
+    let host = Host::start("granted\n", None);
+    let out = d.run(&["--", "curl", "-sS", &host.url("/")]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "granted\n");
+    assert_eq!(host.hits(), 1);
+    let dest = format!("127.0.0.1:{}", host.port);
+    assert_eq!(egress_events(&d), vec![(dest, "allowed".to_owned())]);
+}
+
+#[test]
+fn a_destination_the_decision_did_not_grant_is_refused_audited_and_told() {
+    let d = Daemon::start();
+    let other = Host::start("other\n", None);
+    let first = Host::start("first\n", Some(other.port));
+    // The granted host redirects to another: the proxy refuses the second hop.
+    let out = d.run(&["--", "curl", "-sS", "-L", &first.url("/go")]);
+    assert_eq!(other.hits(), 0, "{out:?}");
+    let refused = format!("127.0.0.1:{}", other.port);
+    assert!(
+        egress_events(&d).contains(&(refused.clone(), "refused".to_owned())),
+        "{:?}",
+        egress_events(&d)
+    );
+    let said = text(&out);
+    assert!(
+        said.contains(&format!("praxis: the egress proxy refused {refused}")),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_program_that_ignores_the_proxy_or_is_pointed_elsewhere_reaches_nothing() {
+    let d = Daemon::start();
+    let granted = Host::start("granted\n", None);
+    let elsewhere = Host::start("elsewhere\n", None);
+    // Both are held by the policy; approved, they run with the grant of the
+    // URL they name, in a namespace where only the proxy leads out.
+    let direct = approve_and_rerun(
+        &d,
+        &["--", "curl", "-sS", "--noproxy", "*", &granted.url("/")],
+    );
+    assert_ne!(direct.status.code(), Some(0), "{direct:?}");
+    let proxied_elsewhere = approve_and_rerun(
+        &d,
+        &[
+            "--",
+            "curl",
+            "-sS",
+            "-x",
+            &elsewhere.url(""),
+            &granted.url("/"),
+        ],
+    );
+    assert_ne!(
+        proxied_elsewhere.status.code(),
+        Some(0),
+        "{proxied_elsewhere:?}"
+    );
+    assert_eq!(granted.hits(), 0);
+    assert_eq!(elsewhere.hits(), 0);
+}
+
+#[test]
+fn an_approved_write_outside_the_workspace_gets_exactly_its_path() {
+    let d = Daemon::start();
+    // A directory in the shared /tmp that belongs to another user: writing
+    // into it is held, and an approval grants the one path named.
+    let foreign = tempfile::Builder::new()
+        .prefix("praxis-e2e-foreign-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let nobody = nix::unistd::User::from_name("nobody").unwrap().unwrap();
+    nix::unistd::chown(foreign.path(), Some(nobody.uid), None).unwrap();
+    std::fs::write(d.work().join("README.md"), "hello\n").unwrap();
+    let out_path: PathBuf = foreign.path().join("out");
+    let other_path: PathBuf = foreign.path().join("other");
+    let script = d.work().join("other.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho leak > '{}'\n", other_path.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let command = format!("cp README.md '{}' && ./other.sh", out_path.display());
+    let held = d.run(&["-c", &command]);
+    assert_eq!(held.status.code(), Some(125), "{held:?}");
+    let reason = signal_json(&held)["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.contains(&format!("will write {}", out_path.display())),
+        "{reason}"
+    );
+    let ran = approve_and_rerun(&d, &["-c", &command]);
+    assert_eq!(std::fs::read_to_string(&out_path).unwrap(), "hello\n");
+    // The script's write to a path nobody granted fails in the sandbox.
+    assert!(!other_path.exists(), "{ran:?}");
+    assert_ne!(ran.status.code(), Some(0), "{ran:?}");
+}
+
+#[test]
+fn a_new_path_in_the_shared_tmp_is_written_without_asking() {
+    let d = Daemon::start();
+    let dir = tempfile::Builder::new()
+        .prefix("praxis-e2e-scratch-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let file = dir.path().join("test.log");
+    let sub = dir.path().join("made");
+    let command = format!(
+        "echo hi > '{}' && mkdir -p '{}'",
+        file.display(),
+        sub.display()
+    );
+    let out = d.run(&["-c", &command]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hi\n");
+    assert!(sub.is_dir());
+}
+
+#[test]
+fn cargo_fetches_a_real_crate_through_the_proxy() {
+    let d = Daemon::start();
+    // The toolchain's own cargo (the rustup proxy would look for its state
+    // under the scratch HOME), and an empty cargo home, so the crate must
+    // come from the registry through the proxy.
+    let cargo = std::process::Command::new("rustup")
+        .args(["which", "cargo"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| String::from("cargo"));
+    std::fs::create_dir_all(d.home().join(".cargo")).unwrap();
+    let krate = d.work().join("fetchme");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"fetchme\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        krate.join("src/main.rs"),
+        "fn main() { println!(\"{}\", itoa::Buffer::new().format(42)); }\n",
+    )
+    .unwrap();
+    let out = d
+        .cmd(&common::bin("praxis-run"))
+        .args(["--", &cargo, "run", "-q"])
+        .current_dir(&krate)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n");
+    let allowed: Vec<String> = egress_events(&d)
+        .into_iter()
+        .filter(|(_, verdict)| verdict == "allowed")
+        .map(|(dest, _)| dest)
+        .collect();
+    assert!(
+        allowed.iter().any(|dest| dest.ends_with("crates.io:443")),
+        "{allowed:?}"
+    );
+}
