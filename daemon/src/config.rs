@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use praxis_policy::Tier;
-use praxis_proto::{CredentialSource, CredentialSpec, Layout, Mode};
+use praxis_policy::{Destination, Tier};
+use praxis_proto::{CredentialBinding, CredentialSource, CredentialSpec, Layout, Mode};
 use serde::Deserialize;
 
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +142,11 @@ struct CredentialFile {
     roles: Vec<String>,
     #[serde(default)]
     programs: Vec<String>,
+    /// With `to`: bound to destinations, put into requests by the egress
+    /// proxy (`Authorization: Bearer {}`).
+    header: Option<String>,
+    #[serde(default)]
+    to: Vec<String>,
 }
 
 /// Roles as the daemon assigns them.
@@ -197,6 +202,43 @@ pub fn valid_env_name(name: &str) -> bool {
 }
 
 /// Checks a credential reference; `default_role` fills an empty role list.
+/// A binding's header as name and value template: `Authorization: Bearer {}`
+/// is `("Authorization", "Bearer {}")`; the value goes where `{}` is, once.
+pub fn binding_header(binding: &CredentialBinding) -> Result<(&str, &str), String> {
+    let (name, template) = binding
+        .header
+        .split_once(':')
+        .ok_or_else(|| format!("header `{}` is not `Name: value`", binding.header))?;
+    let name = name.trim();
+    let template = template.trim();
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return Err(format!("`{name}` is not a header name"));
+    }
+    if template.matches("{}").count() != 1 {
+        return Err(format!(
+            "header `{}` needs exactly one `{{}}` where the value goes",
+            binding.header
+        ));
+    }
+    Ok((name, template))
+}
+
+/// A binding's destinations; a bare host means port 443.
+pub fn binding_destinations(binding: &CredentialBinding) -> Result<Vec<Destination>, String> {
+    if binding.to.is_empty() {
+        return Err(String::from("a bound credential needs a destination"));
+    }
+    binding
+        .to
+        .iter()
+        .map(|to| {
+            Destination::parse(to)
+                .or_else(|| Destination::parse(&format!("{to}:443")))
+                .ok_or_else(|| format!("`{to}` is not host or host:port"))
+        })
+        .collect()
+}
+
 pub fn check_credential(spec: &mut CredentialSpec, default_role: &str) -> Result<(), String> {
     if !valid_name(&spec.name) {
         return Err(format!(
@@ -228,6 +270,11 @@ pub fn check_credential(spec: &mut CredentialSpec, default_role: &str) -> Result
     }
     if let Some(bad) = spec.roles.iter().find(|r| !valid_name(r)) {
         return Err(format!("credential `{}`: bad role name `{bad}`", spec.name));
+    }
+    if let Some(binding) = &spec.bound {
+        binding_header(binding).map_err(|why| format!("credential `{}`: {why}", spec.name))?;
+        binding_destinations(binding)
+            .map_err(|why| format!("credential `{}`: {why}", spec.name))?;
     }
     if spec
         .programs
@@ -262,12 +309,26 @@ impl CredentialFile {
                 ));
             }
         };
+        let bound = match (self.header, self.to.is_empty()) {
+            (Some(header), false) => Some(CredentialBinding {
+                header,
+                to: self.to,
+            }),
+            (None, true) => None,
+            _ => {
+                return Err(format!(
+                    "credential `{}`: header and to go together",
+                    self.name
+                ));
+            }
+        };
         let mut spec = CredentialSpec {
             name: self.name,
             env: self.env,
             source,
             roles: self.roles,
             programs: self.programs,
+            bound,
         };
         check_credential(&mut spec, default_role)?;
         Ok(spec)

@@ -11,8 +11,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use praxis_egress::{Ca, Destination, Egress, Limits, Permit};
+use praxis_egress::{BoundCredential, Ca, Destination, Egress, Limits, Permit};
 use praxis_policy::Decision;
+use praxis_proto::CredentialBinding;
+use zeroize::Zeroizing;
+
+use crate::config;
+use crate::pipeline::gate::Brokered;
 
 /// Variables that name a CA bundle (the system roots plus the proxy's CA).
 const BUNDLE_ENV: [&str; 4] = [
@@ -92,13 +97,45 @@ impl EgressHub {
     }
 }
 
-/// The proxy permit for a decision: exactly its connect grants.
-pub fn permit(decision: &Decision) -> Result<Permit, String> {
+/// The proxy permit for a decision: exactly its connect grants, and the
+/// brokered credentials bound to destinations, which the proxy puts into
+/// requests to those destinations only.
+pub fn permit(decision: &Decision, brokered: &[Brokered]) -> Result<Permit, String> {
     let destinations = decision
         .grants
         .connect
         .iter()
         .map(|d| Destination::new(d.host.clone(), d.port))
         .collect();
-    Permit::new(destinations, Vec::new()).map_err(|e| format!("egress permit: {e}"))
+    let credentials = brokered
+        .iter()
+        .filter_map(|b| b.bound.as_ref().map(|bound| bound_credential(b, bound)))
+        .collect::<Result<Vec<_>, String>>()?;
+    Permit::new(destinations, credentials).map_err(|e| format!("egress permit: {e}"))
+}
+
+fn bound_credential(
+    brokered: &Brokered,
+    (binding, placeholder): &(CredentialBinding, String),
+) -> Result<BoundCredential, String> {
+    let why = |e: String| format!("credential `{}`: {e}", brokered.name);
+    let (header_name, template) = config::binding_header(binding).map_err(why)?;
+    let secret = Zeroizing::new(
+        String::from_utf8(brokered.value.to_vec())
+            .map_err(|_| why(String::from("a bound value must be text")))?,
+    );
+    let header_value = Zeroizing::new(template.replacen("{}", &secret, 1));
+    let destinations = config::binding_destinations(binding)
+        .map_err(why)?
+        .into_iter()
+        .map(|d| Destination::new(d.host, d.port))
+        .collect();
+    Ok(BoundCredential {
+        name: brokered.name.clone(),
+        destinations,
+        header_name: header_name.to_owned(),
+        header_value,
+        secret,
+        placeholder: placeholder.clone(),
+    })
 }

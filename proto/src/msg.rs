@@ -278,6 +278,19 @@ pub struct CredentialSpec {
     pub source: CredentialSource,
     pub roles: Vec<String>,
     pub programs: Vec<String>,
+    /// Bound to destinations: the command's `env` holds a placeholder, and
+    /// the egress proxy puts the value into requests to `to` only.
+    #[serde(default)]
+    pub bound: Option<CredentialBinding>,
+}
+
+/// Where a destination-bound credential goes, and how.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CredentialBinding {
+    /// The header, with `{}` where the value goes: `Authorization: Bearer {}`.
+    pub header: String,
+    /// Destinations, `host` (port 443) or `host:port`.
+    pub to: Vec<String>,
 }
 
 /// A credential as `praxis cred list` shows it: never its value.
@@ -291,6 +304,9 @@ pub struct CredentialInfo {
     pub programs: Vec<String>,
     /// `config` (praxis.toml) or `operator` (`praxis cred add`).
     pub origin: String,
+    /// Its binding to destinations, if bound (header template and destinations).
+    #[serde(default)]
+    pub bound: Option<CredentialBinding>,
     /// Why its source cannot give a value now (commands that would get it
     /// run without it), if it cannot.
     #[serde(default)]

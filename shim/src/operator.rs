@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use praxis_proto::{
-    CredentialInfo, CredentialSource, CredentialSpec, OperatorReply, OperatorRequest, PendingItem,
+    CredentialBinding, CredentialInfo, CredentialSource, CredentialSpec, OperatorReply,
+    OperatorRequest, PendingItem,
 };
 
 use crate::client::{self, ClientError};
@@ -112,6 +113,15 @@ pub struct CredAdd {
     /// Program that must run for it to be injected (repeatable; default: any).
     #[arg(long = "program")]
     programs: Vec<String>,
+    /// Bind it to destinations: the command gets a placeholder in --env, and
+    /// the egress proxy sets this header, value at `{}`, on requests to --to
+    /// only (e.g. 'Authorization: Bearer {}').
+    #[arg(long, requires = "to")]
+    header: Option<String>,
+    /// A destination of a bound credential, `host` (port 443) or
+    /// `host:port` (repeatable; needs --header).
+    #[arg(long = "to", requires = "header")]
+    to: Vec<String>,
 }
 
 /// Seconds in a duration such as `90`, `90s`, `10m`, `2h`, `1d`.
@@ -550,6 +560,13 @@ fn print_credentials(items: &[CredentialInfo], json: bool) {
             programs,
             c.origin
         );
+        if let Some(bound) = &c.bound {
+            println!(
+                "    bound: the command holds a placeholder; the egress proxy sets `{}` on requests to {}",
+                bound.header,
+                bound.to.join(", ")
+            );
+        }
         if let Some(why) = &c.problem {
             println!("    CANNOT BE RESOLVED: {why}; commands that would get it run without it");
         }
@@ -583,6 +600,9 @@ fn cred(cmd: CredCmd) -> i32 {
                 source,
                 roles: a.roles,
                 programs: a.programs,
+                bound: a
+                    .header
+                    .map(|header| CredentialBinding { header, to: a.to }),
             }))
         }
         CredCmd::List { json } => listing(OperatorRequest::CredList, |reply| match reply {

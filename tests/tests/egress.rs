@@ -12,16 +12,18 @@ use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Output;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use common::{Daemon, signal_json};
 
 /// A loopback HTTP host: answers `body` to every request, and a redirect to
-/// `redirect_to` for `/go`; counts the connections it accepted.
+/// `redirect_to` for `/go`; counts the connections it accepted and keeps the
+/// `Authorization` headers it was sent.
 struct Host {
     port: u16,
     hits: Arc<AtomicUsize>,
+    authorization: Arc<Mutex<Vec<String>>>,
 }
 
 impl Host {
@@ -30,6 +32,8 @@ impl Host {
         let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&hits);
+        let authorization = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&authorization);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { return };
@@ -39,6 +43,11 @@ impl Host {
                 let _ = reader.read_line(&mut request_line);
                 let mut line = String::new();
                 while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    if let Some((name, value)) = line.split_once(':')
+                        && name.eq_ignore_ascii_case("authorization")
+                    {
+                        seen.lock().unwrap().push(value.trim().to_owned());
+                    }
                     line.clear();
                 }
                 let answer = match redirect_to {
@@ -53,7 +62,11 @@ impl Host {
                 let _ = stream.write_all(answer.as_bytes());
             }
         });
-        Host { port, hits }
+        Host {
+            port,
+            hits,
+            authorization,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -62,6 +75,10 @@ impl Host {
 
     fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
+    }
+
+    fn authorization(&self) -> Vec<String> {
+        self.authorization.lock().unwrap().clone()
     }
 }
 
@@ -263,4 +280,44 @@ fn cargo_fetches_a_real_crate_through_the_proxy() {
         allowed.iter().any(|dest| dest.ends_with("crates.io:443")),
         "{allowed:?}"
     );
+}
+
+#[test]
+fn a_bound_credential_reaches_only_its_destination_and_never_the_child() {
+    let secret = "s3cr3t-bound-value-7f2c";
+    let d = Daemon::start_with(&[], &[("PRAXIS_E2E_API_SECRET", secret)]);
+    let bound = Host::start("bound\n", None);
+    let other = Host::start("other\n", None);
+    let to = format!("127.0.0.1:{}", bound.port);
+    let added = d.praxis(&[
+        "cred",
+        "add",
+        "api",
+        "--env",
+        "API_TOKEN",
+        "--from-env",
+        "PRAXIS_E2E_API_SECRET",
+        "--header",
+        "Authorization: Bearer {}",
+        "--to",
+        &to,
+    ]);
+    assert!(added.status.success(), "{added:?}");
+
+    let out = d.run(&["--", "curl", "-sS", &bound.url("/")]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(bound.authorization(), vec![format!("Bearer {secret}")]);
+    let out = d.run(&["--", "curl", "-sS", &other.url("/")]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        other.authorization().is_empty(),
+        "{:?}",
+        other.authorization()
+    );
+
+    // Inside the sandbox the variable holds a placeholder, never the value.
+    let env = d.run(&["--", "printenv", "API_TOKEN"]);
+    let seen = String::from_utf8_lossy(&env.stdout).trim().to_owned();
+    assert!(seen.starts_with("praxis-placeholder-api-"), "{env:?}");
+    assert!(!seen.contains(secret));
 }

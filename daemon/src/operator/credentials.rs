@@ -18,6 +18,7 @@ fn info(spec: CredentialSpec, origin: &str) -> CredentialInfo {
         roles: spec.roles,
         programs: spec.programs,
         origin: origin.to_owned(),
+        bound: spec.bound,
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use praxis_policy::{Decision, Policy, Profile, Tier, Verdict};
-use praxis_proto::{CredentialSpec, DecisionFrame, ExitStatus};
+use praxis_proto::{CredentialBinding, CredentialSpec, DecisionFrame, ExitStatus};
 use praxis_snapshot::Plan;
 use zeroize::Zeroizing;
 
@@ -257,6 +257,9 @@ pub struct Brokered {
     pub name: String,
     pub env: String,
     pub value: Zeroizing<Vec<u8>>,
+    /// Bound to destinations: the command's `env` holds `placeholder`, and
+    /// the egress proxy puts `value` into requests to those destinations.
+    pub bound: Option<(CredentialBinding, String)>,
 }
 
 impl Brokered {
@@ -265,7 +268,13 @@ impl Brokered {
     pub fn env_entries(brokered: &[Brokered]) -> Vec<(OsString, OsString)> {
         brokered
             .iter()
-            .map(|b| (OsString::from(&b.env), OsString::from_vec(b.value.to_vec())))
+            .map(|b| {
+                let value = match &b.bound {
+                    Some((_, placeholder)) => OsString::from(placeholder),
+                    None => OsString::from_vec(b.value.to_vec()),
+                };
+                (OsString::from(&b.env), value)
+            })
             .collect()
     }
 
@@ -331,6 +340,7 @@ mod tests {
             name: "gh".into(),
             env: "GH_TOKEN".into(),
             value: Zeroizing::new(b"tok-123456".to_vec()),
+            bound: None,
         }];
         let mut env = vec![(OsString::from("PATH"), OsString::from("/bin"))];
         env.extend(Brokered::env_entries(&brokered));

@@ -139,7 +139,8 @@ describe("the praxis plugin in OpenClaw", { skip: !configPath || !workspace ? "O
     assert.equal(fs.readFileSync(path.join(workspace, "notes.txt"), "utf8"), "ok\n");
     const secret = await runBeforeToolCallHook({
       toolName: "write",
-      params: { path: path.join(os.homedir(), ".ssh/authorized_keys"), content: "x" },
+      // praxisd knows the caller's home from the user database, not from HOME.
+      params: { path: path.join(os.userInfo().homedir, ".ssh/authorized_keys"), content: "x" },
       toolCallId: "oc-write-2",
       ctx: ctx(),
       approvalMode: "defer",

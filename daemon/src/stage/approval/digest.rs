@@ -72,6 +72,7 @@ mod tests {
             source: CredentialSource::Env("X".into()),
             roles: vec!["agent".into()],
             programs: Vec::new(),
+            bound: None,
         }
     }
 

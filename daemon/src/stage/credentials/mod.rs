@@ -111,6 +111,13 @@ pub async fn inject(daemon: &Daemon, permit: &mut Permit, grants: &[CredentialSp
                 name: spec.name.clone(),
                 env: spec.env.clone(),
                 value,
+                // What the command holds instead: not a secret, it stands for
+                // one only in requests to the binding's destinations.
+                bound: spec.bound.clone().map(|binding| {
+                    let placeholder =
+                        format!("praxis-placeholder-{}-{}", spec.name, permit.request_id);
+                    (binding, placeholder)
+                }),
             }),
             Err(e) => {
                 let why = errors::one_line(&e);

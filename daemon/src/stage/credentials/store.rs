@@ -29,6 +29,10 @@ CREATE TABLE IF NOT EXISTS credentials (
     changed_ms INTEGER NOT NULL,
     revoked INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS credential_bindings (
+    name TEXT PRIMARY KEY,
+    binding TEXT NOT NULL
+);
 ";
 
 /// A row of the table: a spec, or a revocation when `revoked`.
@@ -72,6 +76,7 @@ fn rows(daemon: &Daemon) -> Result<Vec<Row>, AuditError> {
                         source: CredentialSource::File(String::new()),
                         roles: serde_json::from_str(&roles).unwrap_or_default(),
                         programs: serde_json::from_str(&programs).unwrap_or_default(),
+                        bound: None,
                     },
                     kind,
                     r.get::<_, String>(3)?,
@@ -79,9 +84,28 @@ fn rows(daemon: &Daemon) -> Result<Vec<Row>, AuditError> {
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        // A row of an unknown source kind is kept as a revocation: fail closed.
+        let mut stmt = conn.prepare("SELECT name, binding FROM credential_bindings")?;
+        let bindings = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        // A row of an unknown source kind, or a binding that does not read,
+        // is kept as a revocation: fail closed (never unbound by accident).
         Ok(rows
             .into_iter()
+            .map(|(mut spec, kind, text, revoked)| {
+                let binding = bindings.iter().find(|(name, _)| *name == spec.name);
+                let unreadable = match binding {
+                    Some((_, json)) => match serde_json::from_str(json) {
+                        Ok(bound) => {
+                            spec.bound = Some(bound);
+                            false
+                        }
+                        Err(_) => true,
+                    },
+                    None => false,
+                };
+                (spec, kind, text, revoked || unreadable)
+            })
             .map(|(mut spec, kind, text, revoked)| match source_of(&kind, text) {
                 Some(source) => {
                     spec.source = source;
@@ -197,6 +221,12 @@ pub fn upsert(spec: &CredentialSpec, revoked: bool) -> Result<TxOp, String> {
         serde_json::to_string(&spec.roles).map_err(|e| e.to_string())?,
         serde_json::to_string(&spec.programs).map_err(|e| e.to_string())?,
     );
+    let binding = spec
+        .bound
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     Ok(Box::new(move |tx| {
         tx.execute(
             "INSERT INTO credentials (name, env, source_kind, source, roles, programs, changed_ms, revoked)
@@ -205,6 +235,17 @@ pub fn upsert(spec: &CredentialSpec, revoked: bool) -> Result<TxOp, String> {
                  roles = ?5, programs = ?6, changed_ms = ?7, revoked = ?8",
             params![row.0, row.1, row.2, row.3, row.4, row.5, clock::now_ms(), revoked],
         )
+        .and_then(|_| match &binding {
+            Some(json) => tx.execute(
+                "INSERT INTO credential_bindings (name, binding) VALUES (?1, ?2)
+                 ON CONFLICT (name) DO UPDATE SET binding = ?2",
+                params![row.0, json],
+            ),
+            None => tx.execute(
+                "DELETE FROM credential_bindings WHERE name = ?1",
+                params![row.0],
+            ),
+        })
         .map(drop)
         .map_err(|e| errors::one_line(&e))
     }))
@@ -221,6 +262,7 @@ mod tests {
             source: CredentialSource::Env("GH".into()),
             roles: roles.iter().map(|s| s.to_string()).collect(),
             programs: programs.iter().map(|s| s.to_string()).collect(),
+            bound: None,
         }
     }
 

@@ -287,7 +287,10 @@ fn egress_for(
     let hub = daemon.egress.as_ref().map_err(|why| {
         format!("the command needs network and the egress proxy is unavailable: {why}")
     })?;
-    Ok(Some((Arc::clone(hub), egress::permit(&permit.decision)?)))
+    Ok(Some((
+        Arc::clone(hub),
+        egress::permit(&permit.decision, &permit.brokered)?,
+    )))
 }
 
 /// Runs the permitted command to its end, streaming its output to the
