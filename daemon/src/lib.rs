@@ -31,6 +31,7 @@ pub mod recovery;
 pub mod reload;
 pub mod roles;
 pub mod server;
+pub mod session;
 pub mod spawn;
 pub mod stage;
 pub mod state;

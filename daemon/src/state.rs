@@ -11,6 +11,7 @@ use crate::audit::{Appended, AuditStore, Durability, Event};
 use crate::children::Children;
 use crate::config::Config;
 use crate::kill_switch::KillSwitch;
+use crate::session::Sessions;
 
 /// The policy in force. `Err` when no policy has ever loaded (a bad file at
 /// start-up): the daemon then serves nothing but HOLD with that reason.
@@ -49,6 +50,8 @@ pub struct Daemon {
     /// Where reversible commands keep what they remove. `Err`: nothing can
     /// be kept, so no command is reversible.
     pub snapshots: Result<praxis_snapshot::Store, String>,
+    /// The session control plane: detector and per-session state.
+    pub sessions: Arc<Sessions>,
 }
 
 /// The shipped secret rules, compiled and checked against their examples.
@@ -78,6 +81,7 @@ impl Daemon {
         .map_err(|e| format!("snapshot store: {e}"));
         Daemon {
             snapshots,
+            sessions: Arc::new(Sessions::open(&config)),
             config,
             policy: RwLock::new(policy),
             audit: Arc::new(audit),

@@ -33,7 +33,7 @@ use crate::stage::preconditions::{self, Gathered};
 use crate::stage::reversibility::{self, Reversibility};
 use crate::stage::{credentials, execute, intent, outcome, parse, policy, redact};
 use crate::state::Daemon;
-use crate::{errors, ids, kill_switch, roles};
+use crate::{errors, ids, kill_switch, roles, session};
 
 use gate::Seal;
 pub use gate::{
@@ -63,7 +63,22 @@ pub async fn run(
     writer: &mut Writer,
 ) {
     daemon.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let action = (
+        inbound.request.command.clone(),
+        inbound.request.tool_call_id.clone(),
+    );
     let (trail, ticket, gate) = admit(daemon, inbound).await;
+    let (command, call_id) = (&action.0, action.1.as_deref());
+    let gate = session::admit(
+        &daemon.sessions,
+        &daemon.audit,
+        &|t| daemon.redact(t),
+        gate,
+        &trail,
+        command,
+        call_id,
+    )
+    .await;
     let gate = record_intent(daemon, gate, &trail, &ticket).await;
 
     match gate {
@@ -97,7 +112,18 @@ pub async fn run(
             // The outcome is recorded before the client hears the exit, so a
             // client reading the audit log next finds it there.
             outcome::record(daemon, &trail, &executed).await;
+            let steer = session::finished(
+                &daemon.sessions,
+                &daemon.audit,
+                &|t| daemon.redact(t),
+                &trail,
+                command,
+                call_id,
+                &executed,
+            )
+            .await;
             if let Executed::Ran(ran) = &executed {
+                session::deliver_line(writer, steer).await;
                 execute::report_exit(writer, ran).await;
             }
             if taken {
