@@ -267,15 +267,18 @@ fn missing_post_tool_use_turns_off_only_the_signals_that_need_it() {
 
 #[test]
 fn praxis_run_with_a_session_gets_an_advisory_line_on_a_failing_loop() {
-    let d = Daemon::start();
-    let run = |n: usize| {
+    fn run(d: &Daemon, n: usize) -> String {
         let out = d.praxis_run(&["--session", "loop-1", "-c", "exit 3"], "");
         assert_eq!(out.status.code(), Some(3), "run {n}: {out:?}");
         String::from_utf8_lossy(&out.stderr).into_owned()
-    };
-    assert!(!run(1).contains("Praxis:"));
-    assert!(!run(2).contains("Praxis:"));
-    let third = run(3);
+    }
+    let mut d = Daemon::start();
+    assert!(!run(&d, 1).contains("Praxis:"));
+    assert!(!run(&d, 2).contains("Praxis:"));
+    // The state is in the state dir: a restarted praxisd goes on where it was.
+    d.kill9();
+    d.spawn();
+    let third = run(&d, 3);
     assert!(
         third.contains("Praxis: The same praxis-run call failed 3 times in a row."),
         "{third}"
@@ -286,5 +289,28 @@ fn praxis_run_with_a_session_gets_an_advisory_line_on_a_failing_loop() {
     assert_eq!(
         session_events(&d, "loop-1", "session_boundary")[0]["detail"]["signal"],
         "failure_loop"
+    );
+}
+
+#[test]
+fn a_session_policy_that_does_not_load_stops_no_work_and_is_audited() {
+    let d = Daemon::start_with(
+        &[(
+            "session.toml",
+            "[hysteresis]\npersist_actions = \"three\"\n",
+        )],
+        &[],
+    );
+    let out = d.praxis_run(&["--session", "s-broken", "-c", "echo hi"], "");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+    let failed = session_events(&d, "s-broken", "session_failed");
+    assert_eq!(failed.len(), 2, "the request and its exit: {failed:?}");
+    assert!(
+        failed[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("session.toml"),
+        "{failed:?}"
     );
 }
