@@ -150,9 +150,16 @@ impl Sessions {
             .map_err(|e| SessionError::Policy(e.clone()))?;
         let _one = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let path = self.path_of(&event.scope());
-        let mut stored = match read(&path)? {
-            Some(stored) => stored,
-            None => Stored {
+        let mut stored = match read(&path) {
+            Ok(Some(stored)) => stored,
+            // This event is audited as failed; the session starts afresh
+            // with the next one rather than failing on every event.
+            Err(corrupt @ SessionError::Corrupt { .. }) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(corrupt);
+            }
+            Err(e) => return Err(e),
+            Ok(None) => Stored {
                 state: SessionState::new(event.scope(), None),
                 cwd: None,
                 first_ms: event.at_ms,
@@ -516,5 +523,63 @@ pub async fn deliver_line(writer: &mut Writer, steer: Option<String>) {
         let _ = writer
             .frame(&Frame::Stderr(format!("{text}\n").into_bytes()))
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_become_the_tool_and_one_target() {
+        let command = Subject::Command {
+            command: Command::Argv(vec!["git".into(), "push".into()]),
+        };
+        assert_eq!(
+            tool_and_target(&command, None),
+            ("Bash".into(), Some("git push".into()))
+        );
+        let write = Subject::File {
+            path: "/w/src/a.rs".into(),
+            access: FileAccess::Write,
+        };
+        // The runtime's own tool name wins: the detector tells Edit from Write.
+        assert_eq!(
+            tool_and_target(&write, Some("Edit")),
+            ("Edit".into(), Some("/w/src/a.rs".into()))
+        );
+        let plan = Subject::Tool {
+            name: "TodoWrite".into(),
+        };
+        assert_eq!(tool_and_target(&plan, None), ("TodoWrite".into(), None));
+    }
+
+    #[test]
+    fn judgments_and_audit_kinds_come_from_praxis_own_decision() {
+        let j = judgment(
+            Tier::ReversibleWrite,
+            Verdict::Hold,
+            &["write-protected".into()],
+            "agent",
+        );
+        assert!(j.protected);
+        assert_eq!(j.verdict, Ruling::Hold);
+        assert!(!judgment(Tier::ReadOnly, Verdict::Allow, &[], "agent").protected);
+        let steer = Transition::Steer {
+            signal: None,
+            text: "x".into(),
+        };
+        assert_eq!(audit_kind(&steer), "session_steer");
+        let skipped = Transition::CheckpointSkipped { checkpoint: 1 };
+        assert_eq!(audit_kind(&skipped), "session_checkpoint_skipped");
+    }
+
+    #[test]
+    fn a_corrupt_state_file_is_an_error_not_a_fresh_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        std::fs::write(&path, "{not json").unwrap();
+        assert!(matches!(read(&path), Err(SessionError::Corrupt { .. })));
+        assert!(read(&dir.path().join("absent.json")).unwrap().is_none());
     }
 }
