@@ -412,7 +412,7 @@ pub fn event(
 pub fn scope_of(runtime: Option<&str>, session: Option<&str>) -> Option<ScopeKey> {
     Some(ScopeKey {
         runtime: runtime.unwrap_or("praxis-run").to_owned(),
-        session: session?.to_owned(),
+        session: session.filter(|s| !s.is_empty())?.to_owned(),
     })
 }
 

@@ -1,7 +1,7 @@
 //! The session control plane end to end: recorded trajectories of the
 //! detector's corpus (`session/tests/trajectories`) replayed as Claude Code
-//! hook events through the real `praxis-run hook claude-code` against a real
-//! praxisd, which judges every action itself. Steers must come back as
+//! and Codex hook events through the real `praxis-run hook claude-code|codex`
+//! against a real praxisd, which judges every action itself. Steers must come back as
 //! `additionalContext` at the boundaries the corpus marks and nowhere else;
 //! the audit must show every window and steer; `praxis session` must draw
 //! the timeline; `praxis-run --session` must get its advisory line.
@@ -66,8 +66,10 @@ fn hook_event(line: &Value, work: &Path) -> Value {
                 "permission_mode": "default",
             });
             if kind == "post_tool_use" {
-                e["tool_response"] = match line["status"].as_str() {
-                    Some("failed") => json!({ "is_error": true }),
+                e["tool_response"] = match (line["runtime"].as_str(), line["status"].as_str()) {
+                    (Some("codex"), Some("failed")) => json!({ "exit_code": 1 }),
+                    (Some("codex"), _) => json!({ "exit_code": 0 }),
+                    (_, Some("failed")) => json!({ "is_error": true }),
                     _ => json!({ "stdout": "", "stderr": "", "interrupted": false }),
                 };
             }
@@ -110,7 +112,8 @@ fn replay(d: &Daemon, name: &str) -> Vec<Replayed> {
         .into_iter()
         .map(|line| {
             let input = hook_event(&line, &d.work()).to_string();
-            let out = d.praxis_run(&["hook", "claude-code"], &input);
+            let runtime = line["runtime"].as_str().unwrap();
+            let out = d.praxis_run(&["hook", runtime], &input);
             assert_eq!(
                 out.status.code(),
                 Some(0),
@@ -313,4 +316,25 @@ fn a_session_policy_that_does_not_load_stops_no_work_and_is_audited() {
             .contains("session.toml"),
         "{failed:?}"
     );
+}
+
+#[test]
+fn codex_gets_the_same_contract_failing_loop_then_deploy() {
+    let d = Daemon::start_with(&[("session.toml", SESSION_TOML)], &[]);
+    let replayed = replay(&d, "codex_failing_then_deploy.jsonl");
+    assert_steers_at_boundaries("codex_failing_then_deploy", &replayed);
+    let deploy = replayed.iter().rev().find(|r| r.steer.is_some()).unwrap();
+    assert!(
+        deploy.line["target"]
+            .as_str()
+            .unwrap()
+            .starts_with("kubectl apply")
+    );
+    // Codex shows no file tools: scope change is off, and only it.
+    let off: Vec<Value> = session_events(&d, "019a2c4e-codex-deploy", "session_signal_disabled")
+        .iter()
+        .map(|e| e["detail"]["signal"].clone())
+        .collect();
+    assert!(off.contains(&json!("scope_change")), "{off:?}");
+    assert!(!off.contains(&json!("failure_loop")), "{off:?}");
 }

@@ -31,7 +31,7 @@ pub fn handle(input: &str) -> Answer {
 pub fn fail(event: Option<&str>, reason: String) -> Answer {
     match event {
         Some("PostToolUse" | "Stop") => block(reason),
-        _ => deny(&reason, None),
+        _ => deny(&reason, None, None),
     }
 }
 
@@ -83,12 +83,17 @@ fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
         }
         // No command to rewrite: no decision, Codex goes on as it would.
         (Verdict::Allow, None) => context("PreToolUse", judged.frame.steer.clone()),
-        _ => deny(&refusal_reason(&judged.frame), Some(signal(&judged.frame))),
+        _ => deny(
+            &refusal_reason(&judged.frame),
+            Some(signal(&judged.frame)),
+            judged.frame.steer.as_deref(),
+        ),
     })
 }
 
 /// A PreToolUse deny; `signal` is the refusal as JSON, shown to the user.
-fn deny(reason: &str, signal: Option<String>) -> Answer {
+/// `steer` is the session control plane's text for the agent, if any.
+fn deny(reason: &str, signal: Option<String>, steer: Option<&str>) -> Answer {
     let mut answer = json!({
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
@@ -96,6 +101,9 @@ fn deny(reason: &str, signal: Option<String>) -> Answer {
             "permissionDecisionReason": reason,
         }
     });
+    if let Some(steer) = steer {
+        answer["hookSpecificOutput"]["additionalContext"] = Value::String(steer.to_owned());
+    }
     if let Some(signal) = signal {
         answer["systemMessage"] = Value::String(signal);
     }
