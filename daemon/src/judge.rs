@@ -393,7 +393,12 @@ pub async fn note(daemon: &Daemon, peer: Peer, mut request: NoteRequest, writer:
                 }
                 None => None,
             };
-            OperatorReply::Noted { steer }
+            match steer {
+                Some(steer) => OperatorReply::Noted { steer },
+                None => OperatorReply::Done {
+                    message: String::from("recorded"),
+                },
+            }
         }
         Err(reason) => OperatorReply::Refused { reason },
     };

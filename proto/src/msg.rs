@@ -416,10 +416,11 @@ pub enum OperatorReply {
     Done {
         message: String,
     },
-    /// A note was recorded; `steer` is the session control plane's advisory
-    /// text for the agent, when the note reached a boundary.
+    /// A note was recorded and reached a session boundary: `steer` is the
+    /// session control plane's advisory text for the agent. (A note that
+    /// reached none is answered `Done`, as before.)
     Noted {
-        steer: Option<String>,
+        steer: String,
     },
     Verify(VerifySummary),
     /// A batch of audit events as JSON objects; more may follow until `End`.

@@ -58,7 +58,7 @@ pub fn note(request: NoteRequest) -> Result<Option<String>, ClientError> {
     match client::recv(&stream)?.parse_message::<ServerMsg>()? {
         ServerMsg::Operator {
             reply: OperatorReply::Noted { steer },
-        } => Ok(steer),
+        } => Ok(Some(steer)),
         ServerMsg::Operator {
             reply: OperatorReply::Done { .. },
         } => Ok(None),
