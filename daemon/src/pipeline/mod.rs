@@ -6,8 +6,11 @@
 //!
 //! kill switch → role → parse → preconditions (host snapshot) → policy (tier
 //! classification and deny-first rules, one pure call over that snapshot) →
-//! redact → approval / retry budget → audit intent (committed) → credentials
-//! → execute → errors → output → audit outcome.
+//! redact → approval / retry budget → session (a run naming a session
+//! joins its trajectory: a steer rides the advisory line, a role's method
+//! rule refuses) → audit intent (committed) → credentials → execute →
+//! errors → output → audit outcome → session (the exit; a steer it reached
+//! is the last stderr line).
 //!
 //! Only this module can make a [`Permit`] (its seal is in [`gate`]), and
 //! [`execute::run`] takes it by value. [`Gate::Allow`] carries one; a policy
