@@ -12,13 +12,14 @@ use praxis_proto::{
     Command, DecisionFrame, ExecRequest, FileAccess, JudgeRequest, NoteRequest, OperatorReply,
     ServerMsg, Subject, Verdict,
 };
+use praxis_session::{EventKind as SessionDoorway, Status};
 
 use crate::audit::{Durability, Event, EventKind};
 use crate::conn::{Peer, Writer};
 use crate::pipeline::{self, DEFAULT_ROLE, Gate, Inbound, Refusal, Trail};
 use crate::stage::approval::token;
 use crate::state::Daemon;
-use crate::{ids, kill_switch};
+use crate::{ids, kill_switch, session};
 
 /// Note kinds an adapter may record.
 pub const NOTE_KINDS: &[&str] = &[
@@ -26,6 +27,8 @@ pub const NOTE_KINDS: &[&str] = &[
     "session_ended",
     "contract_checked",
     "hook_stopped",
+    "session_started",
+    "prompt_submitted",
 ];
 
 /// The command that does to the host what `subject` does, so the policy
@@ -81,6 +84,21 @@ pub async fn run(
             (trail, verdict, details, None)
         }
     };
+    let observed = observe(daemon, &request, &trail, verdict, &details).await;
+    // A role's method rule refuses what the policy allowed; the block is
+    // audited as the session's transition, after the decision record.
+    let (verdict, details) = match observed.block {
+        Some((method, reason)) if verdict == Verdict::Allow => (
+            Verdict::Stop,
+            Refusal {
+                reason,
+                rule_ids: vec![format!("{}{method}", session::METHOD_RULE_PREFIX)],
+                approvable: false,
+                ..details
+            },
+        ),
+        _ => (verdict, details),
+    };
     let counter = match verdict {
         Verdict::Allow => &daemon.counters.allowed,
         Verdict::Hold => &daemon.counters.held,
@@ -89,9 +107,43 @@ pub async fn run(
     counter.fetch_add(1, Ordering::Relaxed);
     let frame = DecisionFrame {
         approval_token: token,
+        steer: observed.steer,
         ..pipeline::decision_frame(&trail, verdict, &details)
     };
     let _ = writer.send(&ServerMsg::Decision(frame)).await;
+}
+
+/// The judged tool call joins its session's trajectory (a PreToolUse).
+async fn observe(
+    daemon: &Arc<Daemon>,
+    request: &JudgeRequest,
+    trail: &Trail,
+    verdict: Verdict,
+    details: &Refusal,
+) -> session::Observed {
+    let Some(scope) = session::scope_of(request.runtime.as_deref(), request.session.as_deref())
+    else {
+        return session::Observed::default();
+    };
+    let (tool, target) = session::tool_and_target(&request.subject, request.tool.as_deref());
+    let mut event = session::event(scope, SessionDoorway::PreToolUse, Some(tool), target);
+    event.cwd = Some(request.cwd.clone());
+    event.call_id.clone_from(&request.tool_call_id);
+    event.judgment = Some(session::judgment(
+        details.tier,
+        verdict,
+        &details.rule_ids,
+        &trail.role,
+    ));
+    daemon
+        .sessions
+        .observe(
+            &daemon.audit,
+            &|t| daemon.redact(t),
+            event,
+            Some(&trail.request_id),
+        )
+        .await
 }
 
 /// The exec pipeline up to its audit intent: role, judging, approval and
@@ -295,7 +347,7 @@ async fn record(
 }
 
 /// Records an adapter's note and acknowledges it.
-pub async fn note(daemon: &Daemon, peer: Peer, request: NoteRequest, writer: &mut Writer) {
+pub async fn note(daemon: &Daemon, peer: Peer, mut request: NoteRequest, writer: &mut Writer) {
     if !NOTE_KINDS.contains(&request.kind.as_str()) {
         let reason = format!(
             "unknown note kind `{}` (one of: {})",
@@ -309,9 +361,14 @@ pub async fn note(daemon: &Daemon, peer: Peer, request: NoteRequest, writer: &mu
             .await;
         return;
     }
-    let mut detail = request.detail;
-    if let Some(id) = request.tool_call_id {
-        detail.insert("tool_call_id".into(), id.into());
+    let mut detail = std::mem::take(&mut request.detail);
+    // The call's target is for the session's trajectory only, never audited raw.
+    let target = detail
+        .remove("target")
+        .and_then(|t| t.as_str().map(str::to_owned));
+    let hook = note_event(&request, &detail, target);
+    if let Some(id) = &request.tool_call_id {
+        detail.insert("tool_call_id".into(), id.clone().into());
     }
     let event = Event {
         session: request.session,
@@ -324,12 +381,71 @@ pub async fn note(daemon: &Daemon, peer: Peer, request: NoteRequest, writer: &mu
         ..Event::new(EventKind::Other(request.kind))
     };
     let reply = match daemon.record(event, Durability::Normal).await {
-        Ok(_) => OperatorReply::Done {
-            message: String::from("recorded"),
-        },
+        Ok(_) => {
+            let steer = match hook {
+                Some(hook) => {
+                    let redact = |t: &str| daemon.redact(t);
+                    let observed = daemon
+                        .sessions
+                        .observe(&daemon.audit, &redact, hook, None)
+                        .await;
+                    observed.steer
+                }
+                None => None,
+            };
+            match steer {
+                Some(steer) => OperatorReply::Noted { steer },
+                None => OperatorReply::Done {
+                    message: String::from("recorded"),
+                },
+            }
+        }
         Err(reason) => OperatorReply::Refused { reason },
     };
     let _ = writer.send(&ServerMsg::Operator { reply }).await;
+}
+
+/// The session event of a note, if it is one: a tool call's outcome
+/// (PostToolUse), a session's start, a prompt, or the agent stopping.
+fn note_event(
+    request: &NoteRequest,
+    detail: &serde_json::Map<String, serde_json::Value>,
+    target: Option<String>,
+) -> Option<praxis_session::HookEvent> {
+    let scope = session::scope_of(request.runtime.as_deref(), request.session.as_deref())?;
+    let doorway = match request.kind.as_str() {
+        "tool_finished" => SessionDoorway::PostToolUse,
+        "session_started" => SessionDoorway::SessionStart,
+        "prompt_submitted" => SessionDoorway::UserPromptSubmit,
+        "session_ended" => SessionDoorway::Stop,
+        _ => return None,
+    };
+    let tool = detail
+        .get("tool_name")
+        .and_then(|t| t.as_str())
+        .map(str::to_owned);
+    let mut event = session::event(scope, doorway, tool, target);
+    event.call_id.clone_from(&request.tool_call_id);
+    event.status = outcome_status(detail);
+    Some(event)
+}
+
+/// How a tool call went, from the facts a PostToolUse note keeps.
+fn outcome_status(detail: &serde_json::Map<String, serde_json::Value>) -> Status {
+    let failed = detail.get("is_error").and_then(|v| v.as_bool()) == Some(true)
+        || detail.get("interrupted").and_then(|v| v.as_bool()) == Some(true)
+        || detail.get("success").and_then(|v| v.as_bool()) == Some(false)
+        || detail
+            .get("exit_code")
+            .and_then(|v| v.as_i64())
+            .is_some_and(|c| c != 0);
+    if failed {
+        Status::Failed
+    } else if detail.contains_key("response_bytes") {
+        Status::Ok
+    } else {
+        Status::Unknown
+    }
 }
 
 #[cfg(test)]

@@ -11,9 +11,11 @@
 //!
 //! The glue of a new subsystem follows the same layers: what it does per
 //! request is a module of [`stage`] called by the pipeline (egress
-//! destinations, memory recall, session transitions, snapshots), what
-//! operators ask of it a module of [`operator`], and an API of its own a
-//! module beside `server`; its decisions stay in its own I/O-free crate.
+//! destinations, memory recall, snapshots), what operators ask of it a
+//! module of [`operator`], and an API of its own a module beside `server`;
+//! its decisions stay in its own I/O-free crate. The session control
+//! plane's glue, [`session`], is fed by both `judge` (hook events) and the
+//! pipeline (runs with a session), so it sits below both, beside `state`.
 
 pub mod audit;
 pub mod children;
@@ -32,6 +34,7 @@ pub mod recovery;
 pub mod reload;
 pub mod roles;
 pub mod server;
+pub mod session;
 pub mod spawn;
 pub mod stage;
 pub mod state;

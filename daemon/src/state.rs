@@ -12,6 +12,7 @@ use crate::children::Children;
 use crate::config::Config;
 use crate::egress::EgressHub;
 use crate::kill_switch::KillSwitch;
+use crate::session::Sessions;
 
 /// The policy in force. `Err` when no policy has ever loaded (a bad file at
 /// start-up): the daemon then serves nothing but HOLD with that reason.
@@ -53,6 +54,8 @@ pub struct Daemon {
     /// The egress proxy for commands with network grants. `Err`: such
     /// commands are HOLD, never given raw network instead.
     pub egress: Result<Arc<EgressHub>, String>,
+    /// The session control plane: detector and per-session state.
+    pub sessions: Arc<Sessions>,
 }
 
 /// The shipped secret rules, compiled and checked against their examples.
@@ -86,6 +89,7 @@ impl Daemon {
         Daemon {
             snapshots,
             egress,
+            sessions: Arc::new(Sessions::open(&config)),
             config,
             policy: RwLock::new(policy),
             audit: Arc::new(audit),

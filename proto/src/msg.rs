@@ -95,6 +95,10 @@ pub struct JudgeRequest {
     pub session: Option<String>,
     pub runtime: Option<String>,
     pub tool_call_id: Option<String>,
+    /// The runtime's name of the tool (`Edit`, `Bash`, `TodoWrite`, ...), for
+    /// the session's trajectory; the subject is what is judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
     pub env: Vec<(String, String)>,
     /// The runtime puts a HOLD to its human user (Claude Code's `ask`): the
     /// daemon mints a one-time approval token for a held command, so that
@@ -150,6 +154,10 @@ pub struct DecisionFrame {
     /// runs this exact request once, in this session, if the user says yes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_token: Option<String>,
+    /// Advisory text of the session control plane for the agent (a boundary
+    /// was reached): delivered through the runtime's own channel, it stops nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steer: Option<String>,
 }
 
 /// How a command ended.
@@ -245,6 +253,13 @@ pub enum OperatorRequest {
     UndoList,
     /// Ends a user-mode daemon cleanly (as SIGTERM does).
     Stop,
+    /// The agent sessions the session control plane keeps state for.
+    SessionList,
+    /// One session's trajectory: every audit event recorded under its id
+    /// (actions, boundaries, windows, steers, checkpoints), in order.
+    SessionShow {
+        session: String,
+    },
 }
 
 /// Where the daemon reads a brokered credential's value when a command needs it.
@@ -362,6 +377,29 @@ pub struct StatusReport {
     pub audit_events: u64,
 }
 
+/// A session as `praxis session list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub runtime: String,
+    pub session: String,
+    /// Actions counted, windows opened, checkpoints required so far.
+    pub actions: u64,
+    pub windows: u32,
+    pub checkpoints: u32,
+    /// The work kind of the current phase (`read`, `write`, `external`).
+    pub phase: Option<String>,
+    /// The open window's number, if one is open.
+    pub open_window: Option<u32>,
+    /// A checkpoint waits for evidence.
+    pub checkpoint_pending: bool,
+    /// Signals turned off for missing telemetry.
+    pub disabled: Vec<String>,
+    pub cwd: Option<String>,
+    /// First and last activity, ms since the Unix epoch.
+    pub first_ms: u64,
+    pub last_ms: u64,
+}
+
 /// A snapshot as `praxis undo --list` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotInfo {
@@ -394,6 +432,12 @@ pub enum OperatorReply {
     Done {
         message: String,
     },
+    /// A note was recorded and reached a session boundary: `steer` is the
+    /// session control plane's advisory text for the agent. (A note that
+    /// reached none is answered `Done`, as before.)
+    Noted {
+        steer: String,
+    },
     Verify(VerifySummary),
     /// A batch of audit events as JSON objects; more may follow until `End`.
     Events {
@@ -411,6 +455,9 @@ pub enum OperatorReply {
     },
     Snapshots {
         items: Vec<SnapshotInfo>,
+    },
+    Sessions {
+        items: Vec<SessionInfo>,
     },
 }
 

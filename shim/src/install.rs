@@ -10,7 +10,8 @@ use serde_json::{Map, Value, json};
 
 #[derive(Debug, Subcommand)]
 pub enum InstallCmd {
-    /// Claude Code: PreToolUse, PostToolUse and Stop hooks in settings.json.
+    /// Claude Code: PreToolUse, PostToolUse, Stop, SessionStart and
+    /// UserPromptSubmit hooks in settings.json.
     ClaudeCode {
         /// In this project's `.claude/settings.json` (the default).
         #[arg(long, conflicts_with = "user")]
@@ -105,6 +106,9 @@ impl Plan {
                         ("PreToolUse", Some(CLAUDE_MATCHER)),
                         ("PostToolUse", Some(CLAUDE_MATCHER)),
                         ("Stop", None),
+                        // Lifecycle events feed the session control plane.
+                        ("SessionStart", None),
+                        ("UserPromptSubmit", None),
                     ],
                 },
             },

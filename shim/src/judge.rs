@@ -16,6 +16,8 @@ pub struct Caller {
     pub runtime: Option<String>,
     pub session: Option<String>,
     pub tool_call_id: Option<String>,
+    /// The runtime's name of the tool, for the session's trajectory.
+    pub tool: Option<String>,
     pub role: Option<String>,
     /// The runtime asks its user about a HOLD: a held command gets a
     /// one-time approval token (see `JudgeRequest::attended`).
@@ -32,6 +34,7 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
         session: caller.session.clone(),
         runtime: caller.runtime.clone(),
         tool_call_id: caller.tool_call_id.clone(),
+        tool: caller.tool.clone(),
         env: praxis_proto::forwarded_env(),
         attended: caller.attended,
     };
@@ -47,13 +50,18 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
 }
 
 /// Records a note in the audit log; an error when it was not recorded.
-pub fn note(request: NoteRequest) -> Result<(), ClientError> {
+/// Returns the session control plane's steer for the agent, if the note
+/// reached a boundary.
+pub fn note(request: NoteRequest) -> Result<Option<String>, ClientError> {
     let stream = client::connect_for_decision()?;
     client::send_first(&stream, &ClientMsg::Note(request), &[])?;
     match client::recv(&stream)?.parse_message::<ServerMsg>()? {
         ServerMsg::Operator {
+            reply: OperatorReply::Noted { steer },
+        } => Ok(Some(steer)),
+        ServerMsg::Operator {
             reply: OperatorReply::Done { .. },
-        } => Ok(()),
+        } => Ok(None),
         ServerMsg::Operator {
             reply: OperatorReply::Refused { reason },
         }

@@ -13,4 +13,5 @@ pub mod install;
 pub mod judge;
 pub mod mcp;
 pub mod operator;
+pub mod session;
 pub mod undo;

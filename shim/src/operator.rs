@@ -69,6 +69,9 @@ pub enum OperatorCmd {
     Install(crate::install::InstallCmd),
     /// Put back what a command removed or overwrote, from the snapshot taken before it ran.
     Undo(crate::undo::UndoArgs),
+    /// Agent sessions: their boundaries, windows, steers and checkpoints.
+    #[command(subcommand)]
+    Session(crate::session::SessionCmd),
     /// Stop a user-mode praxisd cleanly (running commands end first).
     Stop,
 }
@@ -198,7 +201,7 @@ const EXIT_UNREACHABLE: i32 = 125;
 /// Poll interval of `tail -f` and `watch`.
 const FOLLOW_EVERY: Duration = Duration::from_millis(250);
 
-fn report(e: &ClientError) -> i32 {
+pub(crate) fn report(e: &ClientError) -> i32 {
     eprintln!("praxis: {e}");
     if let ClientError::Unreachable { .. } = e
         && Layout::detect().mode == Mode::System
@@ -640,6 +643,7 @@ pub fn run(cmd: OperatorCmd) -> i32 {
         OperatorCmd::Cred(cmd) => cred(cmd),
         OperatorCmd::Install(cmd) => crate::install::run(cmd),
         OperatorCmd::Undo(args) => crate::undo::run(args),
+        OperatorCmd::Session(cmd) => crate::session::run(cmd),
         OperatorCmd::Kill { reason, release } => kill(reason, release),
         OperatorCmd::Stop => match client::operator(OperatorRequest::Stop, |_| {}) {
             Err(ClientError::Unreachable { .. }) => {

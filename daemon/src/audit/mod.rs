@@ -495,6 +495,14 @@ impl AuditStore {
             .with(|conn| read::events(conn, "WHERE request_id = ?1 ORDER BY seq", [request_id]))
     }
 
+    /// Every event of one agent session (any runtime), in order: the
+    /// trajectory `praxis session show` draws.
+    pub fn by_session(&self, session: &str) -> Result<Vec<StoredEvent>, AuditError> {
+        self.inner
+            .readers
+            .with(|conn| read::events(conn, "WHERE session = ?1 ORDER BY seq", [session]))
+    }
+
     /// The one request id that starts with `prefix`: `Ok(None)` when none
     /// does, `Err` naming two when it is ambiguous.
     pub fn request_with_prefix(

@@ -5,6 +5,7 @@
 
 pub mod approvals;
 pub mod credentials;
+pub mod sessions;
 
 use std::sync::Arc;
 
@@ -283,6 +284,10 @@ pub async fn handle(
             }
             OperatorRequest::UndoList => blocking(daemon, undo_list).await.pipe_one(),
             OperatorRequest::Stop => vec![stop(daemon)],
+            OperatorRequest::SessionList => blocking(daemon, sessions::list).await.pipe_one(),
+            OperatorRequest::SessionShow { session } => {
+                blocking(daemon, move |d| audit_reply(d.audit.by_session(&session))).await
+            }
             OperatorRequest::AuditExport { since } => {
                 blocking(daemon, move |d| match since {
                     Some(ts) => audit_reply(d.audit.since(&ts)),

@@ -183,6 +183,7 @@ pub fn decision_frame(trail: &Trail, verdict: praxis_proto::Verdict, r: &Refusal
         approve_with: (verdict == praxis_proto::Verdict::Hold && r.approvable)
             .then(|| format!("praxis approve {}", trail.request_id)),
         approval_token: None,
+        steer: None,
     }
 }
 

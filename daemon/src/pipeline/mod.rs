@@ -6,8 +6,11 @@
 //!
 //! kill switch → role → parse → preconditions (host snapshot) → policy (tier
 //! classification and deny-first rules, one pure call over that snapshot) →
-//! redact → approval / retry budget → audit intent (committed) → credentials
-//! → execute → errors → output → audit outcome.
+//! redact → approval / retry budget → session (a run naming a session
+//! joins its trajectory: a steer rides the advisory line, a role's method
+//! rule refuses) → audit intent (committed) → credentials → execute →
+//! errors → output → audit outcome → session (the exit; a steer it reached
+//! is the last stderr line).
 //!
 //! Only this module can make a [`Permit`] (its seal is in [`gate`]), and
 //! [`execute::run`] takes it by value. [`Gate::Allow`] carries one; a policy
@@ -33,7 +36,7 @@ use crate::stage::preconditions::{self, Gathered};
 use crate::stage::reversibility::{self, Reversibility};
 use crate::stage::{credentials, execute, intent, outcome, parse, policy, redact};
 use crate::state::Daemon;
-use crate::{errors, ids, kill_switch, roles};
+use crate::{errors, ids, kill_switch, roles, session};
 
 use gate::Seal;
 pub use gate::{
@@ -63,7 +66,22 @@ pub async fn run(
     writer: &mut Writer,
 ) {
     daemon.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let action = (
+        inbound.request.command.clone(),
+        inbound.request.tool_call_id.clone(),
+    );
     let (trail, ticket, gate) = admit(daemon, inbound).await;
+    let (command, call_id) = (&action.0, action.1.as_deref());
+    let gate = session::admit(
+        &daemon.sessions,
+        &daemon.audit,
+        &|t| daemon.redact(t),
+        gate,
+        &trail,
+        command,
+        call_id,
+    )
+    .await;
     let gate = record_intent(daemon, gate, &trail, &ticket).await;
 
     match gate {
@@ -112,7 +130,18 @@ pub async fn run(
                 let ran = matches!(executed, Executed::Ran(_));
                 reversibility::settle(daemon, &trail.request_id, ran).await;
             }
+            let steer = session::finished(
+                &daemon.sessions,
+                &daemon.audit,
+                &|t| daemon.redact(t),
+                &trail,
+                command,
+                call_id,
+                &executed,
+            )
+            .await;
             if let Executed::Ran(ran) = &executed {
+                session::deliver_line(writer, steer).await;
                 execute::report_exit(writer, ran).await;
             }
         }

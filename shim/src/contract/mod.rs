@@ -337,7 +337,8 @@ pub fn plan(id: &str, text: &str, caller: &Caller) -> Verdict {
         decision: Some(decision),
         reason: Some(reason.clone()),
         detail,
-    });
+    })
+    .map(drop);
     match (checked, recorded) {
         (Ok(n), Ok(())) => Verdict {
             json: serde_json::json!({

@@ -2,13 +2,14 @@
 //! praxis-run), `ask` for HOLD (or `deny` when no human will be asked:
 //! headless runs and unattended permission modes) and `deny` for STOP, a
 //! HOLD or STOP also carrying the refusal as JSON in `systemMessage`;
-//! PostToolUse and Stop are recorded. Malformed input and every error exit 2,
+//! PostToolUse, SessionStart, UserPromptSubmit and Stop are recorded. The
+//! session control plane's steer reaches the agent as `additionalContext`. Malformed input and every error exit 2,
 //! Claude Code's blocking code, never 1 (which lets the tool run).
 
 use praxis_proto::Verdict;
 use serde_json::{Value, json};
 
-use super::{Answer, Event, HookError, own_mcp_tool, refusal_reason, signal};
+use super::{Answer, Event, HookError, context, own_mcp_tool, refusal_reason, signal};
 
 /// Name of this runtime in the audit record.
 pub const RUNTIME: &str = "claude-code";
@@ -49,7 +50,12 @@ fn answer(input: &str) -> Result<Answer, HookError> {
     let event = Event::parse(input)?;
     match event.hook_event_name.as_str() {
         "PreToolUse" => pre_tool_use(&event),
-        "PostToolUse" => super::post_tool_use(&event, RUNTIME).map(|()| Answer::silent()),
+        "PostToolUse" => super::post_tool_use(&event, RUNTIME).map(|s| context("PostToolUse", s)),
+        "SessionStart" => {
+            super::lifecycle(&event, RUNTIME, "session_started").map(|s| context("SessionStart", s))
+        }
+        "UserPromptSubmit" => super::lifecycle(&event, RUNTIME, "prompt_submitted")
+            .map(|s| context("UserPromptSubmit", s)),
         "Stop" | "SubagentStop" => match super::stop(&event, RUNTIME) {
             Ok(()) => Ok(Answer::silent()),
             // Blocking a stop that is already continuing because of a stop
@@ -107,6 +113,10 @@ fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
         let mut input = event.tool_input.clone().unwrap_or_default();
         input.insert("command".into(), Value::String(rewrite.clone()));
         output["updatedInput"] = Value::Object(input);
+    }
+    // The session's steer goes with the answer; it stops nothing.
+    if let Some(steer) = &frame.steer {
+        output["additionalContext"] = Value::String(steer.clone());
     }
     let mut answer = json!({ "hookSpecificOutput": output });
     if frame.decision != Verdict::Allow {

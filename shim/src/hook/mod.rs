@@ -103,6 +103,7 @@ impl Event {
             runtime: Some(runtime.to_owned()),
             session: Some(self.session_id.clone()),
             tool_call_id: self.tool_use_id.clone(),
+            tool: self.tool_name.clone(),
             role: None,
             attended: false,
         }
@@ -372,12 +373,32 @@ pub fn rewrite(
     Ok(line.join(" "))
 }
 
+/// The one collapsed target of a tool call: its command, path, URL,
+/// pattern or query, the first the input has.
+pub fn target(event: &Event) -> Option<&str> {
+    const KEYS: [&str; 7] = [
+        "command",
+        "file_path",
+        "notebook_path",
+        "path",
+        "url",
+        "pattern",
+        "query",
+    ];
+    KEYS.iter().find_map(|k| event.input_str(k))
+}
+
 /// Records the outcome of a tool call (PostToolUse), linked by its id. Only
-/// facts about the response are kept, never its content.
-pub fn post_tool_use(event: &Event, runtime: &str) -> Result<(), HookError> {
+/// facts about the response are kept, never its content; the call's target
+/// goes to the session's trajectory (praxisd does not audit it raw).
+/// Returns the steer the outcome reached, if any.
+pub fn post_tool_use(event: &Event, runtime: &str) -> Result<Option<String>, HookError> {
     let caller = event.caller(runtime);
     let mut detail = Map::new();
     detail.insert("tool_name".into(), event.tool()?.into());
+    if let Some(target) = target(event) {
+        detail.insert("target".into(), target.into());
+    }
     if let Some(response) = &event.tool_response {
         for key in ["interrupted", "is_error", "exit_code", "success"] {
             if let Some(v) = response
@@ -389,7 +410,7 @@ pub fn post_tool_use(event: &Event, runtime: &str) -> Result<(), HookError> {
         }
         detail.insert("response_bytes".into(), response.to_string().len().into());
     }
-    judge::note(NoteRequest {
+    Ok(judge::note(NoteRequest {
         kind: String::from("tool_finished"),
         session: caller.session,
         runtime: caller.runtime,
@@ -397,23 +418,42 @@ pub fn post_tool_use(event: &Event, runtime: &str) -> Result<(), HookError> {
         decision: None,
         reason: None,
         detail,
-    })?;
-    Ok(())
+    })?)
 }
 
-/// Records the end of a session (Stop).
-pub fn stop(event: &Event, runtime: &str) -> Result<(), HookError> {
+/// Records a lifecycle event of the session: `session_ended` (Stop),
+/// `session_started` (SessionStart), `prompt_submitted` (UserPromptSubmit;
+/// the prompt itself is never sent). Returns the steer it reached, if any.
+pub fn lifecycle(event: &Event, runtime: &str, kind: &str) -> Result<Option<String>, HookError> {
     let caller = event.caller(runtime);
-    judge::note(NoteRequest {
-        kind: String::from("session_ended"),
+    Ok(judge::note(NoteRequest {
+        kind: kind.to_owned(),
         session: caller.session,
         runtime: caller.runtime,
         tool_call_id: None,
         decision: None,
         reason: None,
         detail: Map::new(),
-    })?;
-    Ok(())
+    })?)
+}
+
+/// Records the end of a session (Stop).
+pub fn stop(event: &Event, runtime: &str) -> Result<(), HookError> {
+    lifecycle(event, runtime, "session_ended").map(drop)
+}
+
+/// The hook output that hands `steer` to the agent as added context
+/// (`hookSpecificOutput.additionalContext`), or no output without one.
+pub fn context(event_name: &str, steer: Option<String>) -> Answer {
+    match steer {
+        Some(text) => Answer::json(serde_json::json!({
+            "hookSpecificOutput": {
+                "hookEventName": event_name,
+                "additionalContext": text,
+            }
+        })),
+        None => Answer::silent(),
+    }
 }
 
 /// The machine-readable refusal a runtime shows beside its own answer:

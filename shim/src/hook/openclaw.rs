@@ -41,7 +41,7 @@ fn answer(input: &str) -> Result<Answer, HookError> {
     let event = Event::parse(input)?;
     match event.hook_event_name.as_str() {
         "before_tool_call" => before_tool_call(&event).map(Answer::json),
-        "after_tool_call" => super::post_tool_use(&event, RUNTIME).map(|()| recorded(true)),
+        "after_tool_call" => super::post_tool_use(&event, RUNTIME).map(|_| recorded(true)),
         "session_end" => super::stop(&event, RUNTIME).map(|()| recorded(true)),
         // praxisd has no note for a session's start: it learns of a session
         // from its first judged call. Answered as not recorded, not as done.

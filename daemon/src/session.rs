@@ -1,0 +1,585 @@
+//! The session control plane's glue: praxisd's side of `praxis-session`.
+//!
+//! Each hook event (judge requests and notes) and each `praxis-run` request
+//! that names a session becomes one [`HookEvent`], with Praxis' own judgment
+//! of the action attached. The pure detector turns it into transitions; this
+//! module audits every one of them (kind `session_<transition>`, in the hash
+//! chain), persists the session's state, and hands the steer (and a method
+//! block) back to the caller, who delivers it through the runtime's channel.
+//!
+//! State is kept per runtime and session id, one JSON file per session in
+//! `<state dir>/sessions/`, named by the SHA-256 of the key. The state a
+//! boundary leaves is the checkpoint record (a typed snapshot).
+//!
+//! Fail open (R12): a session policy that does not load, a state file that
+//! cannot be read or written, or a detector that panics never stops work;
+//! each is audited as `session_failed` and the action goes on unsteered.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use praxis_policy::verdict::{Tier, Verdict as Ruling};
+use praxis_proto::{Command, ExitStatus, FileAccess, Frame, Subject, Verdict};
+use praxis_session::{
+    Detector, EventKind as Doorway, HookEvent, Judgment, Outcome, ScopeKey, SessionPolicy,
+    SessionState, Status, Transition,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+use crate::audit::{AuditStore, Durability, Event, EventKind};
+use crate::clock;
+use crate::config::Config;
+use crate::conn::Writer;
+use crate::pipeline::gate::{Executed, Gate, Refusal, Trail};
+
+/// The operator's session policy inside the config directory, laid over the shipped one.
+pub const SESSION_POLICY_FILE: &str = "session.toml";
+/// Where session states live inside the state directory.
+pub const SESSIONS_DIR: &str = "sessions";
+/// Rule id of a refusal by a role's method rule.
+pub const METHOD_RULE_PREFIX: &str = "session.method.";
+
+#[derive(Debug, Error)]
+pub enum SessionError {
+    #[error("session policy: {0}")]
+    Policy(String),
+    #[error("session state {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("session state {path} is not valid: {source}")]
+    Corrupt {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error("the detector failed on this event: {0}")]
+    Panicked(String),
+}
+
+/// A session's state as stored: the detector's state and where it worked.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Stored {
+    pub state: SessionState,
+    /// The working directory of the session's last action, for listing.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// When the session was first and last seen (ms since the epoch).
+    pub first_ms: u64,
+    pub last_ms: u64,
+}
+
+/// What the caller must do with one event's outcome.
+#[must_use]
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Observed {
+    /// Advisory text for the agent.
+    pub steer: Option<String>,
+    /// A method rule refuses the action, with this text.
+    pub block: Option<(String, String)>,
+}
+
+/// The detector and the session states.
+pub struct Sessions {
+    detector: Result<Detector, String>,
+    dir: PathBuf,
+    /// One event at a time: load, observe and save are one step per session.
+    lock: Mutex<()>,
+}
+
+impl Sessions {
+    /// The shipped session policy with the operator's `session.toml` over it.
+    pub fn open(config: &Config) -> Sessions {
+        let detector = load_policy(&config.config_dir().join(SESSION_POLICY_FILE));
+        if let Err(why) = &detector {
+            tracing::error!("session control plane off: {why}");
+        }
+        Sessions {
+            detector,
+            dir: config.layout.state_dir.join(SESSIONS_DIR),
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// Feeds one event, audits its transitions and persists the state.
+    /// Never fails: a failure is audited and the event goes unsteered.
+    pub async fn observe(
+        self: &Arc<Self>,
+        audit: &AuditStore,
+        redact: &Redact<'_>,
+        mut event: HookEvent,
+        request_id: Option<&str>,
+    ) -> Observed {
+        event.at_ms = u64::try_from(clock::now_ms()).unwrap_or(0);
+        let sessions = Arc::clone(self);
+        let step = {
+            let event = event.clone();
+            tokio::task::spawn_blocking(move || sessions.step(&event))
+        };
+        let outcome = match step.await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(SessionError::Panicked(e.to_string())),
+        };
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                failed(audit, &event, request_id, &e).await;
+                return Observed::default();
+            }
+        };
+        for transition in &outcome.transitions {
+            record(audit, redact, &event, request_id, transition).await;
+        }
+        Observed {
+            steer: outcome.steer(),
+            block: outcome.transitions.iter().find_map(|t| match t {
+                Transition::Block { method, reason } => Some((method.clone(), reason.clone())),
+                _ => None,
+            }),
+        }
+    }
+
+    /// Load, observe, save, under the lock.
+    fn step(&self, event: &HookEvent) -> Result<Outcome, SessionError> {
+        let detector = self
+            .detector
+            .as_ref()
+            .map_err(|e| SessionError::Policy(e.clone()))?;
+        let _one = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let path = self.path_of(&event.scope());
+        let mut stored = match read(&path) {
+            Ok(Some(stored)) => stored,
+            // This event is audited as failed; the session starts afresh
+            // with the next one rather than failing on every event.
+            Err(corrupt @ SessionError::Corrupt { .. }) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(corrupt);
+            }
+            Err(e) => return Err(e),
+            Ok(None) => Stored {
+                state: SessionState::new(event.scope(), None),
+                cwd: None,
+                first_ms: event.at_ms,
+                last_ms: event.at_ms,
+            },
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            detector.observe(&mut stored.state, event)
+        }))
+        .map_err(|panic| SessionError::Panicked(panic_text(&panic)))?;
+        stored.last_ms = event.at_ms;
+        if event.cwd.is_some() {
+            stored.cwd.clone_from(&event.cwd);
+        }
+        write(&self.dir, &path, &stored)?;
+        Ok(outcome)
+    }
+
+    fn path_of(&self, scope: &ScopeKey) -> PathBuf {
+        let mut hash = Sha256::new();
+        hash.update(scope.runtime.as_bytes());
+        hash.update([0]);
+        hash.update(scope.session.as_bytes());
+        self.dir
+            .join(format!("{}.json", hex::encode(hash.finalize())))
+    }
+
+    /// Every stored session, most recently active first.
+    pub fn list(&self) -> Result<Vec<Stored>, SessionError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => return Err(io_error(&self.dir, source)),
+        };
+        let mut out = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|x| x == "json")
+                && let Some(stored) = read(&path)?
+            {
+                out.push(stored);
+            }
+        }
+        out.sort_by(|a, b| {
+            b.last_ms
+                .cmp(&a.last_ms)
+                .then(a.state.scope.cmp(&b.state.scope))
+        });
+        Ok(out)
+    }
+}
+
+fn load_policy(path: &Path) -> Result<Detector, String> {
+    let policy = match std::fs::read_to_string(path) {
+        Ok(text) => SessionPolicy::with_overrides(&text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => SessionPolicy::shipped(),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    policy
+        .and_then(Detector::new)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> SessionError {
+    SessionError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn read(path: &Path) -> Result<Option<Stored>, SessionError> {
+    let text = match std::fs::read(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(io_error(path, source)),
+    };
+    serde_json::from_slice(&text)
+        .map(Some)
+        .map_err(|source| SessionError::Corrupt {
+            path: path.display().to_string(),
+            source,
+        })
+}
+
+/// Writes the state whole or not at all (a temporary file renamed over it).
+fn write(dir: &Path, path: &Path, stored: &Stored) -> Result<(), SessionError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| io_error(dir, e))?;
+    let text = serde_json::to_vec(stored).map_err(|source| SessionError::Corrupt {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let temp = path.with_extension("json.tmp");
+    std::fs::write(&temp, text).map_err(|e| io_error(&temp, e))?;
+    std::fs::rename(&temp, path).map_err(|e| io_error(path, e))
+}
+
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| String::from("panic"))
+}
+
+/// The audit kind of a transition: `session_` and its type.
+pub fn audit_kind(transition: &Transition) -> String {
+    let value = serde_json::to_value(transition).unwrap_or_default();
+    let kind = value
+        .get("type")
+        .and_then(|t| t.as_str())
+        .unwrap_or("transition");
+    format!("session_{kind}")
+}
+
+fn event_of(hook: &HookEvent, request_id: Option<&str>, kind: String) -> Event {
+    Event {
+        request_id: request_id.map(str::to_owned),
+        session: Some(hook.session.clone()),
+        runtime: Some(hook.runtime.clone()),
+        cwd: hook.cwd.clone(),
+        ..Event::new(EventKind::Other(kind))
+    }
+}
+
+/// Masks the secrets the policy knows in a text (targets can be commands).
+pub type Redact<'a> = dyn Fn(&str) -> String + Sync + 'a;
+
+fn redact_value(redact: &Redact<'_>, value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) => *text = redact(text),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| redact_value(redact, v)),
+        serde_json::Value::Object(map) => map.values_mut().for_each(|v| redact_value(redact, v)),
+        _ => {}
+    }
+}
+
+async fn record(
+    audit: &AuditStore,
+    redact: &Redact<'_>,
+    hook: &HookEvent,
+    request_id: Option<&str>,
+    t: &Transition,
+) {
+    let mut value = serde_json::to_value(t).unwrap_or_default();
+    redact_value(redact, &mut value);
+    let mut detail = match value {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    detail.remove("type");
+    if let Some(tool) = &hook.tool {
+        detail.insert("tool".into(), tool.clone().into());
+    }
+    detail.insert("at_ms".into(), hook.at_ms.into());
+    let reason = match t {
+        Transition::Steer { text, .. } => Some(redact(text)),
+        Transition::Boundary { reason, .. } | Transition::Block { reason, .. } => {
+            Some(redact(reason))
+        }
+        _ => None,
+    };
+    let event = Event {
+        reason,
+        detail: Some(detail),
+        ..event_of(hook, request_id, audit_kind(t))
+    };
+    if let Err(e) = audit.append_async(event, Durability::Normal).await {
+        tracing::error!("audit of a session transition failed: {e}");
+    }
+}
+
+async fn failed(audit: &AuditStore, hook: &HookEvent, request_id: Option<&str>, e: &SessionError) {
+    tracing::warn!("session control plane: {e}");
+    let event = Event {
+        reason: Some(crate::errors::one_line(e)),
+        ..event_of(hook, request_id, String::from("session_failed"))
+    };
+    if let Err(e) = audit.append_async(event, Durability::Normal).await {
+        tracing::error!("audit of a session failure failed: {e}");
+    }
+}
+
+/// Praxis' judgment of an action, from its decision.
+pub fn judgment(tier: Tier, verdict: Verdict, rule_ids: &[String], role: &str) -> Judgment {
+    Judgment {
+        tier,
+        verdict: match verdict {
+            Verdict::Allow => Ruling::Allow,
+            Verdict::Hold => Ruling::Hold,
+            Verdict::Stop => Ruling::Stop,
+        },
+        // The policy's protected-path rules all name it (`write-protected`, ...).
+        protected: rule_ids.iter().any(|r| r.contains("protected")),
+        role: Some(role.to_owned()),
+    }
+}
+
+/// A command as one target string.
+pub fn command_text(command: &Command) -> String {
+    match command {
+        Command::Shell(text) => text.clone(),
+        Command::Argv(argv) => argv.join(" "),
+    }
+}
+
+/// The tool name and the one collapsed target of a judged subject.
+pub fn tool_and_target(subject: &Subject, tool: Option<&str>) -> (String, Option<String>) {
+    let (default, target) = match subject {
+        Subject::Command { command } => ("Bash", Some(command_text(command))),
+        Subject::File { path, access } => (
+            match access {
+                FileAccess::Read => "Read",
+                FileAccess::Write => "Write",
+            },
+            Some(path.clone()),
+        ),
+        Subject::Fetch { url } => ("WebFetch", Some(url.clone())),
+        Subject::Tool { name } => (name.as_str(), None),
+    };
+    (tool.unwrap_or(default).to_owned(), target)
+}
+
+/// The event of a hook or `praxis-run` request; the time is set when observed.
+pub fn event(
+    scope: ScopeKey,
+    kind: Doorway,
+    tool: Option<String>,
+    target: Option<String>,
+) -> HookEvent {
+    HookEvent {
+        runtime: scope.runtime,
+        session: scope.session,
+        kind,
+        tool,
+        target,
+        cwd: None,
+        call_id: None,
+        status: Status::Unknown,
+        at_ms: 0,
+        judgment: None,
+    }
+}
+
+/// The session scope of a request: runtime (or `praxis-run`) and session, if named.
+pub fn scope_of(runtime: Option<&str>, session: Option<&str>) -> Option<ScopeKey> {
+    Some(ScopeKey {
+        runtime: runtime.unwrap_or("praxis-run").to_owned(),
+        session: session.filter(|s| !s.is_empty())?.to_owned(),
+    })
+}
+
+/// An exec request with a session, before its intent is recorded: the
+/// action joins the trajectory; a steer goes to the agent before the
+/// output (an ALLOW's advisory line); a method block refuses it (STOP).
+pub async fn admit(
+    sessions: &Arc<Sessions>,
+    audit: &AuditStore,
+    redact: &Redact<'_>,
+    gate: Gate,
+    trail: &Trail,
+    command: &Command,
+    call_id: Option<&str>,
+) -> Gate {
+    let Some(scope) = scope_of(trail.runtime.as_deref(), trail.session.as_deref()) else {
+        return gate;
+    };
+    let (verdict, refusal) = match &gate {
+        Gate::Allow(permit) => (Verdict::Allow, Refusal::of(&permit.decision)),
+        Gate::Held(held) => (Verdict::Hold, held.refusal.clone()),
+        Gate::Hold(r) => (Verdict::Hold, r.clone()),
+        Gate::Stop(r) => (Verdict::Stop, r.clone()),
+    };
+    let mut hook = event(
+        scope,
+        Doorway::RunRequest,
+        Some(String::from("praxis-run")),
+        Some(command_text(command)),
+    );
+    hook.cwd = Some(trail.cwd.clone());
+    hook.call_id = call_id.map(str::to_owned);
+    hook.judgment = Some(judgment(
+        refusal.tier,
+        verdict,
+        &refusal.rule_ids,
+        &trail.role,
+    ));
+    let observed = sessions
+        .observe(audit, redact, hook, Some(&trail.request_id))
+        .await;
+    match (gate, observed) {
+        (
+            Gate::Allow(_),
+            Observed {
+                block: Some((method, reason)),
+                ..
+            },
+        ) => Gate::Stop(Refusal {
+            reason,
+            rule_ids: vec![format!("{METHOD_RULE_PREFIX}{method}")],
+            approvable: false,
+            ..refusal
+        }),
+        (
+            Gate::Allow(mut permit),
+            Observed {
+                steer: Some(steer), ..
+            },
+        ) => {
+            permit.advisory = Some(match permit.advisory.take() {
+                Some(earlier) => format!("{earlier}\n{steer}"),
+                None => steer,
+            });
+            Gate::Allow(permit)
+        }
+        (gate, _) => gate,
+    }
+}
+
+/// An exec request with a session has ended: its status joins the
+/// trajectory; the steer it reached (a failure loop) is returned, to go to
+/// the agent as a last line on stderr.
+pub async fn finished(
+    sessions: &Arc<Sessions>,
+    audit: &AuditStore,
+    redact: &Redact<'_>,
+    trail: &Trail,
+    command: &Command,
+    call_id: Option<&str>,
+    executed: &Executed,
+) -> Option<String> {
+    let scope = scope_of(trail.runtime.as_deref(), trail.session.as_deref())?;
+    let Executed::Ran(ran) = executed else {
+        return None;
+    };
+    let mut hook = event(
+        scope,
+        Doorway::RunFinished,
+        Some(String::from("praxis-run")),
+        Some(command_text(command)),
+    );
+    hook.cwd = Some(trail.cwd.clone());
+    hook.call_id = call_id.map(str::to_owned);
+    hook.status = match ran.status {
+        ExitStatus::Code(0) => Status::Ok,
+        _ => Status::Failed,
+    };
+    sessions
+        .observe(audit, redact, hook, Some(&trail.request_id))
+        .await
+        .steer
+}
+
+/// Sends a steer as a line on the client's stderr (praxis-run shows it as is).
+pub async fn deliver_line(writer: &mut Writer, steer: Option<String>) {
+    if let Some(text) = steer {
+        let _ = writer
+            .frame(&Frame::Stderr(format!("{text}\n").into_bytes()))
+            .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_become_the_tool_and_one_target() {
+        let command = Subject::Command {
+            command: Command::Argv(vec!["git".into(), "push".into()]),
+        };
+        assert_eq!(
+            tool_and_target(&command, None),
+            ("Bash".into(), Some("git push".into()))
+        );
+        let write = Subject::File {
+            path: "/w/src/a.rs".into(),
+            access: FileAccess::Write,
+        };
+        // The runtime's own tool name wins: the detector tells Edit from Write.
+        assert_eq!(
+            tool_and_target(&write, Some("Edit")),
+            ("Edit".into(), Some("/w/src/a.rs".into()))
+        );
+        let plan = Subject::Tool {
+            name: "TodoWrite".into(),
+        };
+        assert_eq!(tool_and_target(&plan, None), ("TodoWrite".into(), None));
+    }
+
+    #[test]
+    fn judgments_and_audit_kinds_come_from_praxis_own_decision() {
+        let j = judgment(
+            Tier::ReversibleWrite,
+            Verdict::Hold,
+            &["write-protected".into()],
+            "agent",
+        );
+        assert!(j.protected);
+        assert_eq!(j.verdict, Ruling::Hold);
+        assert!(!judgment(Tier::ReadOnly, Verdict::Allow, &[], "agent").protected);
+        let steer = Transition::Steer {
+            signal: None,
+            text: "x".into(),
+        };
+        assert_eq!(audit_kind(&steer), "session_steer");
+        let skipped = Transition::CheckpointSkipped { checkpoint: 1 };
+        assert_eq!(audit_kind(&skipped), "session_checkpoint_skipped");
+    }
+
+    #[test]
+    fn a_corrupt_state_file_is_an_error_not_a_fresh_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        std::fs::write(&path, "{not json").unwrap();
+        assert!(matches!(read(&path), Err(SessionError::Corrupt { .. })));
+        assert!(read(&dir.path().join("absent.json")).unwrap().is_none());
+    }
+}

@@ -1,0 +1,340 @@
+//! The session control plane end to end: recorded trajectories of the
+//! detector's corpus (`session/tests/trajectories`) replayed as Claude Code
+//! and Codex hook events through the real `praxis-run hook claude-code|codex`
+//! against a real praxisd, which judges every action itself. Steers must come back as
+//! `additionalContext` at the boundaries the corpus marks and nowhere else;
+//! the audit must show every window and steer; `praxis session` must draw
+//! the timeline; `praxis-run --session` must get its advisory line.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Daemon, repo};
+use serde_json::{Value, json};
+
+/// The replay runs in well under a second of wall time, so the re-arm
+/// floor's seconds (30 by default) are set to 0: the action floor (K) is
+/// what holds boundaries apart here, as the corpus' own timestamps do.
+const SESSION_TOML: &str = "[hysteresis]\nrearm_seconds = 0\n";
+
+fn trajectory(name: &str) -> Vec<Value> {
+    let path = repo().join("session/tests/trajectories").join(name);
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn absolute(target: &str, work: &Path) -> String {
+    if target.starts_with('/') {
+        target.to_owned()
+    } else {
+        work.join(target).display().to_string()
+    }
+}
+
+/// The tool input Claude Code sends for `tool` on `target`.
+fn tool_input(tool: &str, target: &str, work: &Path) -> Value {
+    match tool {
+        "Bash" => json!({ "command": target, "description": "run" }),
+        "Read" | "Write" | "Edit" | "MultiEdit" => json!({ "file_path": absolute(target, work) }),
+        "Grep" | "Glob" => json!({ "pattern": target }),
+        "WebFetch" => json!({ "url": target, "prompt": "read" }),
+        _ => json!({}),
+    }
+}
+
+/// A corpus line as the Claude Code hook event that carries it.
+fn hook_event(line: &Value, work: &Path) -> Value {
+    let session = line["session"].as_str().unwrap();
+    let cwd = work.display().to_string();
+    let mut event = match line["kind"].as_str().unwrap() {
+        "session_start" => json!({ "hook_event_name": "SessionStart", "source": "startup" }),
+        "user_prompt_submit" => json!({ "hook_event_name": "UserPromptSubmit", "prompt": "go on" }),
+        "stop" => json!({ "hook_event_name": "Stop", "stop_hook_active": false }),
+        kind @ ("pre_tool_use" | "post_tool_use") => {
+            let tool = line["tool"].as_str().unwrap();
+            let target = line["target"].as_str().unwrap_or("");
+            let mut e = json!({
+                "hook_event_name": if kind == "pre_tool_use" { "PreToolUse" } else { "PostToolUse" },
+                "tool_name": tool,
+                "tool_input": tool_input(tool, target, work),
+                "tool_use_id": line["call_id"],
+                "permission_mode": "default",
+            });
+            if kind == "post_tool_use" {
+                e["tool_response"] = match (line["runtime"].as_str(), line["status"].as_str()) {
+                    (Some("codex"), Some("failed")) => json!({ "exit_code": 1 }),
+                    (Some("codex"), _) => json!({ "exit_code": 0 }),
+                    (_, Some("failed")) => json!({ "is_error": true }),
+                    _ => json!({ "stdout": "", "stderr": "", "interrupted": false }),
+                };
+            }
+            e
+        }
+        other => panic!("no Claude Code event for {other}"),
+    };
+    event["session_id"] = json!(session);
+    event["cwd"] = json!(cwd);
+    event["transcript_path"] = json!("/dev/null");
+    event
+}
+
+/// The files a trajectory reads and writes, made to exist in the workspace.
+fn make_files(lines: &[Value], work: &Path) {
+    for line in lines {
+        let tool = line["tool"].as_str().unwrap_or("");
+        if let ("Read" | "Write" | "Edit" | "MultiEdit", Some(target)) =
+            (tool, line["target"].as_str())
+        {
+            let path = Path::new(&absolute(target, work)).to_path_buf();
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            if !path.exists() {
+                std::fs::write(&path, "x\n").unwrap();
+            }
+        }
+    }
+}
+
+/// What one replayed line got back: the steer, if any.
+struct Replayed {
+    line: Value,
+    steer: Option<String>,
+}
+
+fn replay(d: &Daemon, name: &str) -> Vec<Replayed> {
+    let lines = trajectory(name);
+    make_files(&lines, &d.work());
+    lines
+        .into_iter()
+        .map(|line| {
+            let input = hook_event(&line, &d.work()).to_string();
+            let runtime = line["runtime"].as_str().unwrap();
+            let out = d.praxis_run(&["hook", runtime], &input);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{input}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let steer = serde_json::from_slice::<Value>(&out.stdout)
+                .ok()
+                .and_then(|v| {
+                    v["hookSpecificOutput"]["additionalContext"]
+                        .as_str()
+                        .map(str::to_owned)
+                });
+            Replayed { line, steer }
+        })
+        .collect()
+}
+
+fn expects_boundary(line: &Value) -> Option<String> {
+    line["expect"]
+        .as_array()?
+        .iter()
+        .find_map(|e| e.as_str()?.strip_prefix("boundary:").map(str::to_owned))
+}
+
+/// Steers come back exactly at the lines the corpus marks as boundaries.
+fn assert_steers_at_boundaries(name: &str, replayed: &[Replayed]) {
+    let actions = replayed
+        .iter()
+        .filter(|r| r.line["kind"] == "pre_tool_use")
+        .count();
+    let mut steers = 0;
+    for (i, r) in replayed.iter().enumerate() {
+        let expected = expects_boundary(&r.line);
+        assert_eq!(
+            expected.is_some(),
+            r.steer.is_some(),
+            "{name} line {}: expected boundary {expected:?}, got steer {:?}",
+            i + 1,
+            r.steer
+        );
+        steers += usize::from(r.steer.is_some());
+    }
+    assert!(
+        steers > 0 && steers * 3 < actions,
+        "{name}: {steers} steers over {actions} actions is not 'at the boundaries'"
+    );
+}
+
+fn session_events(d: &Daemon, session: &str, kind: &str) -> Vec<Value> {
+    d.events_of_kind(kind)
+        .into_iter()
+        .filter(|e| e["session"] == session)
+        .collect()
+}
+
+#[test]
+fn a_failing_loop_is_steered_within_n_failures_and_audited() {
+    let d = Daemon::start_with(&[("session.toml", SESSION_TOML)], &[]);
+    let replayed = replay(&d, "claude_failing_loop.jsonl");
+    assert_steers_at_boundaries("claude_failing_loop", &replayed);
+
+    // The loop is steered at the third failure of the same test (N = 3).
+    let mut failures = 0;
+    let at = replayed
+        .iter()
+        .position(|r| {
+            failures += usize::from(r.line["status"] == "failed");
+            r.steer.as_deref().is_some_and(|s| s.contains("failed"))
+        })
+        .expect("a failure-loop steer");
+    assert_eq!(replayed[at].line["kind"], "post_tool_use");
+    assert_eq!(failures, 3, "steered at the third failure");
+    assert!(
+        replayed[at]
+            .steer
+            .as_deref()
+            .unwrap()
+            .contains("Stop repeating it")
+    );
+
+    // Every steer and every window is in the audit chain, under the session.
+    let session = "a71e44d0-failing-loop";
+    let audited: Vec<String> = session_events(&d, session, "session_steer")
+        .iter()
+        .map(|e| e["reason"].as_str().unwrap().to_owned())
+        .collect();
+    let delivered: Vec<String> = replayed.iter().filter_map(|r| r.steer.clone()).collect();
+    assert_eq!(audited, delivered);
+    let opened = session_events(&d, session, "session_window_opened").len();
+    let closed = session_events(&d, session, "session_window_closed").len()
+        + session_events(&d, session, "session_window_expired").len();
+    assert!(opened >= 2, "windows opened: {opened}");
+    assert_eq!(opened, closed, "Stop closed the last window");
+    assert!(!session_events(&d, session, "session_boundary").is_empty());
+    let verify = d.praxis(&["audit", "verify"]);
+    assert!(verify.status.success(), "{verify:?}");
+
+    // The operator's view: the list and the timeline.
+    let list = d.praxis(&["session", "list"]);
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains(session),
+        "{list:?}"
+    );
+    let show = d.praxis(&["session", "show", session]);
+    let timeline = String::from_utf8_lossy(&show.stdout);
+    assert!(show.status.success(), "{show:?}");
+    for needle in [
+        "BOUNDARY failure_loop",
+        "steer: Praxis:",
+        "window #1 opened",
+        "checkpoint #",
+    ] {
+        assert!(timeline.contains(needle), "{needle} missing:\n{timeline}");
+    }
+    let json = d.praxis(&["session", "show", session, "--json"]);
+    let kinds: Vec<Value> = String::from_utf8_lossy(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].clone())
+        .collect();
+    assert!(kinds.contains(&json!("session_steer")));
+    assert!(kinds.contains(&json!("decided")));
+}
+
+#[test]
+fn a_push_after_a_long_edit_phase_is_a_boundary() {
+    let d = Daemon::start_with(&[("session.toml", SESSION_TOML)], &[]);
+    let replayed = replay(&d, "claude_push_after_edit.jsonl");
+    assert_steers_at_boundaries("claude_push_after_edit", &replayed);
+    let push = replayed
+        .iter()
+        .find(|r| {
+            r.line["kind"] == "pre_tool_use"
+                && r.line["target"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("git push"))
+        })
+        .unwrap();
+    let steer = push.steer.as_deref().expect("the push is steered");
+    assert!(steer.contains("Before it runs"), "{steer}");
+}
+
+#[test]
+fn missing_post_tool_use_turns_off_only_the_signals_that_need_it() {
+    let d = Daemon::start_with(&[("session.toml", SESSION_TOML)], &[]);
+    let replayed = replay(&d, "claude_without_post_tool_use.jsonl");
+    assert_steers_at_boundaries("claude_without_post_tool_use", &replayed);
+    let off: Vec<Value> = session_events(&d, "e4a61b3c-no-post", "session_signal_disabled")
+        .iter()
+        .map(|e| e["detail"]["signal"].clone())
+        .collect();
+    assert_eq!(off, [json!("failure_loop")]);
+}
+
+#[test]
+fn praxis_run_with_a_session_gets_an_advisory_line_on_a_failing_loop() {
+    fn run(d: &Daemon, n: usize) -> String {
+        let out = d.praxis_run(&["--session", "loop-1", "-c", "exit 3"], "");
+        assert_eq!(out.status.code(), Some(3), "run {n}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+    let mut d = Daemon::start();
+    assert!(!run(&d, 1).contains("Praxis:"));
+    assert!(!run(&d, 2).contains("Praxis:"));
+    // The state is in the state dir: a restarted praxisd goes on where it was.
+    d.kill9();
+    d.spawn();
+    let third = run(&d, 3);
+    assert!(
+        third.contains("Praxis: The same praxis-run call failed 3 times in a row."),
+        "{third}"
+    );
+    // A run without a session feeds no detector.
+    let out = d.praxis_run(&["-c", "exit 3"], "");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("Praxis:"));
+    assert_eq!(
+        session_events(&d, "loop-1", "session_boundary")[0]["detail"]["signal"],
+        "failure_loop"
+    );
+}
+
+#[test]
+fn a_session_policy_that_does_not_load_stops_no_work_and_is_audited() {
+    let d = Daemon::start_with(
+        &[(
+            "session.toml",
+            "[hysteresis]\npersist_actions = \"three\"\n",
+        )],
+        &[],
+    );
+    let out = d.praxis_run(&["--session", "s-broken", "-c", "echo hi"], "");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+    let failed = session_events(&d, "s-broken", "session_failed");
+    assert_eq!(failed.len(), 2, "the request and its exit: {failed:?}");
+    assert!(
+        failed[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("session.toml"),
+        "{failed:?}"
+    );
+}
+
+#[test]
+fn codex_gets_the_same_contract_failing_loop_then_deploy() {
+    let d = Daemon::start_with(&[("session.toml", SESSION_TOML)], &[]);
+    let replayed = replay(&d, "codex_failing_then_deploy.jsonl");
+    assert_steers_at_boundaries("codex_failing_then_deploy", &replayed);
+    let deploy = replayed.iter().rev().find(|r| r.steer.is_some()).unwrap();
+    assert!(
+        deploy.line["target"]
+            .as_str()
+            .unwrap()
+            .starts_with("kubectl apply")
+    );
+    // Codex shows no file tools: scope change is off, and only it.
+    let off: Vec<Value> = session_events(&d, "019a2c4e-codex-deploy", "session_signal_disabled")
+        .iter()
+        .map(|e| e["detail"]["signal"].clone())
+        .collect();
+    assert!(off.contains(&json!("scope_change")), "{off:?}");
+    assert!(!off.contains(&json!("failure_loop")), "{off:?}");
+}
