@@ -17,7 +17,6 @@ use praxis_proto::CredentialBinding;
 use zeroize::Zeroizing;
 
 use crate::config;
-use crate::pipeline::gate::Brokered;
 
 /// Variables that name a CA bundle (the system roots plus the proxy's CA).
 const BUNDLE_ENV: [&str; 4] = [
@@ -97,45 +96,51 @@ impl EgressHub {
     }
 }
 
+/// A resolved credential bound to destinations, as the proxy needs it.
+pub struct BoundValue<'a> {
+    pub name: &'a str,
+    pub value: &'a [u8],
+    pub binding: &'a CredentialBinding,
+    /// What the command holds instead of the value.
+    pub placeholder: &'a str,
+}
+
 /// The proxy permit for a decision: exactly its connect grants, and the
-/// brokered credentials bound to destinations, which the proxy puts into
-/// requests to those destinations only.
-pub fn permit(decision: &Decision, brokered: &[Brokered]) -> Result<Permit, String> {
+/// credentials bound to destinations, which the proxy puts into requests to
+/// those destinations only.
+pub fn permit(decision: &Decision, bound: &[BoundValue<'_>]) -> Result<Permit, String> {
     let destinations = decision
         .grants
         .connect
         .iter()
         .map(|d| Destination::new(d.host.clone(), d.port))
         .collect();
-    let credentials = brokered
+    let credentials = bound
         .iter()
-        .filter_map(|b| b.bound.as_ref().map(|bound| bound_credential(b, bound)))
+        .map(bound_credential)
         .collect::<Result<Vec<_>, String>>()?;
     Permit::new(destinations, credentials).map_err(|e| format!("egress permit: {e}"))
 }
 
-fn bound_credential(
-    brokered: &Brokered,
-    (binding, placeholder): &(CredentialBinding, String),
-) -> Result<BoundCredential, String> {
-    let why = |e: String| format!("credential `{}`: {e}", brokered.name);
-    let (header_name, template) = config::binding_header(binding).map_err(why)?;
+fn bound_credential(bound: &BoundValue<'_>) -> Result<BoundCredential, String> {
+    let why = |e: String| format!("credential `{}`: {e}", bound.name);
+    let (header_name, template) = config::binding_header(bound.binding).map_err(why)?;
     let secret = Zeroizing::new(
-        String::from_utf8(brokered.value.to_vec())
+        String::from_utf8(bound.value.to_vec())
             .map_err(|_| why(String::from("a bound value must be text")))?,
     );
     let header_value = Zeroizing::new(template.replacen("{}", &secret, 1));
-    let destinations = config::binding_destinations(binding)
+    let destinations = config::binding_destinations(bound.binding)
         .map_err(why)?
         .into_iter()
         .map(|d| Destination::new(d.host, d.port))
         .collect();
     Ok(BoundCredential {
-        name: brokered.name.clone(),
+        name: bound.name.to_owned(),
         destinations,
         header_name: header_name.to_owned(),
         header_value,
         secret,
-        placeholder: placeholder.clone(),
+        placeholder: bound.placeholder.to_owned(),
     })
 }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use praxis_policy::verdict::{Tier, Verdict as Ruling};
-use praxis_proto::{Command, ExitStatus, FileAccess, Frame, Subject, Verdict};
+use praxis_proto::{Command, FileAccess, Subject, Verdict};
 use praxis_session::{
     Detector, EventKind as Doorway, HookEvent, Judgment, Outcome, ScopeKey, SessionPolicy,
     SessionState, Status, Transition,
@@ -32,8 +32,6 @@ use thiserror::Error;
 use crate::audit::{AuditStore, Durability, Event, EventKind};
 use crate::clock;
 use crate::config::Config;
-use crate::conn::Writer;
-use crate::pipeline::gate::{Executed, Gate, Refusal, Trail};
 
 /// The operator's session policy inside the config directory, laid over the shipped one.
 pub const SESSION_POLICY_FILE: &str = "session.toml";
@@ -414,116 +412,6 @@ pub fn scope_of(runtime: Option<&str>, session: Option<&str>) -> Option<ScopeKey
         runtime: runtime.unwrap_or("praxis-run").to_owned(),
         session: session.filter(|s| !s.is_empty())?.to_owned(),
     })
-}
-
-/// An exec request with a session, before its intent is recorded: the
-/// action joins the trajectory; a steer goes to the agent before the
-/// output (an ALLOW's advisory line); a method block refuses it (STOP).
-pub async fn admit(
-    sessions: &Arc<Sessions>,
-    audit: &AuditStore,
-    redact: &Redact<'_>,
-    gate: Gate,
-    trail: &Trail,
-    command: &Command,
-    call_id: Option<&str>,
-) -> Gate {
-    let Some(scope) = scope_of(trail.runtime.as_deref(), trail.session.as_deref()) else {
-        return gate;
-    };
-    let (verdict, refusal) = match &gate {
-        Gate::Allow(permit) => (Verdict::Allow, Refusal::of(&permit.decision)),
-        Gate::Held(held) => (Verdict::Hold, held.refusal.clone()),
-        Gate::Hold(r) => (Verdict::Hold, r.clone()),
-        Gate::Stop(r) => (Verdict::Stop, r.clone()),
-    };
-    let mut hook = event(
-        scope,
-        Doorway::RunRequest,
-        Some(String::from("praxis-run")),
-        Some(command_text(command)),
-    );
-    hook.cwd = Some(trail.cwd.clone());
-    hook.call_id = call_id.map(str::to_owned);
-    hook.judgment = Some(judgment(
-        refusal.tier,
-        verdict,
-        &refusal.rule_ids,
-        &trail.role,
-    ));
-    let observed = sessions
-        .observe(audit, redact, hook, Some(&trail.request_id))
-        .await;
-    match (gate, observed) {
-        (
-            Gate::Allow(_),
-            Observed {
-                block: Some((method, reason)),
-                ..
-            },
-        ) => Gate::Stop(Refusal {
-            reason,
-            rule_ids: vec![format!("{METHOD_RULE_PREFIX}{method}")],
-            approvable: false,
-            ..refusal
-        }),
-        (
-            Gate::Allow(mut permit),
-            Observed {
-                steer: Some(steer), ..
-            },
-        ) => {
-            permit.advisory = Some(match permit.advisory.take() {
-                Some(earlier) => format!("{earlier}\n{steer}"),
-                None => steer,
-            });
-            Gate::Allow(permit)
-        }
-        (gate, _) => gate,
-    }
-}
-
-/// An exec request with a session has ended: its status joins the
-/// trajectory; the steer it reached (a failure loop) is returned, to go to
-/// the agent as a last line on stderr.
-pub async fn finished(
-    sessions: &Arc<Sessions>,
-    audit: &AuditStore,
-    redact: &Redact<'_>,
-    trail: &Trail,
-    command: &Command,
-    call_id: Option<&str>,
-    executed: &Executed,
-) -> Option<String> {
-    let scope = scope_of(trail.runtime.as_deref(), trail.session.as_deref())?;
-    let Executed::Ran(ran) = executed else {
-        return None;
-    };
-    let mut hook = event(
-        scope,
-        Doorway::RunFinished,
-        Some(String::from("praxis-run")),
-        Some(command_text(command)),
-    );
-    hook.cwd = Some(trail.cwd.clone());
-    hook.call_id = call_id.map(str::to_owned);
-    hook.status = match ran.status {
-        ExitStatus::Code(0) => Status::Ok,
-        _ => Status::Failed,
-    };
-    sessions
-        .observe(audit, redact, hook, Some(&trail.request_id))
-        .await
-        .steer
-}
-
-/// Sends a steer as a line on the client's stderr (praxis-run shows it as is).
-pub async fn deliver_line(writer: &mut Writer, steer: Option<String>) {
-    if let Some(text) = steer {
-        let _ = writer
-            .frame(&Frame::Stderr(format!("{text}\n").into_bytes()))
-            .await;
-    }
 }
 
 #[cfg(test)]

@@ -34,9 +34,9 @@ use crate::conn::{Peer, Writer};
 use crate::stage::approval::{self, store as approvals};
 use crate::stage::preconditions::{self, Gathered};
 use crate::stage::reversibility::{self, Reversibility};
-use crate::stage::{credentials, execute, intent, outcome, parse, policy, redact};
+use crate::stage::{credentials, execute, intent, outcome, parse, policy, redact, session};
 use crate::state::Daemon;
-use crate::{errors, ids, kill_switch, roles, session};
+use crate::{errors, ids, kill_switch, roles};
 
 use gate::Seal;
 pub use gate::{

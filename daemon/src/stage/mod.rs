@@ -14,3 +14,4 @@ pub mod policy;
 pub mod preconditions;
 pub mod redact;
 pub mod reversibility;
+pub mod session;

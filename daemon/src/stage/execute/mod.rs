@@ -287,9 +287,23 @@ fn egress_for(
     let hub = daemon.egress.as_ref().map_err(|why| {
         format!("the command needs network and the egress proxy is unavailable: {why}")
     })?;
+    let bound: Vec<egress::BoundValue<'_>> = permit
+        .brokered
+        .iter()
+        .filter_map(|b| {
+            b.bound
+                .as_ref()
+                .map(|(binding, placeholder)| egress::BoundValue {
+                    name: &b.name,
+                    value: &b.value,
+                    binding,
+                    placeholder,
+                })
+        })
+        .collect();
     Ok(Some((
         Arc::clone(hub),
-        egress::permit(&permit.decision, &permit.brokered)?,
+        egress::permit(&permit.decision, &bound)?,
     )))
 }
 

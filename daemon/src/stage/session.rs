@@ -1,0 +1,127 @@
+//! The session stage: an exec request that names a session joins its
+//! trajectory before its intent is recorded (a steer rides along as an
+//! advisory line, a method block refuses it), and its end joins after the
+//! outcome. The detector and the per-session state are below the stages
+//! (`crate::session`); this is what one request does with them.
+
+use std::sync::Arc;
+
+use praxis_proto::{Command, ExitStatus, Frame, Verdict};
+use praxis_session::{EventKind as Doorway, Status};
+
+use crate::audit::AuditStore;
+use crate::conn::Writer;
+use crate::pipeline::gate::{Executed, Gate, Refusal, Trail};
+use crate::session::{
+    METHOD_RULE_PREFIX, Observed, Redact, Sessions, command_text, event, judgment, scope_of,
+};
+
+/// An exec request with a session, before its intent is recorded: the
+/// action joins the trajectory; a steer goes to the agent before the
+/// output (an ALLOW's advisory line); a method block refuses it (STOP).
+pub async fn admit(
+    sessions: &Arc<Sessions>,
+    audit: &AuditStore,
+    redact: &Redact<'_>,
+    gate: Gate,
+    trail: &Trail,
+    command: &Command,
+    call_id: Option<&str>,
+) -> Gate {
+    let Some(scope) = scope_of(trail.runtime.as_deref(), trail.session.as_deref()) else {
+        return gate;
+    };
+    let (verdict, refusal) = match &gate {
+        Gate::Allow(permit) => (Verdict::Allow, Refusal::of(&permit.decision)),
+        Gate::Held(held) => (Verdict::Hold, held.refusal.clone()),
+        Gate::Hold(r) => (Verdict::Hold, r.clone()),
+        Gate::Stop(r) => (Verdict::Stop, r.clone()),
+    };
+    let mut hook = event(
+        scope,
+        Doorway::RunRequest,
+        Some(String::from("praxis-run")),
+        Some(command_text(command)),
+    );
+    hook.cwd = Some(trail.cwd.clone());
+    hook.call_id = call_id.map(str::to_owned);
+    hook.judgment = Some(judgment(
+        refusal.tier,
+        verdict,
+        &refusal.rule_ids,
+        &trail.role,
+    ));
+    let observed = sessions
+        .observe(audit, redact, hook, Some(&trail.request_id))
+        .await;
+    match (gate, observed) {
+        (
+            Gate::Allow(_),
+            Observed {
+                block: Some((method, reason)),
+                ..
+            },
+        ) => Gate::Stop(Refusal {
+            reason,
+            rule_ids: vec![format!("{METHOD_RULE_PREFIX}{method}")],
+            approvable: false,
+            ..refusal
+        }),
+        (
+            Gate::Allow(mut permit),
+            Observed {
+                steer: Some(steer), ..
+            },
+        ) => {
+            permit.advisory = Some(match permit.advisory.take() {
+                Some(earlier) => format!("{earlier}\n{steer}"),
+                None => steer,
+            });
+            Gate::Allow(permit)
+        }
+        (gate, _) => gate,
+    }
+}
+
+/// An exec request with a session has ended: its status joins the
+/// trajectory; the steer it reached (a failure loop) is returned, to go to
+/// the agent as a last line on stderr.
+pub async fn finished(
+    sessions: &Arc<Sessions>,
+    audit: &AuditStore,
+    redact: &Redact<'_>,
+    trail: &Trail,
+    command: &Command,
+    call_id: Option<&str>,
+    executed: &Executed,
+) -> Option<String> {
+    let scope = scope_of(trail.runtime.as_deref(), trail.session.as_deref())?;
+    let Executed::Ran(ran) = executed else {
+        return None;
+    };
+    let mut hook = event(
+        scope,
+        Doorway::RunFinished,
+        Some(String::from("praxis-run")),
+        Some(command_text(command)),
+    );
+    hook.cwd = Some(trail.cwd.clone());
+    hook.call_id = call_id.map(str::to_owned);
+    hook.status = match ran.status {
+        ExitStatus::Code(0) => Status::Ok,
+        _ => Status::Failed,
+    };
+    sessions
+        .observe(audit, redact, hook, Some(&trail.request_id))
+        .await
+        .steer
+}
+
+/// Sends a steer as a line on the client's stderr (praxis-run shows it as is).
+pub async fn deliver_line(writer: &mut Writer, steer: Option<String>) {
+    if let Some(text) = steer {
+        let _ = writer
+            .frame(&Frame::Stderr(format!("{text}\n").into_bytes()))
+            .await;
+    }
+}
