@@ -24,6 +24,7 @@ pub mod errors;
 pub mod ids;
 pub mod judge;
 pub mod kill_switch;
+pub mod memory;
 pub mod operator;
 pub mod paths;
 pub mod pipeline;

@@ -11,6 +11,7 @@ use crate::audit::{Appended, AuditStore, Durability, Event};
 use crate::children::Children;
 use crate::config::Config;
 use crate::kill_switch::KillSwitch;
+use crate::memory::store::MemoryStore;
 
 /// The policy in force. `Err` when no policy has ever loaded (a bad file at
 /// start-up): the daemon then serves nothing but HOLD with that reason.
@@ -49,6 +50,9 @@ pub struct Daemon {
     /// Where reversible commands keep what they remove. `Err`: nothing can
     /// be kept, so no command is reversible.
     pub snapshots: Result<praxis_snapshot::Store, String>,
+    /// Judgment memory. `Err`: nothing is remembered or recalled, and
+    /// every HOLD stands.
+    pub memory: Result<MemoryStore, String>,
 }
 
 /// The shipped secret rules, compiled and checked against their examples.
@@ -76,7 +80,10 @@ impl Daemon {
             config.snapshots.limits.clone(),
         )
         .map_err(|e| format!("snapshot store: {e}"));
+        let memory = MemoryStore::open(&config.layout.state_dir.join("memory.db"))
+            .map_err(|e| crate::errors::one_line(&e));
         Daemon {
+            memory,
             snapshots,
             config,
             policy: RwLock::new(policy),

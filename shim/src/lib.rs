@@ -12,5 +12,6 @@ pub mod hook;
 pub mod install;
 pub mod judge;
 pub mod mcp;
+pub mod memory;
 pub mod operator;
 pub mod undo;
