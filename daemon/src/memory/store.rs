@@ -198,3 +198,70 @@ impl MemoryStore {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use praxis_memory::contract::{CreatedBy, ProvenanceStatus, UsePolicy, Visibility};
+    use praxis_memory::memory::{Origin, OriginKind, Proposal, ReviewStatus, propose};
+
+    use super::*;
+
+    fn proposed(id: &str, workspace: &str) -> Memory {
+        propose(
+            Proposal {
+                memory_id: id.to_owned(),
+                summary: "an observed push".to_owned(),
+                content: "pushed feature/a".to_owned(),
+                source: praxis_memory::memory::judge_event_source(None, None, Timestamp(0)),
+                status: ProvenanceStatus::Observed,
+                confidence: 0.9,
+                created_by: CreatedBy::System,
+                model: None,
+                runtime: None,
+                workspace_id: workspace.to_owned(),
+                project_id: None,
+                visibility: Visibility::Workspace,
+                origin: Origin {
+                    kind: OriginKind::ManualEntry,
+                    decision_id: None,
+                    action_id: None,
+                    reason: "test".to_owned(),
+                },
+                lesson: None,
+                keywords: Vec::new(),
+                sensitive_area: false,
+                fresh_for: None,
+            },
+            Timestamp(100),
+        )
+    }
+
+    #[test]
+    fn memories_round_trip_and_are_selected_by_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MemoryStore::open(&dir.path().join("memory.db")).unwrap();
+        let a = proposed("m1", "/w/a");
+        store.put(&a).unwrap();
+        store.put(&proposed("m2", "/w/b")).unwrap();
+        assert_eq!(store.get("m1").unwrap(), Some(a.clone()));
+        assert_eq!(store.in_workspace("/w/a").unwrap(), vec![a.clone()]);
+        assert_eq!(store.all().unwrap().len(), 2);
+
+        // A second open reads what the first wrote.
+        drop(store);
+        let store = MemoryStore::open(&dir.path().join("memory.db")).unwrap();
+        assert_eq!(store.get("m1").unwrap(), Some(a));
+        assert_eq!(store.get("m3").unwrap(), None);
+    }
+
+    #[test]
+    fn an_unconfirmed_instruction_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MemoryStore::open(&dir.path().join("memory.db")).unwrap();
+        let mut forged = proposed("m1", "/w/a");
+        forged.item.use_policy.policy = UsePolicy::CanUseAsInstruction;
+        assert!(matches!(store.put(&forged), Err(StoreError::Invalid(_))));
+        assert_eq!(store.get("m1").unwrap(), None);
+        assert_eq!(forged.review, ReviewStatus::NotRequired);
+    }
+}
