@@ -21,6 +21,7 @@ pub mod clock;
 pub mod config;
 pub mod conn;
 pub mod errors;
+pub mod http;
 pub mod ids;
 pub mod judge;
 pub mod kill_switch;

@@ -14,8 +14,9 @@ pub fn now() -> Timestamp {
     Timestamp(crate::clock::now_ms().div_euclid(1000))
 }
 
-/// The audit record of a memory operation: `op` (proposed, confirm,
-/// reject, …) on `memory_id`, with what else it says in `detail`.
+/// The audit record of a memory operation: `op` (proposed, decision, or a
+/// review action: confirm, reject, …) on `id`, with what else it says in
+/// `detail`.
 pub fn audit_event(
     op: &str,
     memory_id: &str,
@@ -24,7 +25,7 @@ pub fn audit_event(
 ) -> Event {
     detail.insert("op".into(), op.into());
     detail.insert("memory_id".into(), memory_id.into());
-    let kind = if op == "proposed" {
+    let kind = if matches!(op, "proposed" | "decision") {
         EventKind::Memory
     } else {
         EventKind::Review

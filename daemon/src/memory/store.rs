@@ -47,6 +47,11 @@ CREATE TABLE IF NOT EXISTS held (
     body       TEXT NOT NULL
 ) STRICT;
 CREATE INDEX IF NOT EXISTS held_at ON held(at);
+CREATE TABLE IF NOT EXISTS decisions (
+    idempotency_key TEXT PRIMARY KEY,
+    decision_id     TEXT NOT NULL UNIQUE,
+    body            TEXT NOT NULL
+) STRICT;
 ";
 
 /// The store. One connection behind a mutex: writes are rare (reviews,
@@ -169,6 +174,81 @@ impl MemoryStore {
             ],
         )?;
         Ok(())
+    }
+
+    /// Stores a written-back judge decision under its idempotency key, with
+    /// the memories it proposes, in one transaction. When the key is
+    /// already stored nothing is written and the stored decision id comes
+    /// back: `Ok(Err(id))`.
+    pub fn put_decision(
+        &self,
+        idempotency_key: &str,
+        decision_id: &str,
+        body: &serde_json::Value,
+        memories: &[Memory],
+        event: &Event,
+    ) -> Result<Result<(), String>, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let stored: Option<String> = tx
+            .query_row(
+                "SELECT decision_id FROM decisions WHERE idempotency_key = ?1",
+                [idempotency_key],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = stored {
+            return Ok(Err(id));
+        }
+        tx.execute(
+            "INSERT INTO decisions (idempotency_key, decision_id, body) VALUES (?1, ?2, ?3)",
+            params![idempotency_key, decision_id, body.to_string()],
+        )?;
+        for memory in memories {
+            memory
+                .check()
+                .map_err(|e| StoreError::Invalid(e.to_string()))?;
+            tx.execute(
+                "INSERT INTO memories (id, workspace, review, body) VALUES (?1, ?2, ?3, ?4)",
+                params![
+                    memory.id(),
+                    memory.item.scope.workspace_id,
+                    memory.review.as_str(),
+                    serde_json::to_string(memory)?
+                ],
+            )?;
+        }
+        tx.execute(
+            "INSERT INTO events (at, body) VALUES (?1, ?2)",
+            params![event.at.unix(), serde_json::to_string(event)?],
+        )?;
+        tx.commit()?;
+        Ok(Ok(()))
+    }
+
+    /// The decision id stored under an idempotency key.
+    pub fn decision_id_for(&self, idempotency_key: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT decision_id FROM decisions WHERE idempotency_key = ?1",
+                [idempotency_key],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// A written-back decision, as it was sent.
+    pub fn decision(&self, decision_id: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        let body: Option<String> = self
+            .conn()
+            .query_row(
+                "SELECT body FROM decisions WHERE decision_id = ?1",
+                [decision_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
     }
 
     /// The action of a held request.

@@ -33,7 +33,7 @@ const REPLAY_WINDOW: u32 = 200;
 /// Confidence of a lesson generalised from one operator approval.
 const APPROVAL_CONFIDENCE: f64 = 0.8;
 
-fn store(daemon: &Daemon) -> Result<&MemoryStore, String> {
+pub fn store(daemon: &Daemon) -> Result<&MemoryStore, String> {
     daemon
         .memory
         .as_ref()
@@ -204,7 +204,15 @@ fn queue_item(memory: &Memory, past: &[Action]) -> Value {
 
 /// `praxis review`: the open items, most urgent first.
 pub fn queue(daemon: &Daemon) -> OperatorReply {
-    let listed = store(daemon).and_then(|store| {
+    match queue_value(daemon) {
+        Ok(value) => OperatorReply::Json { value },
+        Err(why) => refused(why),
+    }
+}
+
+/// The review queue as one JSON document (`{"items": [...]}`).
+pub fn queue_value(daemon: &Daemon) -> Result<Value, String> {
+    store(daemon).and_then(|store| {
         let memories = store.all().map_err(|e| errors::one_line(&e))?;
         let past = store
             .recent_held(REPLAY_WINDOW)
@@ -214,11 +222,7 @@ pub fn queue(daemon: &Daemon) -> OperatorReply {
             .map(|m| queue_item(m, &past))
             .collect();
         Ok(json!({ "items": items }))
-    });
-    match listed {
-        Ok(value) => OperatorReply::Json { value },
-        Err(why) => refused(why),
-    }
+    })
 }
 
 /// `praxis review ACTION ITEM_ID`: one human review action.
@@ -229,7 +233,8 @@ pub fn act(daemon: &Daemon, peer: &Peer, item_id: &str, action: Value) -> Operat
     }
 }
 
-fn acted(daemon: &Daemon, peer: &Peer, item_id: &str, action: Value) -> Result<String, String> {
+/// One review action; the sentence saying what it did.
+pub fn acted(daemon: &Daemon, peer: &Peer, item_id: &str, action: Value) -> Result<String, String> {
     let store = store(daemon)?;
     let action: ReviewAction =
         serde_json::from_value(action).map_err(|e| format!("review action: {e}"))?;
@@ -301,7 +306,15 @@ fn acted(daemon: &Daemon, peer: &Peer, item_id: &str, action: Value) -> Result<S
 
 /// `praxis inspect MEMORY_ID`: the inspector's ten answers.
 pub fn inspect(daemon: &Daemon, memory_id: &str) -> OperatorReply {
-    let answered = store(daemon).and_then(|store| {
+    match inspect_value(daemon, memory_id) {
+        Ok(value) => OperatorReply::Json { value },
+        Err(why) => refused(why),
+    }
+}
+
+/// The inspector's answers as one JSON document.
+pub fn inspect_value(daemon: &Daemon, memory_id: &str) -> Result<Value, String> {
+    store(daemon).and_then(|store| {
         let memory = store
             .get(memory_id)
             .map_err(|e| errors::one_line(&e))?
@@ -310,11 +323,7 @@ pub fn inspect(daemon: &Daemon, memory_id: &str) -> OperatorReply {
         let others = store.all().map_err(|e| errors::one_line(&e))?;
         let answer = inspection(&memory, &events, &others, now());
         serde_json::to_value(answer).map_err(|e| e.to_string())
-    });
-    match answered {
-        Ok(value) => OperatorReply::Json { value },
-        Err(why) => refused(why),
-    }
+    })
 }
 
 /// `praxis memory stats`: the judge, recall and governance metrics.
