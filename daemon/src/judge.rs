@@ -245,6 +245,7 @@ fn trail_of(peer: Peer, request: &JudgeRequest, exec: &ExecRequest) -> Trail {
         cwd: request.cwd.clone(),
         argv_redacted: None,
         policy_revision: None,
+        memory_used: Vec::new(),
     }
 }
 

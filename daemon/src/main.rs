@@ -271,6 +271,16 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
         layout.mode.as_str()
     );
 
+    // The judge API: HTTP/1.1 JSON beside the request socket, every peer
+    // checked by its kernel credentials.
+    let api_socket = layout.socket.with_file_name("praxisd-api.sock");
+    let _ = fs::remove_file(&api_socket);
+    let api = tokio::net::UnixListener::bind(&api_socket)
+        .map_err(|e| format!("cannot bind {}: {e}", api_socket.display()))?;
+    fs::set_permissions(&api_socket, fs::Permissions::from_mode(socket_mode))
+        .map_err(|e| format!("cannot set permissions on {}: {e}", api_socket.display()))?;
+    tokio::spawn(praxis_daemon::http::serve(Arc::clone(&daemon), api));
+
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let serving = tokio::spawn(server::serve(Arc::clone(&daemon), listener, stop_rx));
     tokio::spawn(sweep_expired(Arc::clone(&daemon)));
@@ -292,6 +302,7 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
         .store(true, std::sync::atomic::Ordering::SeqCst);
     let _ = stop_tx.send(true);
     let _ = fs::remove_file(&layout.socket);
+    let _ = fs::remove_file(&api_socket);
     if let Ok(tasks) = serving.await {
         server::drain(&daemon, tasks, DRAIN_GRACE).await;
     }

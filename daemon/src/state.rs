@@ -12,6 +12,7 @@ use crate::children::Children;
 use crate::config::Config;
 use crate::egress::EgressHub;
 use crate::kill_switch::KillSwitch;
+use crate::memory::store::MemoryStore;
 use crate::session::Sessions;
 
 /// The policy in force. `Err` when no policy has ever loaded (a bad file at
@@ -56,6 +57,9 @@ pub struct Daemon {
     pub egress: Result<Arc<EgressHub>, String>,
     /// The session control plane: detector and per-session state.
     pub sessions: Arc<Sessions>,
+    /// Judgment memory. `Err`: nothing is remembered or recalled, and
+    /// every HOLD stands.
+    pub memory: Result<MemoryStore, String>,
 }
 
 /// The shipped secret rules, compiled and checked against their examples.
@@ -86,7 +90,10 @@ impl Daemon {
         let egress = EgressHub::open(&config.layout.state_dir, &config.layout.egress_public_dir())
             .map(Arc::new)
             .map_err(|e| e.to_string());
+        let memory = MemoryStore::open(&config.layout.state_dir.join("memory.db"))
+            .map_err(|e| crate::errors::one_line(&e));
         Daemon {
+            memory,
             snapshots,
             egress,
             sessions: Arc::new(Sessions::open(&config)),

@@ -109,6 +109,22 @@ pub struct CommandJudgment {
     pub reason: String,
     /// What this command alone would be granted.
     pub grants: Grants,
+    /// The command's parts as the classifier read them, for structured
+    /// matchers over judged actions (learned lessons).
+    pub shape: CommandShape,
+}
+
+/// A simple command's parts, redacted: what a learned lesson matches.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CommandShape {
+    /// Subcommand words (`["push"]`, `["stash", "drop"]`).
+    pub subcommand: Vec<String>,
+    /// Flags, short clusters also split.
+    pub flags: Vec<String>,
+    /// Arguments that are neither flags nor subcommand words.
+    pub operands: Vec<String>,
+    /// Path arguments with the names of their path classes.
+    pub paths: Vec<(String, Vec<String>)>,
 }
 
 /// A decision on a whole request: the most severe verdict and the highest tier

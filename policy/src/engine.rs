@@ -13,7 +13,7 @@ use crate::classify::paths::{
 use crate::classify::table::ProgramTable;
 use crate::classify::{Access, Fact, Facts, Tables, classify_script};
 use crate::context::{Entry, ScratchState};
-use crate::decision::{CommandJudgment, Decision, Destination, Grants};
+use crate::decision::{CommandJudgment, CommandShape, Decision, Destination, Grants};
 use crate::redact::{RedactConfig, Redactor};
 use crate::reversible::Undo;
 use crate::rules::config::{self, OperatorFile, PatternsFile, Posture, RolePosture};
@@ -576,6 +576,7 @@ impl Policy {
                 rule_ids: j.rule_ids.clone(),
                 reason: with_ungranted(&j.reason, &j.ungranted),
                 grants: j.grants.clone(),
+                shape: self.shape(f),
             });
             judged.push(j);
         }
@@ -822,6 +823,33 @@ impl Policy {
             Some(Resolution::NotFound) => Err(format!("`{}` is not found on PATH", cmd.program)),
             None if ctx.resolution_skipped => Ok(()),
             None => Err(format!("`{}` was not looked up on PATH", cmd.program)),
+        }
+    }
+
+    /// A command's parts for lesson matchers: operands without the
+    /// subcommand words, everything redacted.
+    fn shape(&self, f: &Facts) -> CommandShape {
+        let redact = |t: &str| self.redactor.redact_str(t).into_owned();
+        let skip = if f.operands.starts_with(&f.sub) {
+            f.sub.len()
+        } else {
+            0
+        };
+        CommandShape {
+            subcommand: f.sub.clone(),
+            flags: f.flags.clone(),
+            operands: f.operands[skip..].iter().map(|o| redact(o)).collect(),
+            paths: f
+                .paths
+                .iter()
+                .map(|p| {
+                    let classes = PathClass::names(p.classes);
+                    (
+                        redact(&p.text),
+                        classes.into_iter().map(str::to_owned).collect(),
+                    )
+                })
+                .collect(),
         }
     }
 

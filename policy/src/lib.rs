@@ -20,7 +20,7 @@ pub mod shell;
 pub mod verdict;
 
 pub use context::{Context, Resolution, ScratchState};
-pub use decision::{CommandJudgment, Decision, Destination, Grants};
+pub use decision::{CommandJudgment, CommandShape, Decision, Destination, Grants};
 pub use engine::{
     Analysis, BUILTIN_PATTERNS, CommandText, Limits, LoadError, Policy, Request, SandboxLists,
     Source,

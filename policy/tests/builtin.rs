@@ -309,3 +309,28 @@ match = ["make deploy"]
     .to_string();
     assert!(err.contains("program table"), "{err}");
 }
+
+#[test]
+fn a_command_shape_separates_subcommand_flags_operands_and_paths() {
+    let policy = Policy::builtin().unwrap_or_else(|e| panic!("{e}"));
+    let push = judge(
+        &policy,
+        "git push --force-with-lease origin feature/login",
+        "agent",
+    );
+    let shape = &push.commands[0].shape;
+    assert_eq!(shape.subcommand, ["push"]);
+    assert_eq!(shape.flags, ["--force-with-lease"]);
+    assert_eq!(shape.operands, ["origin", "feature/login"]);
+    assert!(shape.paths.is_empty());
+
+    let rm = judge(&policy, "rm -rf build", "agent");
+    let shape = &rm.commands[0].shape;
+    assert!(shape.flags.contains(&"-r".to_owned()), "{shape:?}");
+    assert_eq!(shape.paths.len(), 1, "{shape:?}");
+    assert_eq!(shape.paths[0].0, "build");
+    assert!(
+        shape.paths[0].1.contains(&"workspace".to_owned()),
+        "{shape:?}"
+    );
+}

@@ -231,6 +231,9 @@ pub enum OperatorRequest {
         request_id: String,
         ttl_secs: Option<u64>,
         note: Option<String>,
+        /// Also propose a lesson generalised from the request, for review.
+        #[serde(default)]
+        remember: bool,
     },
     /// Closes a held request (or withdraws its unused approval).
     Deny {
@@ -260,6 +263,20 @@ pub enum OperatorRequest {
     SessionShow {
         session: String,
     },
+    /// The judgment-memory review queue.
+    Review,
+    /// A review action on a queued memory: `action` is the action object,
+    /// e.g. `{"action": "confirm", "as_instruction": true, "fresh_for": null}`.
+    ReviewAct {
+        item_id: String,
+        action: serde_json::Value,
+    },
+    /// The inspector's answers about one memory.
+    Inspect {
+        memory_id: String,
+    },
+    /// Judge, recall and governance metrics from the memory store.
+    MemoryStats,
 }
 
 /// Where the daemon reads a brokered credential's value when a command needs it.
@@ -458,6 +475,10 @@ pub enum OperatorReply {
     },
     Sessions {
         items: Vec<SessionInfo>,
+    },
+    /// A JSON document (the review queue, an inspection, memory metrics).
+    Json {
+        value: serde_json::Value,
     },
 }
 

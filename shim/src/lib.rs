@@ -12,6 +12,7 @@ pub mod hook;
 pub mod install;
 pub mod judge;
 pub mod mcp;
+pub mod memory;
 pub mod operator;
 pub mod session;
 pub mod undo;

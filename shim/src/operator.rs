@@ -52,7 +52,24 @@ pub enum OperatorCmd {
         /// A note for the audit log.
         #[arg(long)]
         note: Option<String>,
+        /// Also propose a lesson generalised from it for the review queue
+        /// (`praxis review`); it is used only once a human confirms it.
+        #[arg(long)]
+        remember: bool,
     },
+    /// The judgment-memory review queue, or one action on an item:
+    /// confirm, edit, evidence-only, restrict, stale, merge, reject, escalate.
+    Review(crate::memory::ReviewArgs),
+    /// What a memory is, where it came from, how it was used, what it can influence.
+    Inspect {
+        memory_id: String,
+        /// One JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Judgment memory.
+    #[command(subcommand)]
+    Memory(crate::memory::MemoryCmd),
     /// Deny a held request (or withdraw its unused approval).
     Deny {
         /// The held request, or the approved one whose approval to withdraw.
@@ -632,11 +649,16 @@ pub fn run(cmd: OperatorCmd) -> i32 {
             request_id,
             ttl,
             note,
+            remember,
         } => simple(OperatorRequest::Approve {
             request_id,
             ttl_secs: ttl,
             note,
+            remember,
         }),
+        OperatorCmd::Review(args) => crate::memory::review(args),
+        OperatorCmd::Inspect { memory_id, json } => crate::memory::inspect(memory_id, json),
+        OperatorCmd::Memory(cmd) => crate::memory::run(cmd),
         OperatorCmd::Deny { request_id, note } => {
             simple(OperatorRequest::Deny { request_id, note })
         }

@@ -44,6 +44,8 @@ pub enum EventKind {
     BudgetExhausted,
     /// A judgment-memory review operation.
     Review,
+    /// A judgment-memory operation other than a review (a lesson proposed).
+    Memory,
     /// What a reversible command was about to remove was saved.
     Snapshot,
     /// An operator restored a command's snapshot (`praxis undo`).
@@ -62,7 +64,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind this build names, for parsing and documentation.
-    const NAMED: [EventKind; 22] = [
+    const NAMED: [EventKind; 23] = [
         EventKind::Decided,
         EventKind::Started,
         EventKind::Finished,
@@ -79,6 +81,7 @@ impl EventKind {
         EventKind::CredentialUnresolved,
         EventKind::BudgetExhausted,
         EventKind::Review,
+        EventKind::Memory,
         EventKind::Snapshot,
         EventKind::Undo,
         EventKind::SnapshotExpired,
@@ -106,6 +109,7 @@ impl EventKind {
             EventKind::CredentialUnresolved => "credential_unresolved",
             EventKind::BudgetExhausted => "budget_exhausted",
             EventKind::Review => "review",
+            EventKind::Memory => "memory",
             EventKind::Snapshot => "snapshot",
             EventKind::Undo => "undo",
             EventKind::SnapshotExpired => "snapshot_expired",

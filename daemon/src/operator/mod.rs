@@ -5,6 +5,7 @@
 
 pub mod approvals;
 pub mod credentials;
+pub mod memory;
 pub mod sessions;
 
 use std::sync::Arc;
@@ -72,6 +73,10 @@ pub fn refusal(daemon: &Daemon, peer: &Peer, request: &OperatorRequest) -> Optio
             | OperatorRequest::Undo { .. }
             | OperatorRequest::UndoList
             | OperatorRequest::Stop
+            | OperatorRequest::Review
+            | OperatorRequest::ReviewAct { .. }
+            | OperatorRequest::Inspect { .. }
+            | OperatorRequest::MemoryStats
     );
     if inside_refused {
         let Some(pid) = peer.pid else {
@@ -256,8 +261,19 @@ pub async fn handle(
                 request_id,
                 ttl_secs,
                 note,
+                remember,
             } => blocking(daemon, move |d| {
-                approvals::approve(d, &peer, &request_id, ttl_secs, note.as_deref())
+                let approved = approvals::approve(d, &peer, &request_id, ttl_secs, note.as_deref());
+                match approved {
+                    OperatorReply::Done { message } if remember => {
+                        let learned = memory::remember(d, &peer, &request_id)
+                            .unwrap_or_else(|why| format!("not remembered: {why}"));
+                        OperatorReply::Done {
+                            message: format!("{message}\n{learned}"),
+                        }
+                    }
+                    other => other,
+                }
             })
             .await
             .pipe_one(),
@@ -288,6 +304,18 @@ pub async fn handle(
             OperatorRequest::SessionShow { session } => {
                 blocking(daemon, move |d| audit_reply(d.audit.by_session(&session))).await
             }
+            OperatorRequest::Review => blocking(daemon, memory::queue).await.pipe_one(),
+            OperatorRequest::ReviewAct { item_id, action } => {
+                blocking(daemon, move |d| memory::act(d, &peer, &item_id, action))
+                    .await
+                    .pipe_one()
+            }
+            OperatorRequest::Inspect { memory_id } => {
+                blocking(daemon, move |d| memory::inspect(d, &memory_id))
+                    .await
+                    .pipe_one()
+            }
+            OperatorRequest::MemoryStats => blocking(daemon, memory::stats).await.pipe_one(),
             OperatorRequest::AuditExport { since } => {
                 blocking(daemon, move |d| match since {
                     Some(ts) => audit_reply(d.audit.since(&ts)),

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use praxis_memory::contract::MemoryUse;
 use praxis_policy::{Decision, Policy, Profile, Tier, Verdict};
 use praxis_proto::{CredentialBinding, CredentialSpec, DecisionFrame, ExitStatus};
 use praxis_snapshot::Plan;
@@ -101,7 +102,8 @@ impl Held {
         &self.permit
     }
 
-    /// Opens the HOLD: for the approval stage alone, after it found a usable
+    /// Opens the HOLD: for the approval stage alone (memory relaxes a HOLD
+    /// before it is sealed), after it found a usable
     /// approval or a steer-only role (whose `advisory` the agent sees).
     pub fn lift(self, advisory: Option<String>) -> Box<Permit> {
         let mut permit = self.permit;
@@ -149,6 +151,8 @@ pub struct Trail {
     pub arguments_digest: String,
     pub argv_redacted: Option<Vec<String>>,
     pub policy_revision: Option<String>,
+    /// The memories the decision used, and as what (instruction, evidence).
+    pub memory_used: Vec<MemoryUse>,
 }
 
 impl Trail {

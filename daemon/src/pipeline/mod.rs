@@ -33,10 +33,11 @@ use tokio::net::unix::OwnedReadHalf;
 use crate::conn::{Peer, Writer};
 use crate::stage::approval::{self, store as approvals};
 use crate::stage::preconditions::{self, Gathered};
+use crate::stage::recall::{self, Recalled};
 use crate::stage::reversibility::{self, Reversibility};
 use crate::stage::{credentials, execute, intent, outcome, parse, policy, redact, session};
 use crate::state::Daemon;
-use crate::{errors, ids, kill_switch, roles};
+use crate::{errors, ids, kill_switch, memory, roles};
 
 use gate::Seal;
 pub use gate::{
@@ -188,6 +189,7 @@ pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, Ticket, Ga
         cwd: inbound.request.cwd.clone(),
         argv_redacted: Some(redact::as_sent(daemon, &inbound.request.command)),
         policy_revision: None,
+        memory_used: Vec::new(),
     };
 
     let gate = match assigned {
@@ -374,6 +376,10 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
     if decision.decision == Verdict::Stop {
         return Gate::Stop(Refusal::of(&decision));
     }
+    // What memory sees of a policy HOLD, taken before the context goes
+    // into the permit.
+    let held_action = (decision.decision == Verdict::Hold)
+        .then(|| recall::action(&decision, &gathered.context, &trail.role));
     // ALLOW, or a HOLD an approval may lift: either way, what would run.
     let permit = {
         let limits = policy.limits();
@@ -436,6 +442,24 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
         }
         Reversibility::Unavailable(why) => Some(why),
     };
+    // Before a policy HOLD stands, memory is consulted: a confirmed lesson
+    // turns it into an ALLOW, evidence is shown with it.
+    let mut evidence = None;
+    if let (Some(action), None) = (&held_action, &irreversible) {
+        match recall::recall(&daemon.memory, &trail.request_id, action, memory::now()) {
+            Recalled::Consulted(consultation, memories) => {
+                trail.memory_used = consultation.memory_used();
+                if let Some((id, how)) = &consultation.allowed_by {
+                    let decision = &mut permit.decision;
+                    decision.decision = Verdict::Allow;
+                    decision.reason = format!("{}; allowed by memory {id}, {how}", decision.reason);
+                    return Gate::Allow(permit);
+                }
+                evidence = recall::evidence_note(&consultation, &memories);
+            }
+            Recalled::Unavailable(why) => tracing::warn!("memory not consulted: {why}"),
+        }
+    }
     match (permit.decision.decision, irreversible) {
         (Verdict::Allow, None) => Gate::Allow(permit),
         (verdict, irreversible) => {
@@ -460,6 +484,9 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
                 refusal
                     .rule_ids
                     .push(String::from("reversibility.unavailable"));
+            }
+            if let Some(evidence) = evidence {
+                refusal.reason = format!("{}; {evidence}", refusal.reason);
             }
             Gate::Held(Held {
                 permit,

@@ -26,14 +26,15 @@ fn decided(trail: &Trail, ticket: &Ticket, verdict: &str, r: &Refusal) -> Event 
         reason: Some(r.reason.clone()),
         rule_ids: Some(r.rule_ids.clone()),
         profile: Some(r.profile.as_str().to_owned()),
-        detail: Some(detail(ticket)),
+        detail: Some(detail(trail, ticket)),
         ..trail.event(EventKind::Decided)
     }
 }
 
 /// What every decision record says besides the decision: why the role
-/// applies, the budget's session, the request digest approvals bind to.
-fn detail(ticket: &Ticket) -> serde_json::Map<String, serde_json::Value> {
+/// applies, the budget's session, the request digest approvals bind to,
+/// the memories it used.
+fn detail(trail: &Trail, ticket: &Ticket) -> serde_json::Map<String, serde_json::Value> {
     let mut detail = serde_json::Map::new();
     detail.insert("role_reason".into(), ticket.role_why.clone().into());
     detail.insert("budget_session".into(), ticket.session.clone().into());
@@ -45,6 +46,12 @@ fn detail(ticket: &Ticket) -> serde_json::Map<String, serde_json::Value> {
     }
     if let Some(approval) = &ticket.approval {
         detail.insert("approved_by".into(), approval.by.label().into());
+    }
+    if !trail.memory_used.is_empty() {
+        detail.insert(
+            "memory_used".into(),
+            serde_json::to_value(&trail.memory_used).unwrap_or_default(),
+        );
     }
     detail
 }
@@ -63,7 +70,7 @@ fn allowed(trail: &Trail, ticket: &Ticket, d: &Decision) -> Event {
         profile: Some(d.profile.as_str().to_owned()),
         approval_id: ticket.approval.as_ref().map(|a| a.id.clone()),
         credentials: (!ticket.grants.is_empty()).then(|| ticket.names()),
-        detail: Some(detail(ticket)),
+        detail: Some(detail(trail, ticket)),
         ..trail.event(EventKind::Decided)
     }
 }

@@ -12,6 +12,7 @@ pub mod outcome;
 pub mod parse;
 pub mod policy;
 pub mod preconditions;
+pub mod recall;
 pub mod redact;
 pub mod reversibility;
 pub mod session;

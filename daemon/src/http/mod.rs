@@ -1,0 +1,384 @@
+//! The judge API: the six OpenBrain V1 endpoints as HTTP/1.1 JSON on
+//! praxisd's API socket (a unix socket beside the request socket). Every
+//! connection's peer is identified by the kernel (`SO_PEERCRED`) and must
+//! be an operator of this praxisd; review actions are also refused from
+//! inside the commands praxisd runs.
+//!
+//! Documents are parsed strictly by the `praxis_memory` contracts (a
+//! refusal names the field), screened for secret-like data and
+//! transcript-sized dumps, and every write is an audit event before it is
+//! stored.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use praxis_memory::contract::{self, JudgeDecision, RecallRequest};
+use praxis_memory::event::{Event as MemoryEvent, EventKind as MemoryEventKind};
+use praxis_memory::intake::{IntakeLimits, screen};
+use praxis_memory::recall::recall;
+use praxis_memory::writeback::memories_from;
+use praxis_proto::OperatorRequest;
+use serde_json::{Value, json};
+use tokio::net::UnixListener;
+
+use crate::audit::Durability;
+use crate::conn::Peer;
+use crate::errors;
+use crate::memory::{audit_event, now};
+use crate::operator::{self, memory as ops};
+use crate::state::Daemon;
+
+/// Largest request body read; larger is refused before it is parsed.
+const MAX_BODY: usize = 64 * 1024;
+
+/// How long a connection may take to send its request.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves the API until the task is dropped.
+pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("API accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        let peer = match Peer::of(&stream) {
+            Ok(peer) => peer,
+            Err(e) => {
+                tracing::warn!("API peer unknown: {e}");
+                continue;
+            }
+        };
+        let daemon = Arc::clone(&daemon);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let daemon = Arc::clone(&daemon);
+                async move { Ok::<_, Infallible>(answer(&daemon, peer, request).await) }
+            });
+            let served = hyper::server::conn::http1::Builder::new()
+                .header_read_timeout(READ_TIMEOUT)
+                .timer(hyper_util::rt::TokioTimer::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+            if let Err(e) = served {
+                tracing::debug!("API connection ended: {e}");
+            }
+        });
+    }
+}
+
+/// An API refusal: its status and a JSON body naming the field at fault.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+struct ApiError {
+    status: StatusCode,
+    message: String,
+    field: Option<String>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    fn invalid(e: &contract::ContractError) -> ApiError {
+        ApiError {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            message: e.to_string(),
+            field: e.field_path().map(str::to_owned),
+        }
+    }
+}
+
+fn respond(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+async fn answer(
+    daemon: &Arc<Daemon>,
+    peer: Peer,
+    request: Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    match route(daemon, peer, request).await {
+        Ok((status, body)) => respond(status, &body),
+        Err(e) => respond(
+            e.status,
+            &json!({"error": {"message": e.message, "field": e.field}}),
+        ),
+    }
+}
+
+async fn body_text(request: Request<Incoming>) -> Result<String, ApiError> {
+    let bytes = Limited::new(request.into_body(), MAX_BODY)
+        .collect()
+        .await
+        .map_err(|e| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("request body: {e}")))?
+        .to_bytes();
+    String::from_utf8(bytes.to_vec())
+        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "request body is not UTF-8"))
+}
+
+/// Runs blocking store work off the async threads.
+async fn blocking<T: Send + 'static>(
+    daemon: &Arc<Daemon>,
+    work: impl FnOnce(&Daemon) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let daemon = Arc::clone(daemon);
+    tokio::task::spawn_blocking(move || work(&daemon))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+}
+
+fn refused_to(daemon: &Daemon, peer: &Peer, as_request: &OperatorRequest) -> Result<(), ApiError> {
+    match operator::refusal(daemon, peer, as_request) {
+        Some(why) => Err(ApiError::new(StatusCode::FORBIDDEN, why)),
+        None => Ok(()),
+    }
+}
+
+fn internal(why: String) -> ApiError {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, why)
+}
+
+fn not_found(why: String) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, why)
+}
+
+/// Refuses secret-like data and transcript-sized text, naming the field.
+fn screened<T: serde::Serialize>(daemon: &Daemon, document: &T) -> Result<(), ApiError> {
+    let is_secret = |text: &str| daemon.redact(text) != text;
+    screen(document, &is_secret, &IntakeLimits::default()).map_err(|e| {
+        let field = match &e {
+            praxis_memory::intake::IntakeError::SecretLike { field }
+            | praxis_memory::intake::IntakeError::FieldTooLarge { field, .. }
+            | praxis_memory::intake::IntakeError::TooManyLines { field, .. } => Some(field.clone()),
+            _ => None,
+        };
+        ApiError {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            message: e.to_string(),
+            field,
+        }
+    })
+}
+
+/// A path segment percent-decoded: memory ids hold `/`
+/// (`DECISION_ID/lesson/0`), sent as `%2F`.
+fn decoded(segment: &str) -> Result<String, ApiError> {
+    let bad = || {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("bad path segment {segment:?}"),
+        )
+    };
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = segment.get(i + 1..i + 3).ok_or_else(bad)?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| bad())
+}
+
+async fn route(
+    daemon: &Arc<Daemon>,
+    peer: Peer,
+    request: Request<Incoming>,
+) -> Result<(StatusCode, Value), ApiError> {
+    refused_to(daemon, &peer, &OperatorRequest::Status)?;
+    let path = request.uri().path().to_owned();
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let method = request.method().clone();
+    match (method, parts.as_slice()) {
+        (Method::POST, ["v1", "judge", "recall"]) => {
+            let text = body_text(request).await?;
+            blocking(daemon, move |d| recalled(d, &text)).await
+        }
+        (Method::POST, ["v1", "judge", "decisions"]) => {
+            let text = body_text(request).await?;
+            blocking(daemon, move |d| decided(d, &text)).await
+        }
+        (Method::GET, ["v1", "judge", "decisions", id]) => {
+            let id = decoded(id)?;
+            blocking(daemon, move |d| {
+                let store = ops::store(d).map_err(internal)?;
+                match store
+                    .decision(&id)
+                    .map_err(|e| internal(errors::one_line(&e)))?
+                {
+                    Some(body) => Ok((StatusCode::OK, body)),
+                    None => Err(not_found(format!("no decision {id}"))),
+                }
+            })
+            .await
+        }
+        (Method::GET, ["v1", "memories", id, "inspector"]) => {
+            let id = decoded(id)?;
+            blocking(daemon, move |d| {
+                ops::inspect_value(d, &id)
+                    .map(|v| (StatusCode::OK, v))
+                    .map_err(not_found)
+            })
+            .await
+        }
+        (Method::GET, ["v1", "review-queue"]) => {
+            blocking(daemon, |d| {
+                ops::queue_value(d)
+                    .map(|v| (StatusCode::OK, v))
+                    .map_err(internal)
+            })
+            .await
+        }
+        (Method::POST, ["v1", "review-queue", id, "actions"]) => {
+            let id = decoded(id)?;
+            let text = body_text(request).await?;
+            let action: Value = serde_json::from_str(&text)
+                .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("not JSON: {e}")))?;
+            refused_to(
+                daemon,
+                &peer,
+                &OperatorRequest::ReviewAct {
+                    item_id: id.clone(),
+                    action: action.clone(),
+                },
+            )?;
+            blocking(daemon, move |d| {
+                ops::acted(d, &peer, &id, action)
+                    .map(|message| (StatusCode::OK, json!({"item_id": id, "message": message})))
+                    .map_err(|why| ApiError::new(StatusCode::CONFLICT, why))
+            })
+            .await
+        }
+        _ => Err(not_found(format!(
+            "no endpoint {} {path}",
+            request.method()
+        ))),
+    }
+}
+
+/// `POST /v1/judge/recall`: scoped, labelled memories for a judge.
+fn recalled(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError> {
+    let request: RecallRequest = contract::parse(text).map_err(|e| ApiError::invalid(&e))?;
+    screened(daemon, &request)?;
+    let store = ops::store(daemon).map_err(internal)?;
+    let memories = store.all().map_err(|e| internal(errors::one_line(&e)))?;
+    let at = now();
+    let answer = recall(&memories, &request, Vec::new(), at);
+    let event = MemoryEvent {
+        at,
+        kind: MemoryEventKind::Recalled {
+            request_id: request.request_id.clone(),
+            workflow: request.flow_id.clone(),
+            memory_ids: answer
+                .response
+                .memories
+                .iter()
+                .map(|m| m.memory_id.clone())
+                .collect(),
+            stale: answer.stale_returned,
+            disputed: answer.disputed_returned,
+        },
+    };
+    store
+        .add_event(&event)
+        .map_err(|e| internal(errors::one_line(&e)))?;
+    let body = serde_json::to_value(&answer.response).map_err(|e| internal(e.to_string()))?;
+    Ok((StatusCode::OK, body))
+}
+
+/// `POST /v1/judge/decisions`: a judge decision written back, once per
+/// idempotency key; the memories it proposes wait for review.
+fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError> {
+    let decision: JudgeDecision = contract::parse(text).map_err(|e| ApiError::invalid(&e))?;
+    screened(daemon, &decision)?;
+    let store = ops::store(daemon).map_err(internal)?;
+    let at = now();
+    let memories = memories_from(&decision, None, at);
+    let body = serde_json::to_value(&decision).map_err(|e| internal(e.to_string()))?;
+    let event = MemoryEvent {
+        at,
+        kind: MemoryEventKind::Decided {
+            decision_id: decision.decision_id.clone(),
+            decision: decision.decision,
+            judge: decision.judge.kind,
+            memory_used: decision.memory_used.clone(),
+        },
+    };
+    if let Some(stored) = store
+        .decision_id_for(&decision.idempotency_key)
+        .map_err(|e| internal(errors::one_line(&e)))?
+    {
+        return Ok((
+            StatusCode::OK,
+            json!({"decision_id": stored, "replayed": true}),
+        ));
+    }
+    let mut detail = serde_json::Map::new();
+    detail.insert(
+        "idempotency_key".into(),
+        decision.idempotency_key.clone().into(),
+    );
+    detail.insert("decision".into(), json!(decision.decision));
+    detail.insert(
+        "memories".into(),
+        json!(memories.iter().map(|m| m.id()).collect::<Vec<_>>()),
+    );
+    let record = audit_event(
+        "decision",
+        &decision.decision_id,
+        format!("judge decision {} written back", decision.decision_id),
+        detail,
+    );
+    daemon
+        .audit
+        .append(record, Durability::Full)
+        .map(drop)
+        .map_err(|e| internal(errors::one_line(&e)))?;
+    let stored = store
+        .put_decision(
+            &decision.idempotency_key,
+            &decision.decision_id,
+            &body,
+            &memories,
+            &event,
+        )
+        .map_err(|e| internal(errors::one_line(&e)))?;
+    let replayed = stored.is_err();
+    let decision_id = match stored {
+        Ok(()) => decision.decision_id.clone(),
+        Err(earlier) => earlier,
+    };
+    Ok((
+        StatusCode::OK,
+        json!({
+            "decision_id": decision_id,
+            "replayed": replayed,
+            "memories_proposed": memories.iter().map(|m| m.id()).collect::<Vec<_>>(),
+        }),
+    ))
+}

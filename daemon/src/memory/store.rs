@@ -1,0 +1,349 @@
+//! The judgment-memory store: memories, compact judgment events and the
+//! actions of held requests, in SQLite under the state dir, owned by
+//! praxisd. Rows hold the memory crate's serde types as JSON, with the
+//! columns queries select on (id, workspace, review status) beside them.
+//!
+//! Nothing here decides: what a memory may do is `praxis_memory`'s.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use praxis_memory::event::Event;
+use praxis_memory::lesson::Action;
+use praxis_memory::memory::Memory;
+use praxis_memory::time::Timestamp;
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// Why the memory store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("memory store: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("memory store: a stored row does not read back: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("memory store: {0}")]
+    Invalid(String),
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS memories (
+    id        TEXT PRIMARY KEY,
+    workspace TEXT NOT NULL,
+    review    TEXT NOT NULL,
+    body      TEXT NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS memories_workspace ON memories(workspace);
+CREATE INDEX IF NOT EXISTS memories_review ON memories(review);
+CREATE TABLE IF NOT EXISTS events (
+    seq  INTEGER PRIMARY KEY AUTOINCREMENT,
+    at   INTEGER NOT NULL,
+    body TEXT NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS held (
+    request_id TEXT PRIMARY KEY,
+    at         INTEGER NOT NULL,
+    workspace  TEXT NOT NULL,
+    body       TEXT NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS held_at ON held(at);
+CREATE TABLE IF NOT EXISTS decisions (
+    idempotency_key TEXT PRIMARY KEY,
+    decision_id     TEXT NOT NULL UNIQUE,
+    body            TEXT NOT NULL
+) STRICT;
+";
+
+/// The store. One connection behind a mutex: writes are rare (reviews,
+/// proposals, one row per HOLD) and short.
+pub struct MemoryStore {
+    conn: Mutex<Connection>,
+}
+
+impl MemoryStore {
+    /// Opens (creating) the store at `path`.
+    pub fn open(path: &Path) -> Result<MemoryStore, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))?;
+        // Reviews and proposals are in the audit chain (fsynced) first; a
+        // held action lost to power failure only loses a replay example.
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(MemoryStore {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Stores a memory, replacing the one with its id; refuses one that
+    /// breaks the memory invariants (an unconfirmed instruction, …).
+    pub fn put(&self, memory: &Memory) -> Result<(), StoreError> {
+        memory
+            .check()
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        self.conn().execute(
+            "INSERT INTO memories (id, workspace, review, body) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(id) DO UPDATE SET workspace = ?2, review = ?3, body = ?4",
+            params![
+                memory.id(),
+                memory.item.scope.workspace_id,
+                memory.review.as_str(),
+                serde_json::to_string(memory)?
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn get(&self, id: &str) -> Result<Option<Memory>, StoreError> {
+        let body: Option<String> = self
+            .conn()
+            .query_row("SELECT body FROM memories WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
+    }
+
+    /// The memories of one workspace, for recall on the decision path.
+    pub fn in_workspace(&self, workspace: &str) -> Result<Vec<Memory>, StoreError> {
+        self.select(
+            "SELECT body FROM memories WHERE workspace = ?1 ORDER BY id",
+            [workspace],
+        )
+    }
+
+    /// Every memory, for the queue, the inspector and the API.
+    pub fn all(&self) -> Result<Vec<Memory>, StoreError> {
+        self.select("SELECT body FROM memories ORDER BY id", [])
+    }
+
+    fn select<P: rusqlite::Params>(&self, sql: &str, p: P) -> Result<Vec<Memory>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(sql)?;
+        let bodies = stmt
+            .query_map(p, |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        bodies
+            .iter()
+            .map(|b| serde_json::from_str(b).map_err(StoreError::from))
+            .collect()
+    }
+
+    /// Appends a compact judgment event.
+    pub fn add_event(&self, event: &Event) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO events (at, body) VALUES (?1, ?2)",
+            params![event.at.unix(), serde_json::to_string(event)?],
+        )?;
+        Ok(())
+    }
+
+    /// Every judgment event, oldest first.
+    pub fn events(&self) -> Result<Vec<Event>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT body FROM events ORDER BY seq")?;
+        let bodies = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        bodies
+            .iter()
+            .map(|b| serde_json::from_str(b).map_err(StoreError::from))
+            .collect()
+    }
+
+    /// Keeps what the policy held, as memory sees it (redacted, no raw
+    /// arguments), so an approval can generalise it and a lesson can be
+    /// replayed over recent HOLDs.
+    pub fn record_held(
+        &self,
+        request_id: &str,
+        at: Timestamp,
+        action: &Action,
+    ) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT OR REPLACE INTO held (request_id, at, workspace, body) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                request_id,
+                at.unix(),
+                action.workspace,
+                serde_json::to_string(action)?
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Stores a written-back judge decision under its idempotency key, with
+    /// the memories it proposes, in one transaction. When the key is
+    /// already stored nothing is written and the stored decision id comes
+    /// back: `Ok(Err(id))`.
+    pub fn put_decision(
+        &self,
+        idempotency_key: &str,
+        decision_id: &str,
+        body: &serde_json::Value,
+        memories: &[Memory],
+        event: &Event,
+    ) -> Result<Result<(), String>, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let stored: Option<String> = tx
+            .query_row(
+                "SELECT decision_id FROM decisions WHERE idempotency_key = ?1",
+                [idempotency_key],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = stored {
+            return Ok(Err(id));
+        }
+        tx.execute(
+            "INSERT INTO decisions (idempotency_key, decision_id, body) VALUES (?1, ?2, ?3)",
+            params![idempotency_key, decision_id, body.to_string()],
+        )?;
+        for memory in memories {
+            memory
+                .check()
+                .map_err(|e| StoreError::Invalid(e.to_string()))?;
+            tx.execute(
+                "INSERT INTO memories (id, workspace, review, body) VALUES (?1, ?2, ?3, ?4)",
+                params![
+                    memory.id(),
+                    memory.item.scope.workspace_id,
+                    memory.review.as_str(),
+                    serde_json::to_string(memory)?
+                ],
+            )?;
+        }
+        tx.execute(
+            "INSERT INTO events (at, body) VALUES (?1, ?2)",
+            params![event.at.unix(), serde_json::to_string(event)?],
+        )?;
+        tx.commit()?;
+        Ok(Ok(()))
+    }
+
+    /// The decision id stored under an idempotency key.
+    pub fn decision_id_for(&self, idempotency_key: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT decision_id FROM decisions WHERE idempotency_key = ?1",
+                [idempotency_key],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// A written-back decision, as it was sent.
+    pub fn decision(&self, decision_id: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        let body: Option<String> = self
+            .conn()
+            .query_row(
+                "SELECT body FROM decisions WHERE decision_id = ?1",
+                [decision_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
+    }
+
+    /// The action of a held request.
+    pub fn held(&self, request_id: &str) -> Result<Option<Action>, StoreError> {
+        let body: Option<String> = self
+            .conn()
+            .query_row(
+                "SELECT body FROM held WHERE request_id = ?1",
+                [request_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
+    }
+
+    /// The `limit` most recent held actions, newest first.
+    pub fn recent_held(&self, limit: u32) -> Result<Vec<Action>, StoreError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare_cached("SELECT body FROM held ORDER BY at DESC, rowid DESC LIMIT ?1")?;
+        let bodies = stmt
+            .query_map([limit], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        bodies
+            .iter()
+            .map(|b| serde_json::from_str(b).map_err(StoreError::from))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use praxis_memory::contract::{CreatedBy, ProvenanceStatus, UsePolicy, Visibility};
+    use praxis_memory::memory::{Origin, OriginKind, Proposal, ReviewStatus, propose};
+
+    use super::*;
+
+    fn proposed(id: &str, workspace: &str) -> Memory {
+        propose(
+            Proposal {
+                memory_id: id.to_owned(),
+                summary: "an observed push".to_owned(),
+                content: "pushed feature/a".to_owned(),
+                source: praxis_memory::memory::judge_event_source(None, None, Timestamp(0)),
+                status: ProvenanceStatus::Observed,
+                confidence: 0.9,
+                created_by: CreatedBy::System,
+                model: None,
+                runtime: None,
+                workspace_id: workspace.to_owned(),
+                project_id: None,
+                visibility: Visibility::Workspace,
+                origin: Origin {
+                    kind: OriginKind::ManualEntry,
+                    decision_id: None,
+                    action_id: None,
+                    reason: "test".to_owned(),
+                },
+                lesson: None,
+                keywords: Vec::new(),
+                sensitive_area: false,
+                fresh_for: None,
+            },
+            Timestamp(100),
+        )
+    }
+
+    #[test]
+    fn memories_round_trip_and_are_selected_by_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MemoryStore::open(&dir.path().join("memory.db")).unwrap();
+        let a = proposed("m1", "/w/a");
+        store.put(&a).unwrap();
+        store.put(&proposed("m2", "/w/b")).unwrap();
+        assert_eq!(store.get("m1").unwrap(), Some(a.clone()));
+        assert_eq!(store.in_workspace("/w/a").unwrap(), vec![a.clone()]);
+        assert_eq!(store.all().unwrap().len(), 2);
+
+        // A second open reads what the first wrote.
+        drop(store);
+        let store = MemoryStore::open(&dir.path().join("memory.db")).unwrap();
+        assert_eq!(store.get("m1").unwrap(), Some(a));
+        assert_eq!(store.get("m3").unwrap(), None);
+    }
+
+    #[test]
+    fn an_unconfirmed_instruction_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MemoryStore::open(&dir.path().join("memory.db")).unwrap();
+        let mut forged = proposed("m1", "/w/a");
+        forged.item.use_policy.policy = UsePolicy::CanUseAsInstruction;
+        assert!(matches!(store.put(&forged), Err(StoreError::Invalid(_))));
+        assert_eq!(store.get("m1").unwrap(), None);
+        assert_eq!(forged.review, ReviewStatus::NotRequired);
+    }
+}

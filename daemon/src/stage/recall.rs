@@ -1,0 +1,117 @@
+//! The recall stage: before a policy HOLD stands, the memories of its
+//! workspace are consulted. Only a confirmed, instruction-grade, fresh,
+//! undisputed, unsuperseded memory whose lesson matches turns it into an
+//! ALLOW; a STOP, or a HOLD that is not relaxable, is never relaxed (the
+//! rules are `praxis_memory::relax`). Evidence-grade memories that match
+//! are shown with the HOLD. Every held action is also kept, redacted, so an
+//! operator's `approve --remember` can generalise it and the review queue
+//! can replay lessons over recent HOLDs.
+
+use praxis_memory::lesson::{Action, ActionCommand, GitBranches, PathArg};
+use praxis_memory::memory::Memory;
+use praxis_memory::relax::{Consultation, consult};
+use praxis_memory::time::Timestamp;
+use praxis_policy::{Context, Decision, Verdict};
+
+use crate::errors;
+use crate::memory::store::MemoryStore;
+
+/// What memory sees of a judged request. `relaxable` is false for a HOLD
+/// memory may not lift whatever it says (see [`relaxable`]).
+pub fn action(decision: &Decision, context: &Context, role: &str) -> Action {
+    Action {
+        workspace: context.workspace.display().to_string(),
+        project: None,
+        role: role.to_owned(),
+        tier: decision.tier,
+        verdict: decision.decision,
+        relaxable: relaxable(decision),
+        commands: decision
+            .commands
+            .iter()
+            .map(|c| ActionCommand {
+                program: c.program.clone(),
+                subcommand: c.shape.subcommand.clone(),
+                flags: c.shape.flags.clone(),
+                operands: c.shape.operands.clone(),
+                paths: c
+                    .shape
+                    .paths
+                    .iter()
+                    .map(|(text, classes)| PathArg {
+                        text: text.clone(),
+                        classes: classes.clone(),
+                    })
+                    .collect(),
+                verdict: c.verdict,
+            })
+            .collect(),
+        destinations: decision
+            .grants
+            .connect
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        git: context.in_git_work_tree.then(|| GitBranches {
+            current: context.git_branch.clone(),
+            default: context.git_default_branch.clone(),
+        }),
+    }
+}
+
+/// Whether memory may relax this decision's HOLD at all: not when the
+/// command reaches root (sudo, doas, …), and not when a held command's
+/// program is not known (a dynamic command word), which no lesson about a
+/// named program can vouch for.
+pub fn relaxable(decision: &Decision) -> bool {
+    !decision.escalation
+        && decision
+            .commands
+            .iter()
+            .filter(|c| c.verdict >= Verdict::Hold)
+            .all(|c| !c.program.is_empty())
+}
+
+/// What memory said about one held request.
+#[must_use = "a recall must be applied or the HOLD left standing deliberately"]
+#[derive(Debug)]
+pub enum Recalled {
+    /// Memory consulted; the consultation says whether it relaxes the HOLD.
+    Consulted(Consultation, Vec<Memory>),
+    /// The store could not be read: the HOLD stands, with why.
+    Unavailable(String),
+}
+
+/// Keeps the held action and consults the memories of its workspace.
+pub fn recall(
+    store: &Result<MemoryStore, String>,
+    request_id: &str,
+    action: &Action,
+    now: Timestamp,
+) -> Recalled {
+    let store = match store {
+        Ok(store) => store,
+        Err(why) => return Recalled::Unavailable(why.clone()),
+    };
+    if let Err(e) = store.record_held(request_id, now, action) {
+        tracing::warn!("held action of {request_id} not kept: {e}");
+    }
+    match store.in_workspace(&action.workspace) {
+        Ok(memories) => {
+            let consultation = consult(&memories, action, now);
+            Recalled::Consulted(consultation, memories)
+        }
+        Err(e) => Recalled::Unavailable(errors::one_line(&e)),
+    }
+}
+
+/// "memory evidence: m1 (git push …); m2 (…)", shown with a HOLD.
+pub fn evidence_note(consultation: &Consultation, memories: &[Memory]) -> Option<String> {
+    let shown: Vec<String> = consultation
+        .evidence
+        .iter()
+        .filter_map(|id| memories.iter().find(|m| m.id() == id))
+        .map(|m| format!("{} ({})", m.id(), m.item.summary))
+        .collect();
+    (!shown.is_empty()).then(|| format!("memory evidence: {}", shown.join("; ")))
+}

@@ -1,0 +1,162 @@
+//! The six judge API endpoints against a real praxisd, over its API socket:
+//! schema-valid answers, strict refusals naming the field, idempotent
+//! write-back, secrets refused, review and inspection.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+
+use common::{Daemon, repo};
+use serde_json::{Value, json};
+
+/// One HTTP/1.1 exchange on the API socket: the status and the JSON body.
+fn call(d: &Daemon, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    let mut stream = UnixStream::connect(d.socket().with_file_name("praxisd-api.sock")).unwrap();
+    let text = body.map(ToString::to_string).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: praxisd\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status: u16 = answer[9..12].parse().unwrap();
+    let (_, body) = answer.split_once("\r\n\r\n").unwrap();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn fixture(name: &str) -> Value {
+    let text = std::fs::read_to_string(repo().join("memory/tests/fixtures").join(name)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn validator(schema: &str) -> jsonschema::Validator {
+    let text = std::fs::read_to_string(
+        repo()
+            .join("contracts")
+            .join(format!("{schema}.schema.json")),
+    )
+    .unwrap();
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&serde_json::from_str(&text).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn recall_answers_schema_valid_json_and_refuses_bad_fields_by_name() {
+    let d = Daemon::start();
+    let (status, body) = call(
+        &d,
+        "POST",
+        "/v1/judge/recall",
+        Some(&fixture("recall.json")),
+    );
+    assert_eq!(status, 200, "{body}");
+    let errors: Vec<String> = validator("openbrain.judge.recall_response.v1")
+        .iter_errors(&body)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}: {body}");
+    assert_eq!(body["request_id"], "rec-0001");
+
+    for (pointer, to, field) in [
+        (
+            "/scope/visibility",
+            Some(json!("galaxy")),
+            "scope.visibility",
+        ),
+        ("/bogus", Some(json!(1)), "bogus"),
+        ("/action_id", None, "action_id"),
+    ] {
+        let mut doc = fixture("recall.json");
+        match to {
+            Some(value) => {
+                let (parent, key) = pointer.rsplit_once('/').unwrap();
+                doc.pointer_mut(parent).unwrap()[key] = value;
+            }
+            None => {
+                doc.as_object_mut().unwrap().remove(&pointer[1..]);
+            }
+        }
+        let (status, body) = call(&d, "POST", "/v1/judge/recall", Some(&doc));
+        assert_eq!(status, 422, "{pointer}: {body}");
+        assert_eq!(body["error"]["field"], field, "{body}");
+    }
+}
+
+#[test]
+fn a_decision_written_twice_with_one_key_is_one_decision() {
+    let d = Daemon::start();
+    let decision = fixture("decision.json");
+    let (status, first) = call(&d, "POST", "/v1/judge/decisions", Some(&decision));
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["decision_id"], "dec-0001");
+    assert_eq!(first["replayed"], false);
+
+    let mut again = decision.clone();
+    again["decision_id"] = json!("dec-0002");
+    let (status, second) = call(&d, "POST", "/v1/judge/decisions", Some(&again));
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["decision_id"], "dec-0001", "{second}");
+    assert_eq!(second["replayed"], true);
+    assert_eq!(d.events_of_kind("memory").len(), 1, "one audit record");
+
+    let (status, stored) = call(&d, "GET", "/v1/judge/decisions/dec-0001", None);
+    assert_eq!(status, 200);
+    let errors: Vec<String> = validator("openbrain.judge.decision.v1")
+        .iter_errors(&stored)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let (status, _) = call(&d, "GET", "/v1/judge/decisions/dec-0002", None);
+    assert_eq!(status, 404);
+
+    // Its lesson waits in the queue; a human confirms it through the API.
+    let (status, queue) = call(&d, "GET", "/v1/review-queue", None);
+    assert_eq!(status, 200);
+    let lesson = queue["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["item_id"].as_str().unwrap().contains("/lesson/"))
+        .unwrap_or_else(|| panic!("no lesson queued: {queue}"))["item_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let encoded = lesson.replace('/', "%2F");
+    let path = format!("/v1/review-queue/{encoded}/actions");
+    let (status, acted) = call(&d, "POST", &path, Some(&json!({"action": "evidence-only"})));
+    assert_eq!(status, 200, "{acted}");
+    let (status, bad) = call(&d, "POST", &path, Some(&json!({"action": "bless"})));
+    assert_eq!(status, 409, "{bad}");
+
+    let (status, inspected) = call(
+        &d,
+        "GET",
+        &format!("/v1/memories/{encoded}/inspector"),
+        None,
+    );
+    assert_eq!(status, 200, "{inspected}");
+    assert_eq!(inspected["review_status"], "evidence_only", "{inspected}");
+    assert_eq!(
+        inspected["created_by"]["decision_id"], "dec-0001",
+        "{inspected}"
+    );
+}
+
+#[test]
+fn a_secret_in_a_decision_is_refused_and_nothing_is_stored() {
+    let d = Daemon::start();
+    let mut decision = fixture("decision.json");
+    decision["reasoning_summary"] =
+        json!("pushed with token ghp_8rESQedUStPKR0CsTy4Qwb8DwkNhFdnXsiVp");
+    let (status, body) = call(&d, "POST", "/v1/judge/decisions", Some(&decision));
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["field"], "reasoning_summary", "{body}");
+    let (status, _) = call(&d, "GET", "/v1/judge/decisions/dec-0001", None);
+    assert_eq!(status, 404);
+    assert!(d.events_of_kind("memory").is_empty());
+}
