@@ -585,7 +585,7 @@ fn parallel_step(w: &Wrapper, program: &str, args: &[Word]) -> Step {
 
 /// Argument ranges of each `-exec`/`-execdir`/`-ok`/`-okdir` command.
 fn find_execs(w: &Wrapper, args: &[Word]) -> Vec<Range<usize>> {
-    let is_in = |list: &[String], word: &Word| list.iter().any(|x| *x == word.text);
+    let is_in = |list: &[String], word: &Word| list.contains(&word.text);
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
