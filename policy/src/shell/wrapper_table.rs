@@ -40,6 +40,25 @@ pub enum Unwrap {
     Git,
 }
 
+impl Unwrap {
+    /// The name as written in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unwrap::Command => "command",
+            Unwrap::Env => "env",
+            Unwrap::SwitchUser => "switch_user",
+            Unwrap::Shell => "shell",
+            Unwrap::Eval => "eval",
+            Unwrap::Watch => "watch",
+            Unwrap::Parallel => "parallel",
+            Unwrap::Find => "find",
+            Unwrap::Source => "source",
+            Unwrap::Alias => "alias",
+            Unwrap::Git => "git",
+        }
+    }
+}
+
 /// One `[[wrapper]]` entry as written.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -161,11 +180,11 @@ pub enum WrapperError {
     Duplicate { name: String },
     #[error("wrapper `{name}`: `{option}` is not an option (`-x` or `--name`)")]
     Option { name: String, option: String },
-    #[error("wrapper `{name}`: `{field}` means nothing to unwrap = \"{unwrap}\"")]
+    #[error("wrapper `{name}`: `{field}` means nothing to unwrap = \"{}\"", unwrap.as_str())]
     Field {
         name: String,
         field: &'static str,
-        unwrap: String,
+        unwrap: Unwrap,
     },
     #[error("wrapper `{name}`: {problem}")]
     Entry { name: String, problem: String },
@@ -233,7 +252,6 @@ fn fields_given(spec: &WrapperSpec) -> Vec<&'static str> {
 
 fn compile(spec: &WrapperSpec) -> Result<Wrapper, WrapperError> {
     let name = spec.names.join(", ");
-    let unwrap = format!("{:?}", spec.unwrap).to_ascii_lowercase();
     if let Some(field) = fields_given(spec)
         .into_iter()
         .find(|f| !fields_read(spec.unwrap).contains(f))
@@ -241,7 +259,7 @@ fn compile(spec: &WrapperSpec) -> Result<Wrapper, WrapperError> {
         return Err(WrapperError::Field {
             name,
             field,
-            unwrap,
+            unwrap: spec.unwrap,
         });
     }
     let entry_problem = |problem: &str| WrapperError::Entry {
