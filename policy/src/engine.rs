@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+pub use crate::BUILTIN_PATTERNS;
 use crate::classify::destinations;
 use crate::classify::paths::{
     Classes, Frame, PathClass, PathLists, PathPattern, keeps_private_tmpdir,
@@ -18,11 +19,9 @@ use crate::redact::{RedactConfig, Redactor};
 use crate::reversible::Undo;
 use crate::rules::config::{self, OperatorFile, PatternsFile, Posture, RolePosture};
 use crate::rules::{Rule, RuleSet};
-use crate::shell::{self, Script, SimpleCommand};
+pub use crate::shell::display_command;
+use crate::shell::{self, Script, SimpleCommand, Wrappers};
 use crate::{Context, Profile, Resolution, Tier, Verdict};
-
-/// The built-in review surface, embedded in every binary.
-pub const BUILTIN_PATTERNS: &str = include_str!("../patterns.toml");
 
 /// A policy file's name (for error messages) and text.
 #[derive(Clone, Copy, Debug)]
@@ -163,6 +162,7 @@ pub struct Policy {
     sandbox: SandboxLists,
     limits: Limits,
     tables: Tables,
+    wrappers: Wrappers,
     rules: RuleSet,
     roles: BTreeMap<String, RolePosture>,
     redactor: Redactor,
@@ -287,7 +287,41 @@ fn build_tables(
         local_hosts: i.local_hosts.clone(),
         languages,
         language_of,
+        git_plain_keys: git_plain_keys(source, &file.git_config.plain_keys)?,
+        git_env: git_env(source, &file.git_config.env)?,
     })
+}
+
+/// `[git_config] plain_keys`: git lowercases keys before they are compared.
+fn git_plain_keys(source: &Source<'_>, keys: &[String]) -> Result<Vec<String>, LoadError> {
+    match keys
+        .iter()
+        .find(|k| k.is_empty() || k.chars().any(|c| c.is_ascii_uppercase() || c == '='))
+    {
+        Some(k) => Err(at(
+            source,
+            k,
+            format!("git_config key `{k}` must be a lowercase key or `section.`"),
+        )),
+        None => Ok(keys.to_vec()),
+    }
+}
+
+/// `[git_config] env`: variable names, `*` globs allowed.
+fn git_env(source: &Source<'_>, names: &[String]) -> Result<Vec<String>, LoadError> {
+    let valid = |n: &String| {
+        !n.is_empty()
+            && n.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_' || b == b'*')
+    };
+    match names.iter().find(|n| !valid(n)) {
+        Some(n) => Err(at(
+            source,
+            n,
+            format!("git_config env `{n}` is not a variable name"),
+        )),
+        None => Ok(names.to_vec()),
+    }
 }
 
 fn compile_rules(
@@ -411,6 +445,8 @@ impl Policy {
         let registries = destinations::compile_registries(&file.registries)
             .map_err(|m| at(&patterns, "[registries]", m))?;
         let tables = build_tables(&patterns, &file, &registries)?;
+        let wrappers = Wrappers::build(&file.wrappers)
+            .map_err(|e| at(&patterns, e.subject(), e.to_string()))?;
         let mut roles = file.roles.clone();
         let mut limits = Limits::from(&file.defaults.limits);
         let mut compiled = Vec::new();
@@ -476,6 +512,7 @@ impl Policy {
             },
             limits,
             tables,
+            wrappers,
             rules,
             roles,
             redactor,
@@ -507,7 +544,7 @@ impl Policy {
         for rule in &self.rules.rules {
             for (examples, want) in [(&rule.matches, true), (&rule.not_matches, false)] {
                 for example in examples {
-                    let script = shell::parse_script(example);
+                    let script = shell::parse_script_with(example, &self.wrappers);
                     let got = self.rule_matches_any(rule, &script, &ctx);
                     if got != want {
                         let verb = if want { "does not match" } else { "matches" };
@@ -538,8 +575,8 @@ impl Policy {
 
     pub fn analyze(&self, request: &Request<'_>) -> Analysis {
         let script = match request.command {
-            CommandText::Shell(text) => shell::parse_script(text),
-            CommandText::Argv(argv) => shell::parse_argv(argv),
+            CommandText::Shell(text) => shell::parse_script_with(text, &self.wrappers),
+            CommandText::Argv(argv) => shell::parse_argv_with(argv, &self.wrappers),
         };
         Analysis { script }
     }
@@ -1013,23 +1050,6 @@ fn with_ungranted(reason: &str, ungranted: &[String]) -> String {
     } else {
         format!("{reason} ({})", missing.join("; "))
     }
-}
-
-/// The simple command as text, for display, audit and regex rules.
-pub fn display_command(cmd: &SimpleCommand) -> String {
-    let mut out = String::with_capacity(
-        cmd.invoked_as.len() + cmd.args.iter().map(|a| a.text.len() + 1).sum::<usize>(),
-    );
-    out.push_str(if cmd.invoked_as.is_empty() {
-        &cmd.program
-    } else {
-        &cmd.invoked_as
-    });
-    for a in &cmd.args {
-        out.push(' ');
-        out.push_str(&a.text);
-    }
-    out
 }
 
 /// The context's directories as normalized strings (non-UTF-8 paths are unknown).

@@ -21,9 +21,9 @@ pub mod verdict;
 
 pub use context::{Context, Resolution, ScratchState};
 pub use decision::{CommandJudgment, CommandShape, Decision, Destination, Grants};
-pub use engine::{
-    Analysis, BUILTIN_PATTERNS, CommandText, Limits, LoadError, Policy, Request, SandboxLists,
-    Source,
-};
+/// The built-in review surface, embedded in every binary.
+pub const BUILTIN_PATTERNS: &str = include_str!("../patterns.toml");
+
+pub use engine::{Analysis, CommandText, Limits, LoadError, Policy, Request, SandboxLists, Source};
 pub use reversible::Undo;
 pub use verdict::{Profile, Tier, Verdict};

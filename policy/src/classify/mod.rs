@@ -205,6 +205,10 @@ pub struct Tables {
     pub local_hosts: Vec<String>,
     pub languages: Vec<Language>,
     pub language_of: HashMap<String, usize>,
+    /// `git -c` keys that cannot run anything (`section.` covers a section).
+    pub git_plain_keys: Vec<String>,
+    /// Variables (`*` globs) through which git runs a command.
+    pub git_env: Vec<String>,
 }
 
 impl Tables {
@@ -1165,7 +1169,7 @@ impl Classifier<'_, '_> {
         } else {
             self.argv(&cmd.program, &cmd.args, &mut facts);
         }
-        if cmd.program == "git" && git_config_override(cmd) {
+        if cmd.program == "git" && git_config_override(cmd, self.tables) {
             facts.set(Fact::GitConfigWrite);
         }
         if self
@@ -1388,48 +1392,24 @@ fn environment_names(cmd: &SimpleCommand) -> Vec<String> {
 
 /// Whether a git run configures itself with `-c key=value`, `--config-env`,
 /// `--exec-path` or `GIT_*` variables that can run commands (hooks path,
-/// pager, ssh command, aliases …). Only keys that cannot run anything are
-/// plain.
-fn git_config_override(cmd: &SimpleCommand) -> bool {
-    const PLAIN: &[&str] = &[
-        "user.",
-        "color.",
-        "advice.",
-        "log.",
-        "init.defaultbranch",
-        "commit.gpgsign",
-        "tag.gpgsign",
-        "core.quotepath",
-        "core.autocrlf",
-        "pull.rebase",
-        "safe.directory",
-        "diff.renames",
-        "merge.conflictstyle",
-    ];
-    const RUNS_COMMANDS: &[&str] = &[
-        "GIT_SSH_COMMAND",
-        "GIT_SSH",
-        "GIT_PAGER",
-        "GIT_EDITOR",
-        "GIT_SEQUENCE_EDITOR",
-        "GIT_EXTERNAL_DIFF",
-        "GIT_ASKPASS",
-        "GIT_EXEC_PATH",
-        "GIT_PROXY_COMMAND",
-        "GIT_TEMPLATE_DIR",
-    ];
+/// pager, ssh command, aliases …). Only the table's plain keys cannot run
+/// anything.
+fn git_config_override(cmd: &SimpleCommand, tables: &Tables) -> bool {
     let plain_key = |setting: &str| {
         let key = setting
             .split('=')
             .next()
             .unwrap_or_default()
             .to_ascii_lowercase();
-        PLAIN.iter().any(|p| match p.strip_suffix('.') {
-            Some(section) => key
-                .strip_prefix(section)
-                .is_some_and(|k| k.starts_with('.')),
-            None => key == *p,
-        })
+        tables
+            .git_plain_keys
+            .iter()
+            .any(|p| match p.strip_suffix('.') {
+                Some(section) => key
+                    .strip_prefix(section)
+                    .is_some_and(|k| k.starts_with('.')),
+                None => key == *p,
+            })
     };
     let by_option = cmd
         .wrappers
@@ -1439,9 +1419,11 @@ fn git_config_override(cmd: &SimpleCommand) -> bool {
             Some(setting) => !plain_key(setting),
             None => w.starts_with("--config-env") || w.starts_with("--exec-path"),
         });
-    let by_env = cmd
-        .assignments
-        .iter()
-        .any(|(name, _)| name.starts_with("GIT_CONFIG") || RUNS_COMMANDS.contains(&name.as_str()));
+    let by_env = cmd.assignments.iter().any(|(name, _)| {
+        tables
+            .git_env
+            .iter()
+            .any(|pattern| table::glob_match(pattern, name))
+    });
     by_option || by_env
 }

@@ -20,6 +20,10 @@ pub struct PatternsFile {
     pub builtins: Builtins,
     #[serde(default, rename = "program")]
     pub programs: Vec<ProgramSpec>,
+    /// Programs that run another command, read by the shell front end.
+    #[serde(rename = "wrapper")]
+    pub wrappers: Vec<crate::shell::WrapperSpec>,
+    pub git_config: GitConfig,
     #[serde(default, rename = "rule")]
     pub rules: Vec<RuleSpec>,
     /// The redactor's rules; when absent, the redactor's built-in rules.
@@ -59,6 +63,16 @@ pub struct OperatorFile {
     /// Extra redaction rules, added to the built-in ones.
     #[serde(default)]
     pub redact: Option<crate::redact::RedactConfig>,
+}
+
+/// `[git_config]`: git configuration that can run commands.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GitConfig {
+    /// `-c` keys that cannot run anything; `section.` covers a section.
+    pub plain_keys: Vec<String>,
+    /// Variables (`*` globs) that make git run a command or load its configuration.
+    pub env: Vec<String>,
 }
 
 /// Shell builtins: commands that need no `PATH` lookup.

@@ -121,12 +121,14 @@ pub struct Script {
 mod scan;
 mod walk;
 mod words;
+mod wrapper_table;
 mod wrappers;
 
 #[cfg(test)]
 mod tests;
 
 use walk::{Ctx, Frontend, literal};
+pub use wrapper_table::{Unwrap, WrapperError, WrapperExample, WrapperSpec, Wrappers};
 
 /// Requests longer than this are held unread.
 pub const MAX_INPUT_BYTES: usize = 1 << 20;
@@ -144,11 +146,18 @@ pub const MAX_PARSED_BYTES: usize = 256 << 10;
 /// front end's time bounded on any input.
 pub const MAX_TOKENS: usize = 8_192;
 
-/// Finds every simple command the shell would run for `src`. Total: every
-/// input gets a [`Script`]; what cannot be analysed is in [`Script::holds`].
+/// Finds every simple command the shell would run for `src`, with the
+/// built-in wrapper table. Total: every input gets a [`Script`]; what cannot
+/// be analysed is in [`Script::holds`].
 #[must_use]
 pub fn parse_script(src: &str) -> Script {
-    let mut fe = Frontend::new();
+    parse_script_with(src, Wrappers::builtin())
+}
+
+/// [`parse_script`] with the wrapper table of a loaded policy.
+#[must_use]
+pub fn parse_script_with(src: &str, wrappers: &Wrappers) -> Script {
+    let mut fe = Frontend::new(wrappers);
     if src.len() > MAX_INPUT_BYTES {
         fe.hold(format!(
             "input of {} bytes is over the {MAX_INPUT_BYTES}-byte limit",
@@ -160,11 +169,18 @@ pub fn parse_script(src: &str) -> Script {
     fe.script
 }
 
-/// Analyses an argv executed directly (no shell): words are literal, but
-/// wrappers are still unwrapped and `sh -c` scripts parsed.
+/// Analyses an argv executed directly (no shell), with the built-in wrapper
+/// table: words are literal, but wrappers are still unwrapped and `sh -c`
+/// scripts parsed.
 #[must_use]
 pub fn parse_argv(argv: &[String]) -> Script {
-    let mut fe = Frontend::new();
+    parse_argv_with(argv, Wrappers::builtin())
+}
+
+/// [`parse_argv`] with the wrapper table of a loaded policy.
+#[must_use]
+pub fn parse_argv_with(argv: &[String], wrappers: &Wrappers) -> Script {
+    let mut fe = Frontend::new(wrappers);
     let total: usize = argv.iter().map(String::len).sum();
     if total > MAX_INPUT_BYTES {
         fe.hold(format!(
@@ -179,4 +195,21 @@ pub fn parse_argv(argv: &[String]) -> Script {
     let words: Vec<Word> = argv.iter().map(|a| literal(a.clone())).collect();
     fe.dispatch(SimpleCommand::default(), &words, &Ctx::default());
     fe.script
+}
+
+/// The simple command as text, for display, audit and regex rules.
+pub fn display_command(cmd: &SimpleCommand) -> String {
+    let mut out = String::with_capacity(
+        cmd.invoked_as.len() + cmd.args.iter().map(|a| a.text.len() + 1).sum::<usize>(),
+    );
+    out.push_str(if cmd.invoked_as.is_empty() {
+        &cmd.program
+    } else {
+        &cmd.invoked_as
+    });
+    for a in &cmd.args {
+        out.push(' ');
+        out.push_str(&a.text);
+    }
+    out
 }

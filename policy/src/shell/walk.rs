@@ -14,6 +14,7 @@ use brush_parser::{Parser, ParserOptions};
 
 use super::scan::{ScanError, scan};
 use super::words::{canonicalize, excerpt, substitutions_in};
+use super::wrapper_table::Wrappers;
 use super::{
     Feed, MAX_NESTING, MAX_PARSED_BYTES, MAX_TOKENS, Origin, Redirect, RedirectKind, Script,
     SimpleCommand, Word,
@@ -49,17 +50,20 @@ impl Ctx {
 }
 
 /// Accumulates the result for one request.
-pub struct Frontend {
+pub struct Frontend<'w> {
     pub script: Script,
+    /// Which programs are wrappers, and how to find what they run.
+    pub wrappers: &'w Wrappers,
     tokens_left: usize,
     bytes_left: usize,
     options: ParserOptions,
 }
 
-impl Frontend {
-    pub fn new() -> Self {
+impl<'w> Frontend<'w> {
+    pub fn new(wrappers: &'w Wrappers) -> Self {
         Self {
             script: Script::default(),
+            wrappers,
             tokens_left: MAX_TOKENS,
             bytes_left: MAX_PARSED_BYTES,
             options: ParserOptions::default(),
@@ -503,7 +507,7 @@ impl Frontend {
 
     fn fed_script(&mut self, index: usize, ctx: &Ctx) {
         let cmd = &self.script.commands[index];
-        if !super::wrappers::shell_reads_stdin(cmd) {
+        if !super::wrappers::shell_reads_stdin(self.wrappers, cmd) {
             return;
         }
         let body = match &cmd.stdin {

@@ -1,6 +1,8 @@
 //! Wrapper unwrapping: `sudo`, `env`, `timeout`, `xargs`, `find -exec`,
 //! `sh -c`, literal `eval`, … are peeled off so the command they run is judged
 //! as its own [`SimpleCommand`], with the wrapper recorded in `wrappers`.
+//! Which programs are wrappers, and their options, is the `[[wrapper]]` table
+//! of `patterns.toml` ([`Wrappers`]); this module is the parsing it drives.
 //!
 //! `git` global options are stripped so `args[0]` is the subcommand; each one
 //! that carries a value is kept as a wrapper entry such as `git -c core.pager=less`
@@ -10,13 +12,8 @@ use std::ops::Range;
 
 use super::walk::{Ctx, Frontend};
 use super::words::excerpt;
+use super::wrapper_table::{Options, Unwrap, Wrapper, Wrappers};
 use super::{Feed, MAX_NESTING, Origin, SimpleCommand, Word};
-
-/// Programs that read a script: with `-c` from an argument, otherwise from a
-/// file operand or, when there is none, from stdin.
-const SHELLS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "mksh", "rbash",
-];
 
 /// What to do with a command word after looking at its program.
 enum Step {
@@ -27,7 +24,7 @@ enum Step {
         skip: usize,
         escalated: bool,
         assignments: Vec<(String, Word)>,
-        default: Option<&'static str>,
+        default: Option<String>,
     },
     /// A wrapper running shell text: parse `text` as a script.
     Script {
@@ -41,13 +38,7 @@ enum Step {
     Find(Vec<Range<usize>>),
 }
 
-/// Options taking a separate value (`-u root`), by letter and long name.
-struct OptSpec {
-    short: &'static str,
-    long: &'static [&'static str],
-}
-
-impl Frontend {
+impl Frontend<'_> {
     /// Judges `words` (command word first) as one command, peeling wrappers.
     pub fn dispatch(&mut self, mut cmd: SimpleCommand, words: &[Word], ctx: &Ctx) {
         if ctx.depth >= MAX_NESTING {
@@ -64,7 +55,8 @@ impl Frontend {
             };
             self.command_word(&mut cmd, head);
             let args = &words[at + 1..];
-            match step(&cmd.program, args) {
+            let wrappers = self.wrappers;
+            match step(wrappers.get(&cmd.program), &cmd.program, args) {
                 Step::Final { escalated } => {
                     cmd.escalated |= escalated;
                     self.finish(cmd, args, ctx);
@@ -87,8 +79,8 @@ impl Frontend {
                     at += 1 + skip;
                     if at >= words.len() {
                         let program = default.unwrap_or_default();
-                        cmd.program = program.to_owned();
-                        cmd.invoked_as = program.to_owned();
+                        cmd.invoked_as.clone_from(&program);
+                        cmd.program = program;
                         self.push(cmd, ctx);
                         return;
                     }
@@ -108,7 +100,7 @@ impl Frontend {
                 Step::Find(execs) => {
                     let mut exec_ctx = ctx.deeper();
                     exec_ctx.wrappers = cmd.wrappers.clone();
-                    exec_ctx.wrappers.push("find".to_owned());
+                    exec_ctx.wrappers.push(cmd.program.clone());
                     exec_ctx.escalated = cmd.escalated;
                     let base = SimpleCommand {
                         wrappers: exec_ctx.wrappers.clone(),
@@ -140,8 +132,12 @@ impl Frontend {
 
     fn finish(&mut self, mut cmd: SimpleCommand, args: &[Word], ctx: &Ctx) {
         cmd.args = args.to_vec();
-        if cmd.program == "git" {
-            strip_git_globals(&mut cmd);
+        if let Some(git) = self
+            .wrappers
+            .get(&cmd.program)
+            .filter(|w| w.unwrap == Unwrap::Git)
+        {
+            strip_git_globals(&mut cmd, &git.value_options);
         }
         self.push(cmd, ctx);
     }
@@ -184,211 +180,66 @@ impl Frontend {
 
 /// Whether `cmd` is a shell that reads its script from stdin (no `-c`, no
 /// script-file operand, or `-s`).
-pub fn shell_reads_stdin(cmd: &SimpleCommand) -> bool {
-    SHELLS.contains(&cmd.program.as_str()) && matches!(shell_invocation(&cmd.args), ShellRun::Stdin)
+pub fn shell_reads_stdin(wrappers: &Wrappers, cmd: &SimpleCommand) -> bool {
+    wrappers
+        .get(&cmd.program)
+        .filter(|w| w.unwrap == Unwrap::Shell)
+        .is_some_and(|w| matches!(shell_invocation(w, &cmd.args), ShellRun::Stdin))
 }
 
 fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-fn step(program: &str, args: &[Word]) -> Step {
-    match program {
-        "env" => env_step(args),
-        "sudo" => inner_after(
-            args,
-            &OptSpec {
-                short: "ugCDhpTrtUR",
-                long: &[
-                    "--user",
-                    "--group",
-                    "--close-from",
-                    "--chdir",
-                    "--host",
-                    "--prompt",
-                    "--role",
-                    "--type",
-                    "--other-user",
-                    "--command-timeout",
-                    "--chroot",
-                ],
-            },
-            true,
-        ),
-        "doas" => inner_after(
-            args,
-            &OptSpec {
-                short: "uC",
-                long: &[],
-            },
-            true,
-        ),
-        "pkexec" => inner_after(
-            args,
-            &OptSpec {
-                short: "",
-                long: &["--user"],
-            },
-            true,
-        ),
-        "su" | "runuser" => su_step(args),
-        "command" => {
-            let end = options_end(
-                args,
-                &OptSpec {
-                    short: "",
-                    long: &[],
-                },
-            );
-            if has_short_flag(&args[..end], 'v') || has_short_flag(&args[..end], 'V') {
-                Step::Final { escalated: false }
-            } else {
-                inner_at(end, args.len(), false)
-            }
-        }
-        "builtin" | "nohup" | "setsid" => inner_at(
-            options_end(
-                args,
-                &OptSpec {
-                    short: "",
-                    long: &[],
-                },
-            ),
-            args.len(),
-            false,
-        ),
-        "exec" => inner_at(
-            options_end(
-                args,
-                &OptSpec {
-                    short: "a",
-                    long: &[],
-                },
-            ),
-            args.len(),
-            false,
-        ),
-        "nice" => inner_at(
-            options_end(
-                args,
-                &OptSpec {
-                    short: "n",
-                    long: &["--adjustment"],
-                },
-            ),
-            args.len(),
-            false,
-        ),
-        "ionice" => {
-            let end = options_end(
-                args,
-                &OptSpec {
-                    short: "cnpPu",
-                    long: &["--class", "--classdata", "--pid", "--pgid", "--uid"],
-                },
-            );
-            if ['p', 'P', 'u']
-                .into_iter()
-                .any(|f| has_short_flag(&args[..end], f))
-            {
-                Step::Final { escalated: false }
-            } else {
-                inner_at(end, args.len(), false)
-            }
-        }
-        "time" => inner_at(
-            options_end(
-                args,
-                &OptSpec {
-                    short: "fo",
-                    long: &["--format", "--output"],
-                },
-            ),
-            args.len(),
-            false,
-        ),
-        "stdbuf" => inner_at(
-            options_end(
-                args,
-                &OptSpec {
-                    short: "ioe",
-                    long: &["--input", "--output", "--error"],
-                },
-            ),
-            args.len(),
-            false,
-        ),
-        "timeout" => {
-            let end = options_end(
-                args,
-                &OptSpec {
-                    short: "sk",
-                    long: &["--signal", "--kill-after"],
-                },
-            );
-            // The operand after the options is the duration.
-            inner_at(end + 1, args.len(), false)
-        }
-        "xargs" => {
-            let spec = OptSpec {
-                short: "aEdILnPs",
-                long: &[
-                    "--arg-file",
-                    "--delimiter",
-                    "--max-args",
-                    "--max-procs",
-                    "--max-chars",
-                    "--process-slot-var",
-                ],
-            };
-            let end = options_end(args, &spec);
-            Step::Inner {
-                skip: end,
-                escalated: false,
-                assignments: Vec::new(),
-                default: Some("echo"),
-            }
-        }
-        "watch" => watch_step(args),
-        "parallel" => parallel_step(args),
-        "find" => {
-            let execs = find_execs(args);
+fn step(wrapper: Option<&Wrapper>, program: &str, args: &[Word]) -> Step {
+    let Some(w) = wrapper else {
+        return Step::Final { escalated: false };
+    };
+    let escalated = w.escalates;
+    match w.unwrap {
+        Unwrap::Command => command_step(w, args),
+        Unwrap::Env => env_step(w, program, args),
+        Unwrap::SwitchUser => switch_user_step(w, program, args),
+        Unwrap::Shell => shell_step(w, program, args),
+        Unwrap::Watch => watch_step(w, program, args),
+        Unwrap::Parallel => parallel_step(w, program, args),
+        Unwrap::Find => {
+            let execs = find_execs(w, args);
             if execs.is_empty() {
-                Step::Final { escalated: false }
+                Step::Final { escalated }
             } else {
                 Step::Find(execs)
             }
         }
-        "eval" => {
+        Unwrap::Eval => {
             if args.iter().any(|a| a.dynamic) {
-                Step::Hold("eval of non-literal text".to_owned())
+                Step::Hold(format!("{program} of non-literal text"))
             } else if args.is_empty() {
-                Step::Final { escalated: false }
+                Step::Final { escalated }
             } else {
                 Step::Script {
-                    wrapper: "eval".to_owned(),
+                    wrapper: program.to_owned(),
                     text: join(args),
-                    escalated: false,
+                    escalated,
                 }
             }
         }
-        "source" | "." => match args.first() {
+        Unwrap::Source => match args.first() {
             Some(path) if path.dynamic => Step::Hold(format!(
                 "{program} of a dynamic path `{}`",
                 excerpt(&path.text)
             )),
-            _ => Step::Final { escalated: false },
+            _ => Step::Final { escalated },
         },
-        "alias" if args.iter().any(|a| a.text.contains('=')) => {
-            Step::Hold("alias definition".to_owned())
+        Unwrap::Alias if args.iter().any(|a| a.text.contains('=')) => {
+            Step::Hold(format!("{program} definition"))
         }
-        p if SHELLS.contains(&p) => shell_step(p, args),
-        _ => Step::Final { escalated: false },
+        Unwrap::Alias | Unwrap::Git => Step::Final { escalated },
     }
 }
 
 /// Index of the first operand: past flags, options with values, and a `--`.
-fn options_end(args: &[Word], spec: &OptSpec) -> usize {
+fn options_end(args: &[Word], spec: &Options) -> usize {
     let mut i = 0;
     while let Some(a) = args.get(i) {
         let t = a.text.as_str();
@@ -399,8 +250,7 @@ fn options_end(args: &[Word], spec: &OptSpec) -> usize {
             return i;
         }
         if let Some(long) = t.strip_prefix("--") {
-            let takes_value =
-                !long.contains('=') && spec.long.iter().any(|l| l.trim_start_matches('-') == long);
+            let takes_value = !long.contains('=') && spec.has_long(long);
             i += if takes_value { 2 } else { 1 };
             continue;
         }
@@ -426,41 +276,68 @@ fn has_short_flag(opts: &[Word], flag: char) -> bool {
         .any(|o| o.text.starts_with('-') && !o.text.starts_with("--") && o.text[1..].contains(flag))
 }
 
-/// Wrapper whose command starts at operand index `end` (when there is one).
-fn inner_at(end: usize, len: usize, escalated: bool) -> Step {
-    if end >= len {
-        Step::Final { escalated }
-    } else {
-        Step::Inner {
-            skip: end,
-            escalated,
-            assignments: Vec::new(),
-            default: None,
-        }
+/// Whether one of `flags` is among the options `opts` (short ones also in a cluster).
+fn has_flag(opts: &[Word], flags: &Options) -> bool {
+    flags.short.chars().any(|f| has_short_flag(opts, f))
+        || opts
+            .iter()
+            .filter_map(|o| o.text.strip_prefix("--"))
+            .any(|long| flags.has_long(long))
+}
+
+/// The value of `--name=value` for a long option of `opts`.
+fn long_attached<'t>(word: &'t str, opts: &Options) -> Option<&'t str> {
+    let rest = word.strip_prefix("--")?;
+    opts.long.iter().find_map(|name| {
+        rest.strip_prefix(name.as_str())
+            .and_then(|r| r.strip_prefix('='))
+    })
+}
+
+/// The value written right after a short option of `opts` (`-Svalue`).
+fn short_attached<'t>(word: &'t str, opts: &Options) -> Option<&'t str> {
+    let rest = word.strip_prefix('-')?;
+    let letter = rest.chars().next().filter(|&c| c != '-')?;
+    opts.short
+        .contains(letter)
+        .then(|| &rest[letter.len_utf8()..])
+        .filter(|value| !value.is_empty())
+}
+
+/// The wrapper entry of a wrapper whose script came from its first script option.
+fn script_label(program: &str, w: &Wrapper) -> String {
+    match w.script_options.words.first() {
+        Some(option) => format!("{program} {option}"),
+        None => program.to_owned(),
     }
 }
 
-/// `sudo`-like wrappers: options, then `NAME=value` assignments, then the command.
-fn inner_after(args: &[Word], spec: &OptSpec, escalated: bool) -> Step {
-    let mut end = options_end(args, spec);
+/// Options, skipped operands, `NAME=value` assignments (when the entry reads
+/// them), then the command.
+fn command_step(w: &Wrapper, args: &[Word]) -> Step {
+    let options = options_end(args, &w.value_options);
+    let escalated = w.escalates;
+    if has_flag(&args[..options], &w.no_command_flags) {
+        return Step::Final { escalated };
+    }
+    let mut end = options + w.skip;
     let mut assignments = Vec::new();
-    while let Some(a) = args.get(end).and_then(as_assignment) {
+    while let Some(a) = args
+        .get(end)
+        .and_then(as_assignment)
+        .filter(|_| w.assignments)
+    {
         assignments.push(a);
         end += 1;
     }
-    match inner_at(end, args.len(), escalated) {
-        Step::Inner {
-            skip,
-            escalated,
-            default,
-            ..
-        } => Step::Inner {
-            skip,
-            escalated,
-            assignments,
-            default,
-        },
-        other => other,
+    if end >= args.len() && w.default_command.is_none() {
+        return Step::Final { escalated };
+    }
+    Step::Inner {
+        skip: end,
+        escalated,
+        assignments,
+        default: w.default_command.clone(),
     }
 }
 
@@ -482,7 +359,7 @@ fn as_assignment(w: &Word) -> Option<(String, Word)> {
     })
 }
 
-fn env_step(args: &[Word]) -> Step {
+fn env_step(w: &Wrapper, program: &str, args: &[Word]) -> Step {
     let mut i = 0;
     let mut split: Option<String> = None;
     while let Some(a) = args.get(i) {
@@ -494,23 +371,19 @@ fn env_step(args: &[Word]) -> Step {
             i += 1;
             break;
         }
-        if t == "-S" || t == "--split-string" {
+        if w.script_options.has_word(t) {
             split = args.get(i + 1).map(|w| w.text.clone());
             i += 2;
             break;
         }
-        if let Some(s) = t
-            .strip_prefix("--split-string=")
-            .or_else(|| t.strip_prefix("-S"))
+        if let Some(s) =
+            long_attached(t, &w.script_options).or_else(|| short_attached(t, &w.script_options))
         {
             split = Some(s.to_owned());
             i += 1;
             break;
         }
-        i += match t {
-            "-u" | "--unset" | "-C" | "--chdir" => 2,
-            _ => 1,
-        };
+        i += if w.value_options.has_word(t) { 2 } else { 1 };
     }
     if let Some(text) = split {
         // `env -S 'cmd args'` splits the string into the command and its arguments.
@@ -521,9 +394,9 @@ fn env_step(args: &[Word]) -> Step {
             format!("{text} {}", join(rest))
         };
         return Step::Script {
-            wrapper: "env -S".to_owned(),
+            wrapper: script_label(program, w),
             text,
-            escalated: false,
+            escalated: w.escalates,
         };
     }
     let mut assignments = Vec::new();
@@ -532,55 +405,48 @@ fn env_step(args: &[Word]) -> Step {
         i += 1;
     }
     if i >= args.len() {
-        return Step::Final { escalated: false };
+        return Step::Final {
+            escalated: w.escalates,
+        };
     }
     Step::Inner {
         skip: i,
-        escalated: false,
+        escalated: w.escalates,
         assignments,
         default: None,
     }
 }
 
-fn su_step(args: &[Word]) -> Step {
+fn switch_user_step(w: &Wrapper, program: &str, args: &[Word]) -> Step {
+    let label = script_label(program, w);
     let mut i = 0;
     while let Some(a) = args.get(i) {
         let t = a.text.as_str();
-        let script = match t {
-            "-c" | "--command" => Some(args.get(i + 1)),
-            _ => t.strip_prefix("--command=").map(|_| Some(a)),
+        let script = if w.script_options.has_word(t) {
+            Some(args.get(i + 1))
+        } else {
+            long_attached(t, &w.script_options).map(|_| Some(a))
         };
         if let Some(script) = script {
             return match script {
-                Some(w) if w.dynamic => Step::Hold("su -c with a dynamic command".to_owned()),
-                Some(w) => {
-                    let text = w
-                        .text
-                        .strip_prefix("--command=")
-                        .unwrap_or(&w.text)
-                        .to_owned();
-                    Step::Script {
-                        wrapper: "su -c".to_owned(),
-                        text,
-                        escalated: true,
-                    }
-                }
-                None => Step::Final { escalated: true },
+                Some(s) if s.dynamic => Step::Hold(format!("{label} with a dynamic command")),
+                Some(s) => Step::Script {
+                    wrapper: label,
+                    text: long_attached(&s.text, &w.script_options)
+                        .unwrap_or(&s.text)
+                        .to_owned(),
+                    escalated: w.escalates,
+                },
+                None => Step::Final {
+                    escalated: w.escalates,
+                },
             };
         }
-        i += match t {
-            "-s"
-            | "--shell"
-            | "-g"
-            | "--group"
-            | "-G"
-            | "--supp-group"
-            | "-w"
-            | "--whitelist-environment" => 2,
-            _ => 1,
-        };
+        i += if w.value_options.has_word(t) { 2 } else { 1 };
     }
-    Step::Final { escalated: true }
+    Step::Final {
+        escalated: w.escalates,
+    }
 }
 
 /// How a shell invocation gets its script.
@@ -595,7 +461,7 @@ enum ShellRun {
     Missing,
 }
 
-fn shell_invocation(args: &[Word]) -> ShellRun {
+fn shell_invocation(w: &Wrapper, args: &[Word]) -> ShellRun {
     let mut i = 0;
     let mut has_c = false;
     let mut has_s = false;
@@ -609,28 +475,25 @@ fn shell_invocation(args: &[Word]) -> ShellRun {
             break;
         }
         if let Some(long) = t.strip_prefix("--") {
-            if long == "command" {
+            if w.script_options.has_long(long) {
                 return if i + 1 < args.len() {
                     ShellRun::Command(i + 1)
                 } else {
                     ShellRun::Missing
                 };
             }
-            if long.starts_with("command=") {
+            if long_attached(t, &w.script_options).is_some() {
                 return ShellRun::Command(i);
             }
-            i += if matches!(long, "rcfile" | "init-file" | "init-command") {
-                2
-            } else {
-                1
-            };
+            i += if w.value_options.has_long(long) { 2 } else { 1 };
             continue;
         }
         let cluster = &t[1..];
-        has_c |= t.starts_with('-') && cluster.contains('c');
-        has_s |= t.starts_with('-') && cluster.contains('s');
-        // `-o name` / `-O name` take the next word.
-        i += if cluster.contains(['o', 'O']) { 2 } else { 1 };
+        let in_cluster = |opts: &Options| cluster.contains(|c| opts.short.contains(c));
+        has_c |= t.starts_with('-') && in_cluster(&w.script_options);
+        has_s |= t.starts_with('-') && in_cluster(&w.stdin_options);
+        // Short options with a value (`-o name`) take the next word.
+        i += if in_cluster(&w.value_options) { 2 } else { 1 };
     }
     if has_c {
         if i < args.len() {
@@ -645,108 +508,91 @@ fn shell_invocation(args: &[Word]) -> ShellRun {
     }
 }
 
-fn shell_step(program: &str, args: &[Word]) -> Step {
-    match shell_invocation(args) {
+fn shell_step(w: &Wrapper, program: &str, args: &[Word]) -> Step {
+    match shell_invocation(w, args) {
         ShellRun::Command(i) => {
-            let w = &args[i];
-            if w.dynamic {
+            let s = &args[i];
+            let label = script_label(program, w);
+            if s.dynamic {
                 return Step::Hold(format!(
-                    "{program} -c with a dynamic script `{}`",
-                    excerpt(&w.text)
+                    "{label} with a dynamic script `{}`",
+                    excerpt(&s.text)
                 ));
             }
-            let text = w
-                .text
-                .strip_prefix("--command=")
-                .unwrap_or(&w.text)
-                .to_owned();
             Step::Script {
-                wrapper: format!("{program} -c"),
-                text,
-                escalated: false,
+                wrapper: label,
+                text: long_attached(&s.text, &w.script_options)
+                    .unwrap_or(&s.text)
+                    .to_owned(),
+                escalated: w.escalates,
             }
         }
-        ShellRun::File | ShellRun::Stdin | ShellRun::Missing => Step::Final { escalated: false },
+        ShellRun::File | ShellRun::Stdin | ShellRun::Missing => Step::Final {
+            escalated: w.escalates,
+        },
     }
 }
 
-fn watch_step(args: &[Word]) -> Step {
-    let spec = OptSpec {
-        short: "nq",
-        long: &["--interval", "--equexit"],
-    };
-    let end = options_end(args, &spec);
+fn watch_step(w: &Wrapper, program: &str, args: &[Word]) -> Step {
+    let end = options_end(args, &w.value_options);
     let rest = args.get(end..).unwrap_or_default();
+    let escalated = w.escalates;
     if rest.is_empty() {
-        return Step::Final { escalated: false };
+        return Step::Final { escalated };
     }
-    let exec = has_short_flag(&args[..end], 'x') || args[..end].iter().any(|a| a.text == "--exec");
-    if exec {
+    if has_flag(&args[..end], &w.command_flags) {
         return Step::Inner {
             skip: end,
-            escalated: false,
+            escalated,
             assignments: Vec::new(),
             default: None,
         };
     }
     if rest.iter().any(|a| a.dynamic) {
-        return Step::Hold("watch of a dynamic command".to_owned());
+        return Step::Hold(format!("{program} of a dynamic command"));
     }
     Step::Script {
-        wrapper: "watch".to_owned(),
+        wrapper: program.to_owned(),
         text: join(rest),
-        escalated: false,
+        escalated,
     }
 }
 
-fn parallel_step(args: &[Word]) -> Step {
-    let spec = OptSpec {
-        short: "jSNnLIaEd",
-        long: &[
-            "--jobs",
-            "--sshlogin",
-            "--max-args",
-            "--max-lines",
-            "--arg-file",
-            "--delay",
-            "--timeout",
-            "--joblog",
-            "--results",
-        ],
-    };
-    let end = options_end(args, &spec);
+fn parallel_step(w: &Wrapper, program: &str, args: &[Word]) -> Step {
+    let end = options_end(args, &w.value_options);
     let rest = args.get(end..).unwrap_or_default();
-    let cmd_len = rest
-        .iter()
-        .position(|a| a.text.starts_with(":::"))
+    let cmd_len = w
+        .end_prefix
+        .as_deref()
+        .and_then(|prefix| rest.iter().position(|a| a.text.starts_with(prefix)))
         .unwrap_or(rest.len());
     let command = &rest[..cmd_len];
     if command.is_empty() {
-        return Step::Final { escalated: false };
+        return Step::Final {
+            escalated: w.escalates,
+        };
     }
     if command.iter().any(|a| a.dynamic) {
-        return Step::Hold("parallel of a dynamic command".to_owned());
+        return Step::Hold(format!("{program} of a dynamic command"));
     }
     // parallel composes a command line and runs it through a shell.
     Step::Script {
-        wrapper: "parallel".to_owned(),
+        wrapper: program.to_owned(),
         text: join(command),
-        escalated: false,
+        escalated: w.escalates,
     }
 }
 
 /// Argument ranges of each `-exec`/`-execdir`/`-ok`/`-okdir` command.
-fn find_execs(args: &[Word]) -> Vec<Range<usize>> {
+fn find_execs(w: &Wrapper, args: &[Word]) -> Vec<Range<usize>> {
+    let is_in = |list: &[String], word: &Word| list.contains(&word.text);
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
-        if matches!(
-            args[i].text.as_str(),
-            "-exec" | "-execdir" | "-ok" | "-okdir"
-        ) {
+        if is_in(&w.exec_options, &args[i]) {
             let start = i + 1;
             let mut end = start;
-            while end < args.len() && !matches!(args[end].text.as_str(), ";" | "+") {
+            while end < args.len() && !is_in(&w.exec_ends, &args[end]) {
                 end += 1;
             }
             if end > start {
@@ -771,21 +617,10 @@ fn join(words: &[Word]) -> String {
 
 /// Removes git's global options so `args[0]` is the subcommand; options with
 /// values become wrapper entries (`git -c k=v`, `git -C dir`, `git --git-dir=d`).
-fn strip_git_globals(cmd: &mut SimpleCommand) {
-    const WITH_VALUE: &[&str] = &[
-        "-C",
-        "-c",
-        "--git-dir",
-        "--work-tree",
-        "--namespace",
-        "--config-env",
-        "--exec-path",
-        "--super-prefix",
-        "--attr-source",
-        "--list-cmds",
-    ];
+fn strip_git_globals(cmd: &mut SimpleCommand, with_value: &Options) {
     let mut i = 0;
     let args = &cmd.args;
+    let program = &cmd.program;
     let mut recorded = Vec::new();
     while let Some(a) = args.get(i) {
         let t = a.text.as_str();
@@ -796,17 +631,18 @@ fn strip_git_globals(cmd: &mut SimpleCommand) {
             i += 1;
             break;
         }
-        if WITH_VALUE.contains(&t) {
+        if with_value.has_word(t) {
             let value = args.get(i + 1).map(|w| w.text.as_str()).unwrap_or_default();
-            recorded.push(format!("git {t} {value}"));
+            recorded.push(format!("{program} {t} {value}"));
             i += 2;
         } else if let Some((name, _)) = t.split_once('=') {
-            if WITH_VALUE.contains(&name) {
-                recorded.push(format!("git {t}"));
+            if with_value.has_word(name) {
+                recorded.push(format!("{program} {t}"));
             }
             i += 1;
-        } else if t.starts_with("-c") && t.len() > 2 {
-            recorded.push(format!("git -c {}", &t[2..]));
+        } else if let Some(value) = short_attached(t, with_value) {
+            let option = &t[..t.len() - value.len()];
+            recorded.push(format!("{program} {option} {value}"));
             i += 1;
         } else {
             i += 1;
@@ -827,12 +663,13 @@ mod tests {
             .collect()
     }
 
+    fn entry(program: &str) -> &'static Wrapper {
+        Wrappers::builtin().get(program).unwrap()
+    }
+
     #[test]
     fn options_end_handles_values_and_clusters() {
-        let spec = OptSpec {
-            short: "u",
-            long: &["--user"],
-        };
+        let spec = Options::compile(&["-u".to_owned(), "--user".to_owned()]).unwrap();
         assert_eq!(options_end(&words("-u root rm"), &spec), 2);
         assert_eq!(options_end(&words("-uroot rm"), &spec), 1);
         assert_eq!(options_end(&words("-nu root rm"), &spec), 2);
@@ -844,45 +681,31 @@ mod tests {
 
     #[test]
     fn shell_invocations() {
-        assert!(matches!(
-            shell_invocation(&words("-c x")),
-            ShellRun::Command(1)
-        ));
-        assert!(matches!(
-            shell_invocation(&words("-lc x")),
-            ShellRun::Command(1)
-        ));
-        assert!(matches!(
-            shell_invocation(&words("-l -c x")),
-            ShellRun::Command(2)
-        ));
-        assert!(matches!(
-            shell_invocation(&words("--norc -ec x")),
-            ShellRun::Command(2)
-        ));
-        assert!(matches!(
-            shell_invocation(&words("-o pipefail -c x")),
-            ShellRun::Command(3)
-        ));
-        assert!(matches!(shell_invocation(&words("")), ShellRun::Stdin));
-        assert!(matches!(
-            shell_invocation(&words("-s arg")),
-            ShellRun::Stdin
-        ));
-        assert!(matches!(
-            shell_invocation(&words("-x script.sh")),
-            ShellRun::File
-        ));
-        assert!(matches!(shell_invocation(&words("-c")), ShellRun::Missing));
+        let sh = |args: &str| shell_invocation(entry("bash"), &words(args));
+        assert!(matches!(sh("-c x"), ShellRun::Command(1)));
+        assert!(matches!(sh("-lc x"), ShellRun::Command(1)));
+        assert!(matches!(sh("-l -c x"), ShellRun::Command(2)));
+        assert!(matches!(sh("--norc -ec x"), ShellRun::Command(2)));
+        assert!(matches!(sh("-o pipefail -c x"), ShellRun::Command(3)));
+        assert!(matches!(sh("--command x"), ShellRun::Command(1)));
+        assert!(matches!(sh("--command=x"), ShellRun::Command(0)));
+        assert!(matches!(sh(""), ShellRun::Stdin));
+        assert!(matches!(sh("-s arg"), ShellRun::Stdin));
+        assert!(matches!(sh("-x script.sh"), ShellRun::File));
+        assert!(matches!(sh("--rcfile f script.sh"), ShellRun::File));
+        assert!(matches!(sh("-c"), ShellRun::Missing));
     }
 
     #[test]
     fn find_exec_ranges() {
         assert_eq!(
-            find_execs(&words(". -exec rm {} ; -print -execdir sh -c x {} +")),
+            find_execs(
+                entry("find"),
+                &words(". -exec rm {} ; -print -execdir sh -c x {} +")
+            ),
             vec![2..4, 7..11]
         );
-        assert!(find_execs(&words(". -name x -delete")).is_empty());
+        assert!(find_execs(entry("find"), &words(". -name x -delete")).is_empty());
     }
 
     #[test]
@@ -892,7 +715,7 @@ mod tests {
             args: words("-C /r -c core.hooksPath=/x --no-pager --git-dir=/g -P push origin"),
             ..SimpleCommand::default()
         };
-        strip_git_globals(&mut cmd);
+        strip_git_globals(&mut cmd, &entry("git").value_options);
         assert_eq!(cmd.args, words("push origin"));
         assert_eq!(
             cmd.wrappers,
