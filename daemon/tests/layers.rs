@@ -8,23 +8,13 @@
 //!   below them;
 //! - any two daemon modules import each other, directly or round a circle.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+use common::rust_files;
 
 /// The module path of a source file under `src` (`stage/approval/mod.rs` →
 /// `["stage", "approval"]`; `lib.rs` and `main.rs` are the roots, `[]`).

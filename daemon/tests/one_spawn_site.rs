@@ -6,8 +6,12 @@
 //! itself (`praxis-run`'s user-mode auto-start and the offline `praxisd
 //! verify`): that runs our own daemon binary, never an agent's command.
 
+mod common;
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use common::rust_files;
 
 /// Process-starting APIs. Built from pieces so this file does not match itself.
 fn needles() -> Vec<String> {
@@ -30,20 +34,6 @@ fn needles() -> Vec<String> {
 
 /// Files allowed to start a process, relative to the workspace root.
 const ALLOWED: &[&str] = &["shim/src/client.rs"];
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 #[test]
 fn only_the_sandbox_spawns() {

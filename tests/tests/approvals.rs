@@ -12,17 +12,7 @@ use common::{Daemon, bin, signal_json};
 /// fails fast (the sandbox has no network either) but does run.
 fn repo(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
-    for args in [
-        &["init", "-q", "."][..],
-        &["remote", "add", "origin", "https://example.invalid/x.git"],
-    ] {
-        let st = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
+    common::unreachable_origin_repo(dir);
 }
 
 fn push_in(d: &Daemon, dir: &Path, extra: &[&str]) -> Output {

@@ -12,17 +12,7 @@ use common::{Daemon, bin, signal_json, stdout_json};
 /// A git work tree whose `origin` records `main` as its default branch and
 /// cannot be reached, so a push that runs fails fast.
 fn repo(dir: &Path) {
-    for args in [
-        &["init", "-q", "."][..],
-        &["remote", "add", "origin", "https://example.invalid/x.git"],
-    ] {
-        let st = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
+    common::unreachable_origin_repo(dir);
     let refs = dir.join(".git/refs/remotes/origin");
     std::fs::create_dir_all(&refs).unwrap();
     std::fs::write(refs.join("HEAD"), "ref: refs/remotes/origin/main\n").unwrap();

@@ -284,3 +284,19 @@ pub fn stdout_json(out: &Output) -> serde_json::Value {
         )
     })
 }
+
+/// `git init` in `dir` with an `origin` that cannot be reached: a push that
+/// runs fails fast.
+pub fn unreachable_origin_repo(dir: &Path) {
+    for args in [
+        &["init", "-q", "."][..],
+        &["remote", "add", "origin", "https://example.invalid/x.git"],
+    ] {
+        let st = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+}
