@@ -377,6 +377,10 @@ pub struct StatusReport {
     /// outlive its command.
     #[serde(default)]
     pub process_tracking: String,
+    /// How commands with network grants go out: their own network namespace
+    /// and the egress proxy, or why they cannot (they are HOLD then).
+    #[serde(default)]
+    pub egress: String,
     pub kill_switch: Option<String>,
     pub kill_file: String,
     /// Why the audit store cannot be trusted (deleted, replaced or cut while

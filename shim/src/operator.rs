@@ -472,6 +472,7 @@ fn status(json: bool) -> i32 {
             }
             println!("sandbox:         {}", s.self_test);
             println!("process tracking: {}", s.process_tracking);
+            println!("network: {}", s.egress);
             match &s.kill_switch {
                 Some(reason) => println!("kill switch:     ENGAGED ({reason}) [{}]", s.kill_file),
                 None => println!("kill switch:     off [{}]", s.kill_file),

@@ -125,6 +125,11 @@ fn a_granted_destination_is_reached_through_the_proxy_and_audited() {
     assert_eq!(host.hits(), 1);
     let dest = format!("127.0.0.1:{}", host.port);
     assert_eq!(egress_events(&d), vec![(dest, "allowed".to_owned())]);
+    let status = text(&d.praxis(&["status"]));
+    assert!(
+        status.contains("network: a network namespace per command"),
+        "{status}"
+    );
 }
 
 #[test]

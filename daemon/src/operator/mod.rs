@@ -123,6 +123,15 @@ fn status(daemon: &Daemon) -> StatusReport {
             Err(why) => format!("FAILED: {why}"),
         },
         process_tracking: praxis_sandbox::tracking().to_string(),
+        egress: match (&daemon.egress, praxis_sandbox::support().net_namespace) {
+            (Ok(_), true) => {
+                String::from("a network namespace per command, out only through the egress proxy")
+            }
+            (Ok(_), false) => String::from(
+                "UNAVAILABLE: no network namespace can be made here; commands with network grants are HOLD",
+            ),
+            (Err(why), _) => format!("UNAVAILABLE: {why}; commands with network grants are HOLD"),
+        },
         kill_switch: daemon.kill_switch.current().map(|e| e.reason),
         kill_file: daemon.kill_switch.file().display().to_string(),
         audit_problem: daemon.audit.lost(),
