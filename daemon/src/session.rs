@@ -318,14 +318,23 @@ async fn record(
     }
     detail.insert("at_ms".into(), hook.at_ms.into());
     let reason = match t {
-        Transition::Steer { text, .. } => Some(redact(text)),
-        Transition::Boundary { reason, .. } | Transition::Block { reason, .. } => {
-            Some(redact(reason))
-        }
-        _ => None,
+        Transition::Steer { text, .. } => redact(text),
+        Transition::Boundary { reason, .. } | Transition::Block { reason, .. } => redact(reason),
+        // The rest read as their fields, so every audit row says something.
+        _ => detail
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "at_ms" | "tool"))
+            .map(|(k, v)| match v {
+                serde_json::Value::String(text) => format!("{k}={text}"),
+                other => format!("{k}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
     };
     let event = Event {
-        reason,
+        reason: Some(reason),
+        // The action the transition came with, as the audit tail's command.
+        argv_redacted: hook.target.as_deref().map(|target| vec![redact(target)]),
         detail: Some(detail),
         ..event_of(hook, request_id, audit_kind(t))
     };
