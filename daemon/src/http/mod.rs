@@ -26,10 +26,9 @@ use praxis_proto::OperatorRequest;
 use serde_json::{Value, json};
 use tokio::net::UnixListener;
 
-use crate::audit::Durability;
 use crate::conn::Peer;
 use crate::errors;
-use crate::memory::{audit_event, now};
+use crate::memory::{self, now};
 use crate::operator::{self, memory as ops};
 use crate::state::Daemon;
 
@@ -348,17 +347,14 @@ fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError>
         "memories".into(),
         json!(memories.iter().map(|m| m.id()).collect::<Vec<_>>()),
     );
-    let record = audit_event(
+    memory::record(
+        &daemon.audit,
         "decision",
         &decision.decision_id,
         format!("judge decision {} written back", decision.decision_id),
         detail,
-    );
-    daemon
-        .audit
-        .append(record, Durability::Full)
-        .map(drop)
-        .map_err(|e| internal(errors::one_line(&e)))?;
+    )
+    .map_err(internal)?;
     let stored = store
         .put_decision(
             &decision.idempotency_key,

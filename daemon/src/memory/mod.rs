@@ -7,17 +7,30 @@ pub mod store;
 
 use praxis_memory::time::Timestamp;
 
-use crate::audit::{Event, EventKind};
+use crate::audit::{AuditStore, Durability, Event, EventKind};
 
 /// Now, as memory timestamps it.
 pub fn now() -> Timestamp {
     Timestamp(crate::clock::now_ms().div_euclid(1000))
 }
 
-/// The audit record of a memory operation: `op` (proposed, decision, or a
-/// review action: confirm, reject, …) on `id`, with what else it says in
-/// `detail`.
-pub fn audit_event(
+/// Records a memory operation in the audit chain, durably, before the
+/// memory store changes: `op` (proposed, decision, or a review action:
+/// confirm, reject, …) on `memory_id`, with what else it says in `detail`.
+pub fn record(
+    audit: &AuditStore,
+    op: &str,
+    memory_id: &str,
+    reason: String,
+    detail: serde_json::Map<String, serde_json::Value>,
+) -> Result<(), String> {
+    audit
+        .append(audit_event(op, memory_id, reason, detail), Durability::Full)
+        .map(drop)
+        .map_err(|e| crate::errors::one_line(&e))
+}
+
+fn audit_event(
     op: &str,
     memory_id: &str,
     reason: String,

@@ -242,27 +242,24 @@ impl MemoryStore {
 
     /// A written-back decision, as it was sent.
     pub fn decision(&self, decision_id: &str) -> Result<Option<serde_json::Value>, StoreError> {
-        let body: Option<String> = self
-            .conn()
-            .query_row(
-                "SELECT body FROM decisions WHERE decision_id = ?1",
-                [decision_id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
+        self.body(
+            "SELECT body FROM decisions WHERE decision_id = ?1",
+            decision_id,
+        )
     }
 
     /// The action of a held request.
     pub fn held(&self, request_id: &str) -> Result<Option<Action>, StoreError> {
-        let body: Option<String> = self
-            .conn()
-            .query_row(
-                "SELECT body FROM held WHERE request_id = ?1",
-                [request_id],
-                |r| r.get(0),
-            )
-            .optional()?;
+        self.body("SELECT body FROM held WHERE request_id = ?1", request_id)
+    }
+
+    /// The JSON body one row keyed by `key` holds, read back.
+    fn body<T: serde::de::DeserializeOwned>(
+        &self,
+        sql: &str,
+        key: &str,
+    ) -> Result<Option<T>, StoreError> {
+        let body: Option<String> = self.conn().query_row(sql, [key], |r| r.get(0)).optional()?;
         Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
     }
 

@@ -16,11 +16,10 @@ use praxis_memory::time::DAY;
 use praxis_proto::OperatorReply;
 use serde_json::{Value, json};
 
-use crate::audit::Durability;
 use crate::conn::Peer;
 use crate::errors;
 use crate::memory::store::MemoryStore;
-use crate::memory::{audit_event, now};
+use crate::memory::{self, now};
 use crate::state::Daemon;
 
 /// How long a lesson stays fresh after it is proposed or confirmed, unless
@@ -139,17 +138,13 @@ pub fn remember(daemon: &Daemon, peer: &Peer, request_id: &str) -> Result<String
     detail.insert("request_id".into(), request_id.into());
     detail.insert("by".into(), by.name.clone().into());
     detail.insert("lesson".into(), json!(memory.lesson));
-    let event = audit_event(
+    memory::record(
+        &daemon.audit,
         "proposed",
         &memory_id,
         format!("lesson proposed for review: {}", memory.item.summary),
         detail,
-    );
-    daemon
-        .audit
-        .append(event, Durability::Full)
-        .map(drop)
-        .map_err(|e| errors::one_line(&e))?;
+    )?;
     store.put(&memory).map_err(|e| errors::one_line(&e))?;
     store
         .add_event(&MemoryEvent::proposed(&memory, at))
@@ -271,17 +266,13 @@ pub fn acted(daemon: &Daemon, peer: &Peer, item_id: &str, action: Value) -> Resu
     detail.insert("from".into(), json!(before.review));
     detail.insert("to".into(), json!(after.review));
     detail.insert("use_policy".into(), json!(after.use_policy()));
-    let event = audit_event(
+    memory::record(
+        &daemon.audit,
         action.name(),
         item_id,
         format!("{} {} {item_id}", by.name, action.name()),
         detail,
-    );
-    daemon
-        .audit
-        .append(event, Durability::Full)
-        .map(drop)
-        .map_err(|e| errors::one_line(&e))?;
+    )?;
     store.put(&after).map_err(|e| errors::one_line(&e))?;
     if let Some(target) = &target {
         store.put(target).map_err(|e| errors::one_line(&e))?;
