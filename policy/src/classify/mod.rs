@@ -567,6 +567,7 @@ impl Classifier<'_, '_> {
             .unwrap_or("");
         for raise in &entry.flags {
             let applies = (raise.subs.is_empty() || raise.subs.iter().any(|s| s == first_word))
+                && !raise.not_subs.iter().any(|s| s == first_word)
                 && raise
                     .flags
                     .iter()
@@ -738,21 +739,10 @@ impl Classifier<'_, '_> {
                         facts.set(Fact::GitDeleteRefspec);
                     }
                 }
-                Some("config") => {
-                    let reads = [
-                        "--get",
-                        "--get-all",
-                        "--get-regexp",
-                        "-l",
-                        "--list",
-                        "--show-origin",
-                        "--get-urlmatch",
-                    ];
-                    if facts.operands.len() >= 2
-                        && !facts.flags.iter().any(|f| reads.contains(&f.as_str()))
-                    {
-                        facts.set(Fact::GitConfigWrite);
-                    }
+                Some("config")
+                    if git_config_sets_runnable(&facts.flags, &facts.operands, self.tables) =>
+                {
+                    facts.set(Fact::GitConfigWrite);
                 }
                 _ => {}
             },
@@ -1390,27 +1380,76 @@ fn environment_names(cmd: &SimpleCommand) -> Vec<String> {
     names
 }
 
+/// Whether `setting` (`key` or `key=value`) names one of the table's plain
+/// keys, which cannot make git run anything.
+fn is_plain_git_key(setting: &str, tables: &Tables) -> bool {
+    let key = setting
+        .split('=')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    tables
+        .git_plain_keys
+        .iter()
+        .any(|p| match p.strip_suffix('.') {
+            Some(section) => key
+                .strip_prefix(section)
+                .is_some_and(|k| k.starts_with('.')),
+            None => key == *p,
+        })
+}
+
+/// Whether `git config` with these flags and operands writes configuration
+/// that matters: any key outside the repository's own config (`--global`,
+/// `--system`, `--file`), a key that is not plain, or an edit in the editor.
+/// Reads, and a plain key set in the repository (`git config user.email
+/// a@b`), are not.
+fn git_config_sets_runnable(flags: &[String], operands: &[String], tables: &Tables) -> bool {
+    const READS: [&str; 7] = [
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "-l",
+        "--list",
+        "--show-origin",
+        "--get-urlmatch",
+    ];
+    const BEYOND_REPOSITORY: [&str; 5] = ["--global", "--system", "--file", "-f", "--blob"];
+    // Since git 2.46 the action may be spelled as a word: `git config set k v`.
+    let (action, rest) = match operands.split_first() {
+        Some((first, rest))
+            if matches!(
+                first.as_str(),
+                "get" | "list" | "set" | "unset" | "edit" | "rename-section" | "remove-section"
+            ) =>
+        {
+            (Some(first.as_str()), rest)
+        }
+        _ => (None, operands),
+    };
+    let writes = match action {
+        Some("get" | "list") => false,
+        Some(_) => true,
+        None => rest.len() >= 2 && !flags.iter().any(|f| READS.contains(&f.as_str())),
+    };
+    // An edit runs the configured editor on the file.
+    let edits = action == Some("edit") || flags.iter().any(|f| f == "-e" || f == "--edit");
+    edits
+        || (writes
+            && (flags
+                .iter()
+                .any(|f| BEYOND_REPOSITORY.contains(&f.as_str()))
+                || !rest
+                    .first()
+                    .is_some_and(|key| is_plain_git_key(key, tables))))
+}
+
 /// Whether a git run configures itself with `-c key=value`, `--config-env`,
 /// `--exec-path` or `GIT_*` variables that can run commands (hooks path,
 /// pager, ssh command, aliases …). Only the table's plain keys cannot run
 /// anything.
 fn git_config_override(cmd: &SimpleCommand, tables: &Tables) -> bool {
-    let plain_key = |setting: &str| {
-        let key = setting
-            .split('=')
-            .next()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        tables
-            .git_plain_keys
-            .iter()
-            .any(|p| match p.strip_suffix('.') {
-                Some(section) => key
-                    .strip_prefix(section)
-                    .is_some_and(|k| k.starts_with('.')),
-                None => key == *p,
-            })
-    };
+    let plain_key = |setting: &str| is_plain_git_key(setting, tables);
     let by_option = cmd
         .wrappers
         .iter()
