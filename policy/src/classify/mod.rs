@@ -739,10 +739,15 @@ impl Classifier<'_, '_> {
                         facts.set(Fact::GitDeleteRefspec);
                     }
                 }
-                Some("config")
-                    if git_config_sets_runnable(&facts.flags, &facts.operands, self.tables) =>
-                {
-                    facts.set(Fact::GitConfigWrite);
+                Some("config") => {
+                    match git_config_change(&facts.flags, &facts.operands, self.tables) {
+                        GitConfigChange::None => {}
+                        GitConfigChange::Plain => facts.raise(Tier::ReversibleWrite, || {
+                            "`git config` changes a plain key of the repository's configuration"
+                                .to_owned()
+                        }),
+                        GitConfigChange::Runnable => facts.set(Fact::GitConfigWrite),
+                    }
                 }
                 _ => {}
             },
@@ -1399,12 +1404,19 @@ fn is_plain_git_key(setting: &str, tables: &Tables) -> bool {
         })
 }
 
-/// Whether `git config` with these flags and operands writes configuration
-/// that matters: any key outside the repository's own config (`--global`,
-/// `--system`, `--file`), a key that is not plain, or an edit in the editor.
-/// Reads, and a plain key set in the repository (`git config user.email
-/// a@b`), are not.
-fn git_config_sets_runnable(flags: &[String], operands: &[String], tables: &Tables) -> bool {
+/// What a `git config` run changes.
+enum GitConfigChange {
+    /// Nothing: a read.
+    None,
+    /// A plain key in the repository's own config (`git config user.email a@b`).
+    Plain,
+    /// Configuration that can make git run something: a key that is not
+    /// plain, any key beyond the repository (`--global`, `--system`,
+    /// `--file`), or an edit in the editor.
+    Runnable,
+}
+
+fn git_config_change(flags: &[String], operands: &[String], tables: &Tables) -> GitConfigChange {
     const READS: [&str; 7] = [
         "--get",
         "--get-all",
@@ -1413,6 +1425,14 @@ fn git_config_sets_runnable(flags: &[String], operands: &[String], tables: &Tabl
         "--list",
         "--show-origin",
         "--get-urlmatch",
+    ];
+    const WRITES: [&str; 6] = [
+        "--unset",
+        "--unset-all",
+        "--add",
+        "--replace-all",
+        "--rename-section",
+        "--remove-section",
     ];
     const BEYOND_REPOSITORY: [&str; 5] = ["--global", "--system", "--file", "-f", "--blob"];
     // Since git 2.46 the action may be spelled as a word: `git config set k v`.
@@ -1430,11 +1450,14 @@ fn git_config_sets_runnable(flags: &[String], operands: &[String], tables: &Tabl
     let writes = match action {
         Some("get" | "list") => false,
         Some(_) => true,
-        None => rest.len() >= 2 && !flags.iter().any(|f| READS.contains(&f.as_str())),
+        None => {
+            flags.iter().any(|f| WRITES.contains(&f.as_str()))
+                || (rest.len() >= 2 && !flags.iter().any(|f| READS.contains(&f.as_str())))
+        }
     };
     // An edit runs the configured editor on the file.
     let edits = action == Some("edit") || flags.iter().any(|f| f == "-e" || f == "--edit");
-    edits
+    if edits
         || (writes
             && (flags
                 .iter()
@@ -1442,6 +1465,13 @@ fn git_config_sets_runnable(flags: &[String], operands: &[String], tables: &Tabl
                 || !rest
                     .first()
                     .is_some_and(|key| is_plain_git_key(key, tables))))
+    {
+        GitConfigChange::Runnable
+    } else if writes {
+        GitConfigChange::Plain
+    } else {
+        GitConfigChange::None
+    }
 }
 
 /// Whether a git run configures itself with `-c key=value`, `--config-env`,
