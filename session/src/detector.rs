@@ -3,6 +3,7 @@
 
 use praxis_policy::verdict::{Tier, Verdict};
 
+use crate::baseline::{Baseline, Lineage};
 use crate::event::{EventKind, HookEvent, Judgment, Status, WorkKind};
 use crate::policy::{
     Backstop, Mechanism, MethodBlock, PolicyError, Risk, SessionPolicy, Templates,
@@ -70,6 +71,21 @@ impl Detector {
 
     pub fn policy(&self) -> &SessionPolicy {
         &self.policy
+    }
+
+    /// Seeds a session not seeded yet with what its lineage learned (R8):
+    /// windows opened from now on take the learned backstops, and its
+    /// finished windows teach `lineage`. A seeded session keeps its
+    /// baseline (seeding again changes nothing and says nothing).
+    pub fn seed(&self, state: &mut SessionState, lineage: Lineage, learned: Baseline) -> Outcome {
+        if state.lineage.is_some() {
+            return Outcome::default();
+        }
+        state.lineage = Some(lineage.clone());
+        state.learned = (!learned.by_kind.is_empty()).then(|| learned.clone());
+        Outcome {
+            transitions: vec![Transition::BaselineSeeded { lineage, learned }],
+        }
     }
 
     /// Feeds one event of the session whose state is `state`. The daemon

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::baseline::Baseline;
+use crate::baseline::{Baseline, Lineage};
 use crate::event::{ScopeKey, WorkKind};
 use crate::policy::{Backstop, Risk};
 use crate::signal::{Signal, Telemetry};
@@ -113,8 +113,12 @@ pub struct SessionState {
     /// The agent stopped; the next activity begins a new turn.
     pub turn_ended: bool,
     pub recent_calls: Vec<RecentCall>,
-    /// Learned backstops for this session's repository (R8), if any.
+    /// Learned backstops for this session's lineage (R8), if any.
     pub learned: Option<Baseline>,
+    /// Whose past windows seeded this session, and whom its windows teach;
+    /// none until the session was seeded.
+    #[serde(default)]
+    pub lineage: Option<Lineage>,
 }
 
 impl SessionState {
