@@ -106,12 +106,16 @@ struct Replayed {
 }
 
 fn replay(d: &Daemon, name: &str) -> Vec<Replayed> {
-    let lines = trajectory(name);
-    make_files(&lines, &d.work());
+    replay_in(d, trajectory(name), &d.work())
+}
+
+/// Replays `lines` as hook events of a runtime working in `work`.
+fn replay_in(d: &Daemon, lines: Vec<Value>, work: &Path) -> Vec<Replayed> {
+    make_files(&lines, work);
     lines
         .into_iter()
         .map(|line| {
-            let input = hook_event(&line, &d.work()).to_string();
+            let input = hook_event(&line, work).to_string();
             let runtime = line["runtime"].as_str().unwrap();
             let out = d.praxis_run(&["hook", runtime], &input);
             assert_eq!(
@@ -337,4 +341,86 @@ fn codex_gets_the_same_contract_failing_loop_then_deploy() {
         .collect();
     assert!(off.contains(&json!("scope_change")), "{off:?}");
     assert!(!off.contains(&json!("failure_loop")), "{off:?}");
+}
+
+/// A Claude Code session that reads six files per prompt for `turns` prompts, then stops.
+fn reading_turns(session: &str, turns: usize) -> Vec<Value> {
+    let mut lines = Vec::new();
+    for turn in 0..turns {
+        lines.push(
+            json!({ "runtime": "claude-code", "session": session, "kind": "user_prompt_submit" }),
+        );
+        for i in 0..6 {
+            lines.push(json!({
+                "runtime": "claude-code", "session": session, "kind": "pre_tool_use",
+                "tool": "Read", "target": format!("src/t{turn}/f{i}.rs"),
+                "call_id": format!("{session}-{turn}-{i}"),
+            }));
+        }
+    }
+    lines.push(json!({ "runtime": "claude-code", "session": session, "kind": "stop" }));
+    lines
+}
+
+fn window_backstops(d: &Daemon, session: &str) -> Vec<u64> {
+    session_events(d, session, "session_window_opened")
+        .iter()
+        .map(|e| e["detail"]["backstop"]["actions"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn what_a_finished_session_taught_seeds_the_next_one_of_its_workspace_and_role() {
+    let policy = format!("{SESSION_TOML}[baseline]\nmin_windows = 3\n");
+    let mut d = Daemon::start_with(&[("session.toml", policy.as_str())], &[]);
+    // Four prompts: the first window opens before any work kind is known;
+    // the next three read windows (six actions each) close on a prompt or the stop.
+    let _ = replay_in(&d, reading_turns("teacher", 4), &d.work());
+    let seeded = session_events(&d, "teacher", "session_baseline_seeded");
+    assert_eq!(seeded.len(), 1, "seeded once, at the first judged action");
+    assert!(
+        seeded[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nothing learned yet"),
+        "{seeded:?}"
+    );
+    assert!(window_backstops(&d, "teacher").iter().all(|&b| b == 60));
+
+    // The ledger is in the state dir: a restarted praxisd still has it.
+    d.kill9();
+    d.spawn();
+    let _ = replay_in(&d, reading_turns("learner", 3), &d.work());
+    let seeded = session_events(&d, "learner", "session_baseline_seeded");
+    let reason = seeded[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("read: median 6 actions") && reason.contains("over 3 windows"),
+        "{reason}"
+    );
+    assert_eq!(
+        seeded[0]["detail"]["learned"]["by_kind"]["read"]["actions"],
+        6
+    );
+    // Twice the learned median, for the read windows opened after the seed.
+    let backstops = window_backstops(&d, "learner");
+    assert_eq!(backstops[1..], [12, 12], "{backstops:?}");
+
+    // Another workspace learned nothing from it.
+    let elsewhere = d.home().join("other");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let _ = replay_in(&d, reading_turns("stranger", 2), &elsewhere);
+    let seeded = session_events(&d, "stranger", "session_baseline_seeded");
+    assert!(
+        seeded[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nothing learned yet"),
+        "{seeded:?}"
+    );
+    assert!(window_backstops(&d, "stranger").iter().all(|&b| b == 60));
+    let show = d.praxis(&["session", "show", "learner"]);
+    assert!(
+        String::from_utf8_lossy(&show.stdout).contains("baseline seeded for"),
+        "{show:?}"
+    );
 }
