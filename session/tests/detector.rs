@@ -520,3 +520,47 @@ fn windows_a_budget_cut_short_do_not_teach() {
     assert!(expired >= 5, "{expired}");
     assert!(ledger.samples.is_empty());
 }
+
+fn steers(o: &Outcome) -> Vec<String> {
+    o.transitions
+        .iter()
+        .filter_map(|t| match t {
+            Transition::Steer { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn after_the_turn_ended_the_steer_reports_the_last_stretch_that_did_work() {
+    let mut s = Session::new("");
+    let _ = s.act("Read", "src/http/header.rs", Tier::ReadOnly);
+    // The third edit is a shift boundary; five more clear the re-arm floor.
+    for _ in 0..8 {
+        let _ = s.act("Edit", "src/http/header.rs", Tier::ReversibleWrite);
+    }
+    let stop = s.event(EventKind::Stop, "", "");
+    let _ = s.feed(stop);
+    s.step_s = 60;
+    let prompt = s.event(EventKind::UserPromptSubmit, "", "");
+    let o = s.feed(prompt);
+    assert_eq!(boundaries(&o), [Signal::Lifecycle]);
+    let text = steers(&o).join("\n");
+    // The window the Stop closed, not the empty one the prompt closed.
+    assert!(
+        text.contains("1 file(s) changed (header.rs)") && !text.contains("was 0 actions"),
+        "{text}"
+    );
+    let o = s.act("Bash", "git push origin fix", Tier::ExternalSideEffect);
+    assert_eq!(boundaries(&o), [Signal::FirstRisk]);
+    let text = steers(&o).join("\n");
+    assert!(text.contains("1 file(s) changed"), "{text}");
+    // Re-reading that file is still evidence of a reassessment.
+    let o = s.act("Read", "src/http/header.rs", Tier::ReadOnly);
+    assert!(
+        o.transitions
+            .iter()
+            .any(|t| matches!(t, Transition::CheckpointSatisfied { .. })),
+        "{o:?}"
+    );
+}
