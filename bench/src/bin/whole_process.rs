@@ -582,7 +582,11 @@ fn report(opts: &Options) -> Result<String> {
         0,
     )
     .with_stdin(&event_no_session);
-    rows.push((paired(&hook_alone, &truth, n)?, "≤ 1.5× (checked at 2×)", 1.5));
+    rows.push((
+        paired(&hook_alone, &truth, n)?,
+        "≤ 1.5× (checked at 2×)",
+        1.5,
+    ));
     rows.push((
         paired(&hook, &hook_alone, n)?,
         "≤ 1.1× (the session control plane's share)",
