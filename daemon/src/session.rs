@@ -98,7 +98,8 @@ pub struct Sessions {
     detector: Result<Detector, String>,
     dir: PathBuf,
     ledger: PathBuf,
-    /// One event at a time: load, observe and save are one step per session.
+    /// One event at a time: load, seed, observe, save and teach are one step
+    /// (the ledger is shared by every session).
     lock: Mutex<()>,
 }
 
