@@ -114,7 +114,7 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
             nofile: limits.rlimit_nofile,
             cpu_secs: limits.rlimit_cpu_secs,
         },
-        limits: praxis_sandbox::Limits::default(),
+        limits: daemon.config.command_limits,
         run_as,
         scratch_root: daemon.config.layout.scratch_root(),
     }
