@@ -297,3 +297,87 @@ fn a_bound_credential_reaches_only_its_destination_and_never_the_child() {
     assert!(seen.starts_with("praxis-placeholder-api-"), "{env:?}");
     assert!(!seen.contains(secret));
 }
+
+/// A new scratch directory under the shared `/tmp` for one test.
+fn shared_scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("praxis-e2e-copy-")
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+#[test]
+fn a_directory_copied_to_a_new_tmp_path_arrives_as_a_directory() {
+    let d = Daemon::start();
+    let src = d.work().join("src");
+    std::fs::create_dir_all(src.join("inner")).unwrap();
+    std::fs::write(src.join("inner/file"), "copied\n").unwrap();
+    let scratch = shared_scratch();
+    let at = |name: &str| scratch.path().join(name);
+
+    // cp -a: the new path is made a directory first, so cp copies into it
+    // and the agent is told where the copy went and how to copy the
+    // contents instead.
+    let dest = at("by-cp");
+    let out = d.run(&["--", "cp", "-a", "src", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("src/inner/file")).unwrap(),
+        "copied\n"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cp copied src into {}/src", dest.display())),
+        "{stderr}"
+    );
+
+    // cp -rT copies the contents to the new name itself, silently.
+    let dest = at("by-cp-t");
+    let out = d.run(&["--", "cp", "-rT", "src", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("inner/file")).unwrap(),
+        "copied\n"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("praxis:"),
+        "{out:?}"
+    );
+
+    // Several sources need a directory to land in.
+    std::fs::write(d.work().join("README.md"), "hello\n").unwrap();
+    let dest = at("by-cp-many");
+    let out = d.run(&["--", "cp", "-r", "src", "README.md", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(dest.join("src/inner/file").is_file() && dest.join("README.md").is_file());
+
+    // A single file copied recursively stays a file.
+    let dest = at("one-file");
+    let out = d.run(&["--", "cp", "-r", "README.md", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&dest).unwrap(), "hello\n");
+
+    // rsync to a new directory, with and without the trailing slash.
+    if std::process::Command::new("rsync")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!("skipping rsync: not installed");
+        return;
+    }
+    let dest = at("by-rsync");
+    let out = d.run(&["--", "rsync", "-a", "src/", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("inner/file")).unwrap(),
+        "copied\n"
+    );
+    let dest = at("by-rsync-named");
+    let out = d.run(&["--", "rsync", "-a", "src", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("src/inner/file")).unwrap(),
+        "copied\n"
+    );
+}
