@@ -151,6 +151,14 @@ async fn send(writer: &mut Writer, connected: bool, is_stderr: bool, bytes: Vec<
     writer.frame(&frame).await.is_ok()
 }
 
+/// Sends what each stream has to deliver, `[stdout, stderr]`.
+async fn send_both(writer: &mut Writer, mut connected: bool, bytes: [Vec<u8>; 2]) -> bool {
+    for (is_stderr, bytes) in [false, true].into_iter().zip(bytes) {
+        connected = send(writer, connected, is_stderr, bytes).await;
+    }
+    connected
+}
+
 /// Watches the client for a cancel or a disconnect; either ends the command.
 fn watch_client(mut reader: OwnedReadHalf) -> oneshot::Receiver<&'static str> {
     let (tx, rx) = oneshot::channel();
@@ -394,6 +402,12 @@ pub async fn run(
     // The child has its copy; ours go now, not when the command ends.
     let names: Vec<String> = permit.brokered.iter().map(|b| b.env.clone()).collect();
     Brokered::wipe(&mut spec.env, &names);
+    // Kept for the output's guard against a value split between streams.
+    let brokered: Vec<(String, zeroize::Zeroizing<Vec<u8>>)> = permit
+        .brokered
+        .iter()
+        .map(|b| (b.name.clone(), zeroize::Zeroizing::new(b.value.to_vec())))
+        .collect();
     permit.brokered.clear();
     let (mut running, out_r, err_r) = match spawned {
         Ok(started) => started,
@@ -449,7 +463,7 @@ pub async fn run(
         connected = writer.frame(&Frame::Stderr(line)).await.is_ok();
     }
 
-    let mut output = Output::new(permit.output_cap, &redactor);
+    let mut output = Output::new(permit.output_cap, &redactor, brokered);
     let mut stdout = pipe::Receiver::from_owned_fd(out_r).ok();
     let mut stderr = pipe::Receiver::from_owned_fd(err_r).ok();
     let mut client = watch_client(reader);
@@ -479,7 +493,7 @@ pub async fn run(
                 }
                 None => {
                     stdout = None;
-                    connected = send(writer, connected, false, output.finish(false)).await;
+                    connected = send_both(writer, connected, output.finish(false)).await;
                 }
             },
             n = read_chunk(&mut stderr, &mut err_buf) => match n {
@@ -490,7 +504,7 @@ pub async fn run(
                 }
                 None => {
                     stderr = None;
-                    connected = send(writer, connected, true, output.finish(true)).await;
+                    connected = send_both(writer, connected, output.finish(true)).await;
                 }
             },
             why = &mut client, if ended_because.is_none() && waited.is_none() => {
@@ -556,9 +570,14 @@ pub async fn run(
         connected = send(writer, connected, true, line.into_bytes()).await;
     }
 
+    // A stream still open after the drain: flush what was held back.
+    let mut held = [Vec::new(), Vec::new()];
     for is_stderr in [false, true] {
-        // A stream still open after the drain: flush what the redactor held.
-        let held = output.finish(is_stderr);
+        for (all, more) in held.iter_mut().zip(output.finish(is_stderr)) {
+            all.extend(more);
+        }
+    }
+    for (is_stderr, held) in [false, true].into_iter().zip(held) {
         connected = send(writer, connected, is_stderr, held).await;
         let (name, stream) = if is_stderr {
             ("stderr", &output.stderr)
