@@ -64,7 +64,7 @@ fn sweep_dead_daemons(parent: &Path, empty: Empty) {
 
 /// Empties every command cgroup under `base` (one still populated after
 /// the wait stays for the next sweep).
-pub(crate) fn sweep_commands(base: &Path, empty: Empty) {
+fn sweep_commands(base: &Path, empty: Empty) {
     let Ok(entries) = fs::read_dir(base) else {
         return;
     };

@@ -83,26 +83,28 @@ fn empty_and_remove(dir: &Path) -> Result<(), CgroupError> {
     if pids_max.exists() {
         write(&pids_max, "0")?;
     }
-    let procs = dir.join("cgroup.procs");
     let deadline = Instant::now() + EMPTY_WAIT;
-    loop {
-        let listed = fs::read_to_string(&procs).map_err(CgroupError::at("reading", &procs))?;
-        let pids: Vec<libc::pid_t> = listed.lines().filter_map(|l| l.parse().ok()).collect();
-        if pids.is_empty() {
-            break;
-        }
+    while kill_listed(dir)? > 0 {
         if Instant::now() >= deadline {
             return Err(CgroupError::at("waiting for the cgroup to empty", dir)(
                 io::Error::from(io::ErrorKind::TimedOut),
             ));
         }
-        for pid in pids {
-            // SAFETY: kill with a plain pid; one that is gone gets ESRCH.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     fs::remove_dir(dir).map_err(CgroupError::at("removing", dir))
+}
+
+/// SIGKILL to every process the cgroup at `dir` lists now; how many.
+fn kill_listed(dir: &Path) -> Result<usize, CgroupError> {
+    let procs = dir.join("cgroup.procs");
+    let listed = fs::read_to_string(&procs).map_err(CgroupError::at("reading", &procs))?;
+    let pids: Vec<libc::pid_t> = listed.lines().filter_map(|l| l.parse().ok()).collect();
+    for &pid in &pids {
+        // SAFETY: kill with a plain pid; one that is gone gets ESRCH.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    Ok(pids.len())
 }
 
 fn write(path: &Path, value: &str) -> Result<(), CgroupError> {
@@ -179,12 +181,7 @@ impl CommandLimits {
     /// SIGKILL to every process listed in the cgroups now.
     pub(crate) fn kill(&self) -> Result<(), CgroupError> {
         for (dir, _) in &self.joined {
-            let procs = dir.join("cgroup.procs");
-            let listed = fs::read_to_string(&procs).map_err(CgroupError::at("reading", &procs))?;
-            for pid in listed.lines().filter_map(|l| l.parse::<libc::pid_t>().ok()) {
-                // SAFETY: kill with a plain pid; one that is gone gets ESRCH.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+            kill_listed(dir)?;
         }
         Ok(())
     }
