@@ -138,8 +138,10 @@ fn fork_bomb(run_as: Option<u32>) {
         output.lines().next().unwrap_or("")
     );
     assert!(most <= 48, "{most} processes: the ceiling did not hold");
+    // It ran into the ceiling: many processes seen, or bash says a fork
+    // was refused (a loaded host may sample too slowly to see them).
     assert!(
-        most >= 8,
+        most >= 8 || output.contains("fork"),
         "the bomb did not even start ({most} seen, {waited:?}): {output}"
     );
     still_fine(&fx);
