@@ -45,6 +45,49 @@ struct File {
     credentials: Vec<CredentialFile>,
     #[serde(default)]
     snapshots: SnapshotsFile,
+    #[serde(default)]
+    limits: LimitsFile,
+    #[serde(default)]
+    egress: EgressFile,
+}
+
+/// `[limits]`: each command's ceilings, for its whole process tree.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    /// Processes and threads (default 1024).
+    pids_max: Option<u64>,
+    /// Memory in MiB (default 8192).
+    memory_max_mib: Option<u64>,
+}
+
+impl LimitsFile {
+    fn into_limits(self) -> Result<praxis_sandbox::Limits, String> {
+        let base = praxis_sandbox::Limits::default();
+        let limits = praxis_sandbox::Limits {
+            pids: self.pids_max.unwrap_or(base.pids),
+            memory_bytes: self
+                .memory_max_mib
+                .map_or(base.memory_bytes, |m| m.saturating_mul(1 << 20)),
+        };
+        // A shell needs a few processes and some memory to start at all.
+        if limits.pids < 8 || limits.memory_bytes < 64 << 20 {
+            return Err(String::from(
+                "[limits] needs pids_max of at least 8 and memory_max_mib of at least 64",
+            ));
+        }
+        Ok(limits)
+    }
+}
+
+/// `[egress]`: how the egress proxy reaches upstream hosts.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EgressFile {
+    /// PEM files of root certificates trusted for upstream TLS besides the
+    /// system's (an internal registry's own CA).
+    #[serde(default)]
+    upstream_roots: Vec<PathBuf>,
 }
 
 /// `[snapshots]`: what reversible commands keep for `praxis undo`.
@@ -379,6 +422,10 @@ pub struct Config {
     /// Credentials declared in `praxis.toml` (references only).
     pub credentials: Vec<CredentialSpec>,
     pub snapshots: Snapshots,
+    /// Each command's process and memory ceilings.
+    pub command_limits: praxis_sandbox::Limits,
+    /// Extra roots for the egress proxy's upstream TLS (PEM files).
+    pub egress_upstream_roots: Vec<PathBuf>,
 }
 
 /// Default lifetime of an approval.
@@ -419,6 +466,13 @@ impl Config {
             message,
         };
         let roles = file.roles.into_roles().map_err(invalid)?;
+        let command_limits = file.limits.into_limits().map_err(invalid)?;
+        if let Some(relative) = file.egress.upstream_roots.iter().find(|p| !p.is_absolute()) {
+            return Err(invalid(format!(
+                "[egress] upstream_roots: `{}` must be an absolute path",
+                relative.display()
+            )));
+        }
         let mut names = std::collections::BTreeSet::new();
         let credentials = file
             .credentials
@@ -456,6 +510,8 @@ impl Config {
             retry_budget: budget,
             credentials,
             snapshots: file.snapshots.into_snapshots(),
+            command_limits,
+            egress_upstream_roots: file.egress.upstream_roots,
             kill_file: file.kill_file.unwrap_or_else(|| layout.default_kill_file()),
             shell: file.shell.unwrap_or_else(default_shell),
             operator_group: file
@@ -507,6 +563,30 @@ mod tests {
         let c = Config::load(layout(tmp.path())).unwrap();
         assert_eq!(c.kill_file, PathBuf::from("/x/STOP"));
         assert_eq!(c.kill_grace, Duration::from_millis(10));
+    }
+
+    #[test]
+    fn command_limits_and_upstream_roots() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.command_limits, praxis_sandbox::Limits::default());
+        assert!(c.egress_upstream_roots.is_empty());
+        let write = |text: &str| std::fs::write(tmp.path().join(CONFIG_FILE), text).unwrap();
+        write(
+            "[limits]\npids_max = 64\nmemory_max_mib = 256\n[egress]\nupstream_roots = [\"/etc/r.pem\"]\n",
+        );
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.command_limits.pids, 64);
+        assert_eq!(c.command_limits.memory_bytes, 256 << 20);
+        assert_eq!(c.egress_upstream_roots, [PathBuf::from("/etc/r.pem")]);
+        for bad in [
+            "[limits]\npids_max = 2\n",
+            "[limits]\nmemory_max_mib = 1\n",
+            "[egress]\nupstream_roots = [\"r.pem\"]\n",
+        ] {
+            write(bad);
+            assert!(Config::load(layout(tmp.path())).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -51,7 +51,12 @@ impl EgressHub {
     /// Loads (or makes, at first start) the CA under `state_dir/egress`,
     /// where no command can read its key, and publishes its certificate and
     /// the trust bundle in `public_dir`, which every command can read.
-    pub fn open(state_dir: &Path, public_dir: &Path) -> Result<EgressHub, EgressSetupError> {
+    /// Upstream TLS trusts the system roots and those in `upstream_roots`.
+    pub fn open(
+        state_dir: &Path,
+        public_dir: &Path,
+        upstream_roots: &[PathBuf],
+    ) -> Result<EgressHub, EgressSetupError> {
         let ca = Ca::load_or_create(&state_dir.join("egress"))?;
         let io = |what: &Path, e| EgressSetupError::Io(what.display().to_string(), e);
         fs::create_dir_all(public_dir).map_err(|e| io(public_dir, e))?;
@@ -65,7 +70,11 @@ impl EgressHub {
             fs::set_permissions(file, fs::Permissions::from_mode(0o644))
                 .map_err(|e| io(file, e))?;
         }
-        let proxy = Egress::new(Limits::default(), Some(Arc::new(ca)), Vec::new())?;
+        let mut extra_roots = Vec::new();
+        for path in upstream_roots {
+            extra_roots.extend(praxis_egress::pem_roots(path)?);
+        }
+        let proxy = Egress::new(Limits::default(), Some(Arc::new(ca)), extra_roots)?;
         Ok(EgressHub {
             proxy,
             ca_cert,

@@ -183,7 +183,7 @@ fn start(layout: Layout) -> Result<i32, String> {
     if let Err(why) = &policy {
         tracing::error!("policy failed to load, serving only HOLD: {why}");
     }
-    // Detected once, before any command: creates this daemon's cgroup base
+    // Detected once, before any command: creates this daemon's cgroup bases
     // and kills what dead daemons left in theirs.
     match praxis_sandbox::tracking() {
         tracking @ praxis_sandbox::Tracking::Cgroup(_) => {
@@ -193,6 +193,12 @@ fn start(layout: Layout) -> Result<i32, String> {
             "process tracking: {tracking}; a command's descendant that calls setsid can \
              outlive it"
         ),
+    }
+    match praxis_sandbox::limiting() {
+        limiting @ praxis_sandbox::Limiting::Rlimits(_) => {
+            tracing::warn!("{limiting}; a command running as root has no process ceiling")
+        }
+        limiting => tracing::info!("{limiting}"),
     }
     // Still one thread here, as the fork needs: the guardian ends every
     // running command if this daemon dies, SIGKILL included.
@@ -221,7 +227,7 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
     detail.insert("self_test".into(), format!("{:?}", daemon.self_test).into());
     detail.insert(
         "process_tracking".into(),
-        praxis_sandbox::tracking().to_string().into(),
+        praxis_sandbox::process_control().into(),
     );
     let startup = Event {
         policy_revision: daemon.policy().ok().map(|p| p.revision().to_owned()),

@@ -87,9 +87,13 @@ impl Daemon {
             config.snapshots.limits.clone(),
         )
         .map_err(|e| format!("snapshot store: {e}"));
-        let egress = EgressHub::open(&config.layout.state_dir, &config.layout.egress_public_dir())
-            .map(Arc::new)
-            .map_err(|e| e.to_string());
+        let egress = EgressHub::open(
+            &config.layout.state_dir,
+            &config.layout.egress_public_dir(),
+            &config.egress_upstream_roots,
+        )
+        .map(Arc::new)
+        .map_err(|e| e.to_string());
         let memory = MemoryStore::open(&config.layout.state_dir.join("memory.db"))
             .map_err(|e| crate::errors::one_line(&e));
         Daemon {

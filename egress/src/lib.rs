@@ -57,4 +57,4 @@ mod proxy;
 pub use ca::{Ca, CaError};
 pub use event::{ConnectionEvent, RequestKind, Verdict};
 pub use permit::{BoundCredential, Destination, Permit, PermitError};
-pub use proxy::{Egress, EgressError, Limits};
+pub use proxy::{Egress, EgressError, Limits, pem_roots};

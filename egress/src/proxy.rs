@@ -41,6 +41,26 @@ pub enum EgressError {
     Listener(std::io::Error),
     #[error("TLS configuration: {0}")]
     Tls(#[from] rustls::Error),
+    #[error("root certificates in {path}: {why}")]
+    Roots { path: String, why: String },
+}
+
+/// The certificates of a PEM file, for [`Egress::new`]'s `extra_roots`;
+/// a file with none is refused, so a wrong path cannot pass unnoticed.
+pub fn pem_roots(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, EgressError> {
+    use rustls::pki_types::pem::PemObject;
+    let failed = |why: String| EgressError::Roots {
+        path: path.display().to_string(),
+        why,
+    };
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| failed(e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| failed(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(failed(String::from("no certificate")));
+    }
+    Ok(certs)
 }
 
 /// Bounds on what one command's proxy will hold open.

@@ -143,9 +143,9 @@ pub(crate) enum Then<'a> {
 pub(crate) struct Plan<'a> {
     pub(crate) stdio: [RawFd; 3],
     pub(crate) report_fd: RawFd,
-    /// The command cgroup's `cgroup.procs`, or -1 when tracking by process
-    /// group only.
-    pub(crate) cgroup_procs: RawFd,
+    /// The `cgroup.procs` of each of the command's cgroups (none when
+    /// neither tracking nor limits are by cgroup).
+    pub(crate) cgroup_procs: &'a [RawFd],
     pub(crate) parent_pid: libc::pid_t,
     pub(crate) rlimits: &'a [(libc::c_int, u64)],
     pub(crate) mount_ns: bool,
@@ -320,12 +320,12 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
     // data the parent keeps alive until the exec.
     unsafe {
         check(Stage::Setsid, libc::setsid() >= 0);
-        // Into the command's cgroup before anything else can fork, and while
-        // still privileged enough to write there.
-        if plan.cgroup_procs >= 0 {
+        // Into the command's cgroups before anything else can fork, and
+        // while still privileged enough to write there.
+        for &procs in plan.cgroup_procs {
             check(
                 Stage::Cgroup,
-                libc::write(plan.cgroup_procs, c"0".as_ptr().cast(), 1) == 1,
+                libc::write(procs, c"0".as_ptr().cast(), 1) == 1,
             );
         }
 

@@ -4,21 +4,21 @@
 //!
 //! It holds the read end of a pipe whose only write end is praxisd's. When
 //! that end closes (the kernel closes it when praxisd exits), it kills every
-//! command cgroup under praxisd's base (descendants that left the process
-//! group included) and every process group it was told of, then exits.
+//! command cgroup under praxisd's bases, v2 and v1 (descendants that left
+//! the process group included), and every process group it was told of,
+//! then exits.
 //! Without cgroups, a descendant that called `setsid` is out of its reach.
 
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 use nix::fcntl::OFlag;
 use nix::sys::signal::{SigHandler, Signal, signal};
 use nix::unistd::{ForkResult, Pid};
 
-use crate::cgroup::{Tracking, tracking};
+use crate::cgroup::DaemonBases;
 
 /// Why the guardian could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -36,16 +36,13 @@ static NOTICE: OnceLock<Mutex<File>> = OnceLock::new();
 /// the child goes on with what `fork` copied and nothing else.
 pub fn start() -> Result<(), GuardianError> {
     let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(GuardianError::Pipe)?;
-    let base = match tracking() {
-        Tracking::Cgroup(base) => Some(base.dir.clone()),
-        Tracking::ProcessGroup(_) => None,
-    };
+    let bases = DaemonBases::current();
     // SAFETY: called while the daemon is single-threaded (before its runtime
     // and watcher threads start), so the child may allocate and do I/O.
     match unsafe { nix::unistd::fork() }.map_err(GuardianError::Fork)? {
         ForkResult::Child => {
             drop(write);
-            guard(read, base)
+            guard(read, &bases)
         }
         ForkResult::Parent { .. } => {
             drop(read);
@@ -83,7 +80,7 @@ pub(crate) fn forget(pgid: i32) {
 
 /// The guardian's whole life: follow the notices until the pipe closes,
 /// then end what praxisd left running.
-fn guard(read: OwnedFd, base: Option<PathBuf>) -> ! {
+fn guard(read: OwnedFd, bases: &DaemonBases) -> ! {
     // Terminal and service signals meant for praxisd must not end us first.
     for sig in [
         Signal::SIGINT,
@@ -106,10 +103,7 @@ fn guard(read: OwnedFd, base: Option<PathBuf>) -> ! {
             _ => {}
         }
     }
-    if let Some(base) = &base {
-        crate::cgroup::sweep_commands(base);
-        let _ = fs::remove_dir(base);
-    }
+    bases.sweep_and_remove();
     for pgid in groups {
         let _ = nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL);
     }

@@ -136,8 +136,11 @@
 //!
 //! [`Spec::limits`] caps the whole command's processes and memory: as the
 //! command cgroup's `pids.max` and `memory.max` where its base can pass the
-//! controllers down, else as `RLIMIT_NPROC` and `RLIMIT_AS` in the child
-//! (weaker; see [`Limits`]). [`tracking`] says which, for `praxis status`.
+//! controllers down; where the host keeps those controllers in cgroup v1,
+//! as `pids.max` and `memory.limit_in_bytes` of a cgroup per command in the
+//! v1 `pids` and `memory` hierarchies; else as `RLIMIT_NPROC` and
+//! `RLIMIT_AS` in the child (weaker; see [`Limits`]). [`limiting`] says
+//! which, and [`process_control`] says both, for `praxis status`.
 
 pub mod guardian;
 pub mod host;
@@ -157,7 +160,9 @@ use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
-pub use cgroup::{CgroupBase, CgroupError, Tracking, tracking};
+pub use cgroup::{
+    CgroupBase, CgroupError, Limiting, Tracking, V1Bases, limiting, process_control, tracking,
+};
 pub use env::{ALWAYS_DENIED_ENV, BASE_ENV_ALLOW, PROXY_ENV};
 pub use filter::FilterError;
 pub use fs_rules::RulesError;
@@ -237,8 +242,9 @@ pub const DEFAULT_PIDS_MAX: u64 = 1024;
 pub const DEFAULT_MEMORY_MAX_BYTES: u64 = 8 << 30;
 
 /// Per-command ceilings on processes and memory, for the whole command: the
-/// cgroup's `pids.max` and `memory.max` where [`Tracking::limits_by_cgroup`],
-/// else `RLIMIT_NPROC` and `RLIMIT_AS` in the child. The rlimits are weaker:
+/// cgroup's `pids.max` and `memory.max` (v2) or `pids.max` and
+/// `memory.limit_in_bytes` (v1) where [`Limiting::by_cgroup`], else
+/// `RLIMIT_NPROC` and `RLIMIT_AS` in the child. The rlimits are weaker:
 /// `RLIMIT_NPROC` counts a user's processes per user namespace (an
 /// unprivileged daemon therefore gives each command one of its own; under a
 /// root daemon it counts all of the target user's processes and binds no

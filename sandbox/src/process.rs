@@ -424,7 +424,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     fs_rules::add_rules(&ruleset, &carved.rules)?;
     fs_rules::add_rules(&ruleset, &scratch_rules)?;
 
-    let limits_by_rlimit = !crate::tracking().limits_by_cgroup();
+    let limits_by_rlimit = !crate::limiting().by_cgroup();
     let namespaces = !pin_plan.is_empty() || egress_port.is_some();
     // RLIMIT_NPROC counts a user's processes per user namespace: in one of
     // its own, the command's processes count alone, not the user's others.
@@ -746,6 +746,10 @@ pub(crate) fn launch(
         .as_ref()
         .map(|r| r.groups.clone())
         .unwrap_or_default();
+    let cgroup_procs = prepared
+        .cgroup
+        .as_ref()
+        .map_or_else(Vec::new, CommandCgroup::procs_fds);
     let plan = Plan {
         stdio: [
             stdio.stdin.as_raw_fd(),
@@ -753,7 +757,7 @@ pub(crate) fn launch(
             stdio.stderr.as_raw_fd(),
         ],
         report_fd: report_write.as_raw_fd(),
-        cgroup_procs: prepared.cgroup.as_ref().map_or(-1, CommandCgroup::procs_fd),
+        cgroup_procs: &cgroup_procs,
         // SAFETY: getpid has no preconditions.
         parent_pid: unsafe { libc::getpid() },
         rlimits: &prepared.rlimits,
@@ -990,7 +994,7 @@ impl Child {
 
     /// The command's cgroup directory, when it has one.
     pub fn cgroup(&self) -> Option<&Path> {
-        self.cgroup.as_ref().map(CommandCgroup::dir)
+        self.cgroup.as_ref().and_then(CommandCgroup::dir)
     }
 
     /// Sends `signal` to the whole process group; a SIGKILL also kills

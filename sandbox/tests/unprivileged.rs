@@ -52,7 +52,7 @@ fn unprivileged_helper() {
             "{refused}"
         );
     }
-    if !praxis_sandbox::tracking().limits_by_cgroup() && praxis_sandbox::support().mount_pins {
+    if !praxis_sandbox::limiting().by_cgroup() && praxis_sandbox::support().mount_pins {
         println!("unprivileged: RLIMIT_NPROC counted in the command's own user namespace");
         nproc_counts_only_the_command(&fx);
     }

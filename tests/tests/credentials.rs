@@ -101,6 +101,9 @@ fn a_file_credential_reaches_the_child_but_never_the_output_or_the_disk() {
         // Split across two reads of the daemon.
         "printf %s \"${GH_TOKEN:0:14}\"; sleep 0.2; printf '%s\\n' \"${GH_TOKEN:14}\"",
         "printf %s \"${GH_TOKEN:0:14}\" >&2; sleep 0.2; printf '%s\\n' \"${GH_TOKEN:14}\" >&2",
+        // Split between stdout and stderr, either way round.
+        "echo start; printf %s \"${GH_TOKEN:0:14}\"; printf '%s\\n' \"${GH_TOKEN:14}\" >&2; echo end",
+        "printf %s \"${GH_TOKEN:0:14}\" >&2; sleep 0.2; printf '%s\\n' \"${GH_TOKEN:14}\"",
     ] {
         let out = d.run(&["-c", script]);
         let shown = [out.stdout.as_slice(), out.stderr.as_slice()].concat();

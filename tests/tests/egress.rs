@@ -90,31 +90,6 @@ fn text(out: &Output) -> String {
     )
 }
 
-/// Holds, approves, and runs the same command again.
-fn approve_and_rerun(d: &Daemon, args: &[&str]) -> Output {
-    let held = d.run(args);
-    assert_eq!(held.status.code(), Some(125), "{held:?}");
-    let id = signal_json(&held)["request_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let approved = d.praxis(&["approve", &id]);
-    assert!(approved.status.success(), "{approved:?}");
-    d.run(args)
-}
-
-fn egress_events(d: &Daemon) -> Vec<(String, String)> {
-    d.events_of_kind("egress")
-        .iter()
-        .map(|e| {
-            (
-                e["detail"]["destination"].as_str().unwrap_or("").to_owned(),
-                e["detail"]["verdict"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn a_granted_destination_is_reached_through_the_proxy_and_audited() {
     let d = Daemon::start();
@@ -124,7 +99,7 @@ fn a_granted_destination_is_reached_through_the_proxy_and_audited() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "granted\n");
     assert_eq!(host.hits(), 1);
     let dest = format!("127.0.0.1:{}", host.port);
-    assert_eq!(egress_events(&d), vec![(dest, "allowed".to_owned())]);
+    assert_eq!(d.egress_events(), vec![(dest, "allowed".to_owned())]);
     let status = text(&d.praxis(&["status"]));
     assert!(
         status.contains("network: a network namespace per command"),
@@ -142,9 +117,10 @@ fn a_destination_the_decision_did_not_grant_is_refused_audited_and_told() {
     assert_eq!(other.hits(), 0, "{out:?}");
     let refused = format!("127.0.0.1:{}", other.port);
     assert!(
-        egress_events(&d).contains(&(refused.clone(), "refused".to_owned())),
+        d.egress_events()
+            .contains(&(refused.clone(), "refused".to_owned())),
         "{:?}",
-        egress_events(&d)
+        d.egress_events()
     );
     let said = text(&out);
     assert!(
@@ -160,22 +136,16 @@ fn a_program_that_ignores_the_proxy_or_is_pointed_elsewhere_reaches_nothing() {
     let elsewhere = Host::start("elsewhere\n", None);
     // Both are held by the policy; approved, they run with the grant of the
     // URL they name, in a namespace where only the proxy leads out.
-    let direct = approve_and_rerun(
-        &d,
-        &["--", "curl", "-sS", "--noproxy", "*", &granted.url("/")],
-    );
+    let direct = d.approve_and_rerun(&["--", "curl", "-sS", "--noproxy", "*", &granted.url("/")]);
     assert_ne!(direct.status.code(), Some(0), "{direct:?}");
-    let proxied_elsewhere = approve_and_rerun(
-        &d,
-        &[
-            "--",
-            "curl",
-            "-sS",
-            "-x",
-            &elsewhere.url(""),
-            &granted.url("/"),
-        ],
-    );
+    let proxied_elsewhere = d.approve_and_rerun(&[
+        "--",
+        "curl",
+        "-sS",
+        "-x",
+        &elsewhere.url(""),
+        &granted.url("/"),
+    ]);
     assert_ne!(
         proxied_elsewhere.status.code(),
         Some(0),
@@ -215,7 +185,7 @@ fn an_approved_write_outside_the_workspace_gets_exactly_its_path() {
         reason.contains(&format!("will write {}", out_path.display())),
         "{reason}"
     );
-    let ran = approve_and_rerun(&d, &["-c", &command]);
+    let ran = d.approve_and_rerun(&["-c", &command]);
     assert_eq!(std::fs::read_to_string(&out_path).unwrap(), "hello\n");
     // The script's write to a path nobody granted fails in the sandbox.
     assert!(!other_path.exists(), "{ran:?}");
@@ -276,7 +246,8 @@ fn cargo_fetches_a_real_crate_through_the_proxy() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n");
-    let allowed: Vec<String> = egress_events(&d)
+    let allowed: Vec<String> = d
+        .egress_events()
         .into_iter()
         .filter(|(_, verdict)| verdict == "allowed")
         .map(|(dest, _)| dest)
@@ -325,4 +296,88 @@ fn a_bound_credential_reaches_only_its_destination_and_never_the_child() {
     let seen = String::from_utf8_lossy(&env.stdout).trim().to_owned();
     assert!(seen.starts_with("praxis-placeholder-api-"), "{env:?}");
     assert!(!seen.contains(secret));
+}
+
+/// A new scratch directory under the shared `/tmp` for one test.
+fn shared_scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("praxis-e2e-copy-")
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+#[test]
+fn a_directory_copied_to_a_new_tmp_path_arrives_as_a_directory() {
+    let d = Daemon::start();
+    let src = d.work().join("src");
+    std::fs::create_dir_all(src.join("inner")).unwrap();
+    std::fs::write(src.join("inner/file"), "copied\n").unwrap();
+    let scratch = shared_scratch();
+    let at = |name: &str| scratch.path().join(name);
+
+    // cp -a: the new path is made a directory first, so cp copies into it
+    // and the agent is told where the copy went and how to copy the
+    // contents instead.
+    let dest = at("by-cp");
+    let out = d.run(&["--", "cp", "-a", "src", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("src/inner/file")).unwrap(),
+        "copied\n"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cp copied src into {}/src", dest.display())),
+        "{stderr}"
+    );
+
+    // cp -rT copies the contents to the new name itself, silently.
+    let dest = at("by-cp-t");
+    let out = d.run(&["--", "cp", "-rT", "src", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("inner/file")).unwrap(),
+        "copied\n"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("praxis:"),
+        "{out:?}"
+    );
+
+    // Several sources need a directory to land in.
+    std::fs::write(d.work().join("README.md"), "hello\n").unwrap();
+    let dest = at("by-cp-many");
+    let out = d.run(&["--", "cp", "-r", "src", "README.md", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(dest.join("src/inner/file").is_file() && dest.join("README.md").is_file());
+
+    // A single file copied recursively stays a file.
+    let dest = at("one-file");
+    let out = d.run(&["--", "cp", "-r", "README.md", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&dest).unwrap(), "hello\n");
+
+    // rsync to a new directory, with and without the trailing slash.
+    if std::process::Command::new("rsync")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!("skipping rsync: not installed");
+        return;
+    }
+    let dest = at("by-rsync");
+    let out = d.run(&["--", "rsync", "-a", "src/", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("inner/file")).unwrap(),
+        "copied\n"
+    );
+    let dest = at("by-rsync-named");
+    let out = d.run(&["--", "rsync", "-a", "src", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("src/inner/file")).unwrap(),
+        "copied\n"
+    );
 }

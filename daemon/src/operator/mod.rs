@@ -122,7 +122,7 @@ fn status(daemon: &Daemon) -> StatusReport {
             Ok(summary) => format!("passed: {summary}"),
             Err(why) => format!("FAILED: {why}"),
         },
-        process_tracking: praxis_sandbox::tracking().to_string(),
+        process_tracking: praxis_sandbox::process_control(),
         egress: match (&daemon.egress, praxis_sandbox::support().net_namespace) {
             (Ok(_), true) => {
                 String::from("a network namespace per command, out only through the egress proxy")

@@ -237,6 +237,33 @@ impl Daemon {
             .filter(|e| e["kind"] == kind)
             .collect()
     }
+
+    /// Each egress event's destination and verdict, oldest first.
+    pub fn egress_events(&self) -> Vec<(String, String)> {
+        self.events_of_kind("egress")
+            .iter()
+            .map(|e| {
+                (
+                    e["detail"]["destination"].as_str().unwrap_or("").to_owned(),
+                    e["detail"]["verdict"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// Runs `praxis-run args`, which must be held, approves it and runs it
+    /// again.
+    pub fn approve_and_rerun(&self, args: &[&str]) -> Output {
+        let held = self.run(args);
+        assert_eq!(held.status.code(), Some(125), "{held:?}");
+        let id = signal_json(&held)["request_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let approved = self.praxis(&["approve", &id]);
+        assert!(approved.status.success(), "{approved:?}");
+        self.run(args)
+    }
 }
 
 impl Drop for Daemon {

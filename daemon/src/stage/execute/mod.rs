@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use praxis_egress::ConnectionEvent;
 use praxis_policy::redact::Redactor;
-use praxis_policy::{Decision, Profile};
+use praxis_policy::{CommandJudgment, Decision, Profile};
 use praxis_proto::frame::{Frame, MAX_OUTPUT_CHUNK};
 use praxis_proto::{ClientMsg, DecisionFrame, ExitFrame, ExitStatus, ServerMsg, Verdict};
 use tokio::io::AsyncReadExt;
@@ -114,7 +114,7 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
             nofile: limits.rlimit_nofile,
             cpu_secs: limits.rlimit_cpu_secs,
         },
-        limits: praxis_sandbox::Limits::default(),
+        limits: daemon.config.command_limits,
         run_as,
         scratch_root: daemon.config.layout.scratch_root(),
     }
@@ -149,6 +149,14 @@ async fn send(writer: &mut Writer, connected: bool, is_stderr: bool, bytes: Vec<
         Frame::Stdout(bytes)
     };
     writer.frame(&frame).await.is_ok()
+}
+
+/// Sends what each stream has to deliver, `[stdout, stderr]`.
+async fn send_both(writer: &mut Writer, mut connected: bool, bytes: [Vec<u8>; 2]) -> bool {
+    for (is_stderr, bytes) in [false, true].into_iter().zip(bytes) {
+        connected = send(writer, connected, is_stderr, bytes).await;
+    }
+    connected
 }
 
 /// Watches the client for a cancel or a disconnect; either ends the command.
@@ -231,23 +239,79 @@ fn redactor(permit: &Permit) -> Result<Redactor, String> {
         .map_err(|e| format!("redactor: {}", errors::one_line(&e)))
 }
 
+/// What a granted write path that does not exist yet is made as.
+#[derive(Debug, PartialEq, Eq)]
+enum Shape {
+    File,
+    Directory,
+    /// A directory, for `cp` copying one directory to that new name: cp
+    /// then copies into it (`DEST/NAME`), which the agent is told.
+    DirectoryCpNests(String),
+}
+
+/// How a granted path is made for the commands that name it: a directory
+/// for `mkdir`, and for a recursive copy (`cp -r`/`-R`/`-a`, `rsync
+/// -r`/`-a`) of a directory or of several sources; else a file.
+fn shape(judged: &[CommandJudgment], cwd: &Path, path: &Path) -> Shape {
+    for c in judged
+        .iter()
+        .filter(|c| c.grants.write.iter().any(|w| w == path))
+    {
+        if c.program == "mkdir" {
+            return Shape::Directory;
+        }
+        let flags = &c.shape.flags;
+        let has = |short: &str, long: &str| flags.iter().any(|f| f == short || f == long);
+        let recursive = match c.program.as_str() {
+            "cp" => has("-r", "--recursive") || has("-R", "--recursive") || has("-a", "--archive"),
+            "rsync" => has("-r", "--recursive") || has("-a", "--archive"),
+            _ => false,
+        };
+        // The path arguments in order: the sources, then the destination.
+        let paths: Vec<&String> = c.shape.paths.iter().map(|(p, _)| p).collect();
+        let Some((_, sources)) = paths.split_last() else {
+            continue;
+        };
+        if !recursive || sources.is_empty() {
+            continue;
+        }
+        let is_dir = |s: &String| std::fs::symlink_metadata(cwd.join(s)).is_ok_and(|m| m.is_dir());
+        return match sources {
+            [one] if c.program == "cp" && is_dir(one) && !has("-T", "--no-target-directory") => {
+                Shape::DirectoryCpNests(String::clone(one))
+            }
+            [one] if !is_dir(one) => Shape::File,
+            _ => Shape::Directory,
+        };
+    }
+    Shape::File
+}
+
 /// Makes each granted write path that does not exist yet, owned by the
-/// caller, so the sandbox can grant exactly that inode: a directory where
-/// the command that names it is `mkdir`, else an empty file. An existing
-/// path is left as it is (the sandbox refuses a symlink).
-fn make_write_grants(permit: &Permit) -> Result<(), String> {
+/// caller, so the sandbox can grant exactly that inode (see [`shape`]). An
+/// existing path is left as it is (the sandbox refuses a symlink). Returns
+/// a line for the agent where the made path changes what a command does.
+fn make_write_grants(permit: &Permit) -> Result<Option<String>, String> {
     use nix::fcntl::{AtFlags, OFlag};
     use nix::sys::stat::Mode;
+    let mut note = None;
     for path in &permit.decision.grants.write {
         if std::fs::symlink_metadata(path).is_ok() {
             continue;
         }
-        let is_dir = permit
-            .decision
-            .commands
-            .iter()
-            .any(|c| c.program == "mkdir" && c.grants.write.contains(path));
-        let made = if is_dir {
+        let shape = shape(&permit.decision.commands, &permit.cwd, path);
+        if let Shape::DirectoryCpNests(source) = &shape {
+            let name = Path::new(source)
+                .file_name()
+                .map_or_else(|| source.clone(), |n| n.to_string_lossy().into_owned());
+            note = Some(format!(
+                "praxis: {dest} did not exist, so it was made as an empty directory before the \
+                 command (the sandbox grants existing paths only) and cp copied {source} into \
+                 {dest}/{name}; `cp -rT {source} {dest}` copies its contents to {dest} itself.\n",
+                dest = path.display(),
+            ));
+        }
+        let made = if shape != Shape::File {
             nix::unistd::mkdir(path, Mode::from_bits_truncate(0o755))
         } else {
             nix::fcntl::open(
@@ -272,7 +336,7 @@ fn make_write_grants(permit: &Permit) -> Result<(), String> {
         })
         .map_err(|e| format!("cannot prepare the write grant {}: {e}", path.display()))?;
     }
-    Ok(())
+    Ok(note)
 }
 
 /// The proxy a command with network grants goes out through, and its
@@ -329,14 +393,21 @@ pub async fn run(
         Ok(egress) => egress,
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };
-    if let Err(reason) = make_write_grants(&permit) {
-        return not_started(writer, trail, &permit.decision, reason).await;
-    }
+    let grant_note = match make_write_grants(&permit) {
+        Ok(note) => note,
+        Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
+    };
     let mut spec = spec(daemon, &permit, egress.as_ref().map(|(hub, _)| &**hub));
     let spawned = start(&spec, &permit.argv, &permit.cwd, permit.stdin);
     // The child has its copy; ours go now, not when the command ends.
     let names: Vec<String> = permit.brokered.iter().map(|b| b.env.clone()).collect();
     Brokered::wipe(&mut spec.env, &names);
+    // Kept for the output's guard against a value split between streams.
+    let brokered: Vec<(String, zeroize::Zeroizing<Vec<u8>>)> = permit
+        .brokered
+        .iter()
+        .map(|b| (b.name.clone(), zeroize::Zeroizing::new(b.value.to_vec())))
+        .collect();
     permit.brokered.clear();
     let (mut running, out_r, err_r) = match spawned {
         Ok(started) => started,
@@ -391,7 +462,7 @@ pub async fn run(
         connected = writer.frame(&Frame::Stderr(line)).await.is_ok();
     }
 
-    let mut output = Output::new(permit.output_cap, &redactor);
+    let mut output = Output::new(permit.output_cap, &redactor, brokered);
     let mut stdout = pipe::Receiver::from_owned_fd(out_r).ok();
     let mut stderr = pipe::Receiver::from_owned_fd(err_r).ok();
     let mut client = watch_client(reader);
@@ -421,7 +492,7 @@ pub async fn run(
                 }
                 None => {
                     stdout = None;
-                    connected = send(writer, connected, false, output.finish(false)).await;
+                    connected = send_both(writer, connected, output.finish(false)).await;
                 }
             },
             n = read_chunk(&mut stderr, &mut err_buf) => match n {
@@ -432,7 +503,7 @@ pub async fn run(
                 }
                 None => {
                     stderr = None;
-                    connected = send(writer, connected, true, output.finish(true)).await;
+                    connected = send_both(writer, connected, output.finish(true)).await;
                 }
             },
             why = &mut client, if ended_because.is_none() && waited.is_none() => {
@@ -488,13 +559,24 @@ pub async fn run(
     }
     let failed = !matches!(waited, Some(Ok((Some(0), _))));
     let refused = std::mem::take(&mut *refused.lock().unwrap_or_else(|p| p.into_inner()));
-    if let Some(line) = network_note(&refused, failed && offline_failure) {
+    for line in [
+        network_note(&refused, failed && offline_failure),
+        grant_note,
+    ]
+    .into_iter()
+    .flatten()
+    {
         connected = send(writer, connected, true, line.into_bytes()).await;
     }
 
+    // A stream still open after the drain: flush what was held back.
+    let mut held = [Vec::new(), Vec::new()];
     for is_stderr in [false, true] {
-        // A stream still open after the drain: flush what the redactor held.
-        let held = output.finish(is_stderr);
+        for (all, more) in held.iter_mut().zip(output.finish(is_stderr)) {
+            all.extend(more);
+        }
+    }
+    for (is_stderr, held) in [false, true].into_iter().zip(held) {
         connected = send(writer, connected, is_stderr, held).await;
         let (name, stream) = if is_stderr {
             ("stderr", &output.stderr)
