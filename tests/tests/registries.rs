@@ -192,17 +192,12 @@ fn uv_syncs_a_project_from_pypi() {
          dependencies = [\"six==1.17.0\"]\n",
     )
     .unwrap();
-    // The cache in the workspace: a ~/.cache that does not exist yet cannot
-    // be granted (Landlock grants existing paths only).
-    let out = d.run(&[
-        "--",
-        uv.to_str().unwrap(),
-        "sync",
-        "--no-python-downloads",
-        "--cache-dir",
-        ".uv-cache",
-    ]);
+    // The scratch home has no ~/.cache yet: praxisd makes it for the
+    // caller, since the sandbox can grant only a cache that exists.
+    assert!(!d.home().join(".cache").exists());
+    let out = d.run(&["--", uv.to_str().unwrap(), "sync", "--no-python-downloads"]);
     ok(&out);
+    assert!(d.home().join(".cache/uv").is_dir());
     let imported = d.run(&[
         "--",
         ".venv/bin/python",

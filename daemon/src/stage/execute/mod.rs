@@ -292,7 +292,7 @@ fn shape(judged: &[CommandJudgment], cwd: &Path, path: &Path) -> Shape {
 /// existing path is left as it is (the sandbox refuses a symlink). Returns
 /// a line for the agent where the made path changes what a command does.
 fn make_write_grants(permit: &Permit) -> Result<Option<String>, String> {
-    use nix::fcntl::{AtFlags, OFlag};
+    use nix::fcntl::OFlag;
     use nix::sys::stat::Mode;
     let mut note = None;
     for path in &permit.decision.grants.write {
@@ -325,18 +325,44 @@ fn make_write_grants(permit: &Permit) -> Result<Option<String>, String> {
             )
             .map(drop)
         };
-        made.and_then(|()| {
-            nix::unistd::fchownat(
-                nix::fcntl::AT_FDCWD,
-                path,
-                Some(nix::unistd::Uid::from_raw(permit.peer.uid)),
-                Some(nix::unistd::Gid::from_raw(permit.peer.gid)),
-                AtFlags::AT_SYMLINK_NOFOLLOW,
-            )
-        })
-        .map_err(|e| format!("cannot prepare the write grant {}: {e}", path.display()))?;
+        made.and_then(|()| give_to_caller(permit, path))
+            .map_err(|e| format!("cannot prepare the write grant {}: {e}", path.display()))?;
     }
     Ok(note)
+}
+
+/// Hands a path praxisd just made to the caller (a no-op in user mode).
+fn give_to_caller(permit: &Permit, path: &Path) -> nix::Result<()> {
+    nix::unistd::fchownat(
+        nix::fcntl::AT_FDCWD,
+        path,
+        Some(nix::unistd::Uid::from_raw(permit.peer.uid)),
+        Some(nix::unistd::Gid::from_raw(permit.peer.gid)),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+}
+
+/// Makes the caller's `~/.cache` when it is missing, before a command that
+/// goes out to a registry: package tools keep their downloads there (uv,
+/// pip, go's build cache), and the sandbox can only grant a cache that
+/// exists. Only in a home the caller owns; a failure is left for the tool
+/// to report.
+fn make_cache_home(permit: &Permit) {
+    use std::os::unix::fs::MetadataExt;
+    if !permit.decision.network() || permit.decision.profile != Profile::WorkspaceWrite {
+        return;
+    }
+    let cache = permit.home.join(".cache");
+    let home_is_callers = std::fs::symlink_metadata(&permit.home)
+        .is_ok_and(|m| m.is_dir() && m.uid() == permit.peer.uid);
+    if !home_is_callers || std::fs::symlink_metadata(&cache).is_ok() {
+        return;
+    }
+    let made = nix::unistd::mkdir(&cache, nix::sys::stat::Mode::from_bits_truncate(0o700))
+        .and_then(|()| give_to_caller(permit, &cache));
+    if let Err(e) = made {
+        tracing::debug!("cannot make {}: {e}", cache.display());
+    }
 }
 
 /// The proxy a command with network grants goes out through, and its
@@ -397,6 +423,7 @@ pub async fn run(
         Ok(note) => note,
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };
+    make_cache_home(&permit);
     let mut spec = spec(daemon, &permit, egress.as_ref().map(|(hub, _)| &**hub));
     let spawned = start(&spec, &permit.argv, &permit.cwd, permit.stdin);
     // The child has its copy; ours go now, not when the command ends.
