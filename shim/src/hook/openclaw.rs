@@ -104,9 +104,7 @@ fn judged(event: &Event) -> Result<Judged, HookError> {
                     rewrite: false,
                 },
                 // Key tokens or raw bytes: no text to judge, so no rule covers it.
-                None => Judged::Subjects(vec![Subject::Tool {
-                    name: format!("process {action}"),
-                }]),
+                None => Judged::Subjects(vec![event.tool_subject(format!("process {action}"))]),
             }
         }
         "write" | "edit" => file(FileAccess::Write)?,
@@ -129,9 +127,7 @@ fn judged(event: &Event) -> Result<Judged, HookError> {
             )
         }
         "web_fetch" => Judged::Subjects(vec![Subject::Fetch { url: text("url")? }]),
-        other => Judged::Subjects(vec![Subject::Tool {
-            name: other.to_owned(),
-        }]),
+        other => Judged::Subjects(vec![event.tool_subject(other.to_owned())]),
     })
 }
 
@@ -302,7 +298,8 @@ mod tests {
             )
             .unwrap(),
             Judged::Subjects(vec![Subject::Tool {
-                name: "process send-keys".into()
+                name: "process send-keys".into(),
+                arguments: Some(r#"{"action":"send-keys","keys":["C-c"],"sessionId":"p"}"#.into())
             }])
         );
     }
@@ -337,7 +334,8 @@ mod tests {
         assert_eq!(
             judged_as("sessions_send", json!({"message": "hi"})).unwrap(),
             Judged::Subjects(vec![Subject::Tool {
-                name: "sessions_send".into()
+                name: "sessions_send".into(),
+                arguments: Some(r#"{"message":"hi"}"#.into())
             }])
         );
     }
