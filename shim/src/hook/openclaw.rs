@@ -1,7 +1,7 @@
 //! OpenClaw: `praxis-run hook openclaw`, called by the Praxis plugin for
 //! OpenClaw (`integrations/openclaw/`) with one event on stdin. Events are
 //! named as OpenClaw's hooks are: `before_tool_call`, `after_tool_call`,
-//! `session_end` (and `session_start`, which has nothing to record yet).
+//! `session_start`, `session_end`.
 //!
 //! The answer is one JSON object on stdout. For `before_tool_call` it carries
 //! `decision`, `execution_prevented` and `reason` (plus `request_id`, `tier`,
@@ -43,9 +43,9 @@ fn answer(input: &str) -> Result<Answer, HookError> {
         "before_tool_call" => before_tool_call(&event).map(Answer::json),
         "after_tool_call" => super::post_tool_use(&event, RUNTIME).map(|_| recorded(true)),
         "session_end" => super::stop(&event, RUNTIME).map(|()| recorded(true)),
-        // praxisd has no note for a session's start: it learns of a session
-        // from its first judged call. Answered as not recorded, not as done.
-        "session_start" => Ok(recorded(false)),
+        "session_start" => {
+            super::lifecycle(&event, RUNTIME, "session_started").map(|_| recorded(true))
+        }
         other => Err(HookError::Malformed(format!(
             "unsupported hook event {other}"
         ))),
