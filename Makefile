@@ -86,10 +86,12 @@ bench-process: release
 	bash bench/whole_process.sh target/release
 
 # Debian package in target/debian/: the three binaries, the systemd unit,
-# /etc/praxis config, man pages and completions.
+# /etc/praxis config, man pages, completions, and the built OpenClaw plugin
+# in /usr/share/praxis/openclaw (plain JavaScript that needs only OpenClaw's
+# Node.js; building it needs npm, as make test does).
 CARGO_DEB_VERSION ?= 3.8.0
 DEB_GEN := $(or $(CARGO_TARGET_DIR),target)/release/generated
-deb: release
+deb: release $(OPENCLAW)/dist/index.js
 	$(CARGO) deb --version >/dev/null 2>&1 || $(CARGO) install cargo-deb --version $(CARGO_DEB_VERSION) --locked
 	rm -rf $(DEB_GEN)
 	$(or $(CARGO_TARGET_DIR),target)/release/praxis generate --man $(DEB_GEN)/man --completions $(DEB_GEN)/completions
