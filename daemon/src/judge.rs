@@ -295,7 +295,8 @@ async fn unjudgeable(
         approval_token: None,
     };
     let mut trail = trail_of(peer, request, &exec);
-    trail.argv_redacted = Some(redact::as_sent(daemon, &exec.command));
+    let sent = redact::as_sent(daemon, &exec.command);
+    trail.argv_redacted = Some(sent.iter().map(|text| shown(text)).collect());
     let allowed = daemon
         .policy()
         .is_ok_and(|policy| policy.runtime_tool_allowed(&name));
@@ -357,6 +358,18 @@ async fn unjudgeable(
             held(daemon, &trail, &ticket, request, &hold, &request.cwd).await;
             (trail, Verdict::Hold, hold)
         }
+    }
+}
+
+/// How much of a tool call the records and `praxis pending` show: its
+/// arguments may be a whole document. The digest binds all of them.
+const SHOWN_CHARS: usize = 400;
+
+/// `text` cut to [`SHOWN_CHARS`] characters, marked when cut.
+fn shown(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((end, _)) => format!("{}… ({} bytes)", &text[..end], text.len()),
+        None => text.to_owned(),
     }
 }
 
@@ -606,6 +619,15 @@ fn outcome_status(detail: &serde_json::Map<String, serde_json::Value>) -> Status
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_tool_arguments_are_shown_cut() {
+        assert_eq!(shown("mcp__x {\"a\":1}"), "mcp__x {\"a\":1}");
+        let long = format!("t {}", "é".repeat(SHOWN_CHARS));
+        let cut = shown(&long);
+        assert_eq!(cut.chars().count(), SHOWN_CHARS + " (802 bytes)".len() + 1);
+        assert!(cut.ends_with("… (802 bytes)"), "{cut}");
+    }
 
     #[test]
     fn file_tools_are_judged_as_the_command_doing_the_same() {
