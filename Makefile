@@ -53,9 +53,18 @@ $(OPENCLAW)/node_modules/.installed: $(OPENCLAW)/package-lock.json
 $(OPENCLAW)/dist/index.js: $(OPENCLAW)/node_modules/.installed $(OPENCLAW)/tsconfig.json $(wildcard $(OPENCLAW)/src/*.ts)
 	cd $(OPENCLAW) && npm run build
 
-OPENCLAW_PLUGIN := $(if $(shell command -v npm 2>/dev/null),$(OPENCLAW)/dist/index.js)
+# The official MCP clients from npm (the Inspector CLI and the TypeScript
+# SDK), which tests/tests/mcp.rs drives praxis-run's MCP server with; they
+# run on OpenClaw's Node.js above.
+MCP_CLIENTS := tests/js
 
-test: build $(VENV)/installed $(OPENCLAW_PLUGIN)
+$(MCP_CLIENTS)/node_modules/.installed: $(MCP_CLIENTS)/package-lock.json
+	cd $(MCP_CLIENTS) && npm ci --ignore-scripts --omit=optional --no-audit --no-fund
+	touch $@
+
+NODE_PACKAGES := $(if $(shell command -v npm 2>/dev/null),$(OPENCLAW)/dist/index.js $(MCP_CLIENTS)/node_modules/.installed)
+
+test: build $(VENV)/installed $(NODE_PACKAGES)
 	PRAXIS_PYTHON=$(abspath $(VENV))/bin/python $(CARGO) test --workspace --no-fail-fast
 
 lint:
@@ -77,10 +86,12 @@ bench-process: release
 	bash bench/whole_process.sh target/release
 
 # Debian package in target/debian/: the three binaries, the systemd unit,
-# /etc/praxis config, man pages and completions.
+# /etc/praxis config, man pages, completions, and the built OpenClaw plugin
+# in /usr/share/praxis/openclaw (plain JavaScript that needs only OpenClaw's
+# Node.js; building it needs npm, as make test does).
 CARGO_DEB_VERSION ?= 3.8.0
 DEB_GEN := $(or $(CARGO_TARGET_DIR),target)/release/generated
-deb: release
+deb: release $(OPENCLAW)/dist/index.js
 	$(CARGO) deb --version >/dev/null 2>&1 || $(CARGO) install cargo-deb --version $(CARGO_DEB_VERSION) --locked
 	rm -rf $(DEB_GEN)
 	$(or $(CARGO_TARGET_DIR),target)/release/praxis generate --man $(DEB_GEN)/man --completions $(DEB_GEN)/completions

@@ -79,6 +79,15 @@ done
 check "docs in /usr/share/doc/praxis" test -f "$r/usr/share/doc/praxis/operator.md"
 check "copyright file" test -f "$r/usr/share/doc/praxis/copyright"
 
+plugin=$r/usr/share/praxis/openclaw
+for f in openclaw.plugin.json package.json dist/index.js dist/praxis.js; do
+  check "OpenClaw plugin file $f" test -s "$plugin/$f"
+done
+# The plugin runs from the package alone: it imports Node's own modules and
+# its own files, nothing from a node_modules the package does not ship.
+check "OpenClaw plugin imports nothing outside node: and itself" \
+  sh -c "! grep -hoE 'from \"[^\"]+\"' '$plugin'/dist/*.js | grep -vE 'from \"(node:|\\./)'"
+
 # The packaged config, used for real: the policy checks, and praxisd starts
 # on it (user mode in a scratch home) serving more than HOLD.
 check "packaged policy.toml passes praxis policy check" \
@@ -93,6 +102,10 @@ check "packaged praxisd starts on the packaged config" test -S "$scratch/run/pra
 "$r/usr/bin/praxis" status >"$scratch/status" 2>&1 || true
 check "the packaged policy loads (not serving only HOLD)" sh -c "grep -q 'policy revision' '$scratch/status' && ! grep -q 'SERVING ONLY HOLD' '$scratch/status'"
 check "packaged praxis-run runs a command through it" sh -c "cd '$scratch' && '$r/usr/bin/praxis-run' -- true </dev/null"
+# `praxis install openclaw` finds the packaged plugin beside the binaries.
+check "praxis install openclaw finds the packaged plugin" \
+  env OPENCLAW_CONFIG_PATH="$scratch/openclaw.json" "$r/usr/bin/praxis" install openclaw
+check "the OpenClaw config loads the packaged plugin" grep -q "$plugin" "$scratch/openclaw.json"
 
 echo "check-deb: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -5,8 +5,9 @@
 //! session's end, a contract verdict), which are audited and decide nothing.
 
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::path::Path;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 use praxis_proto::{
     Command, DecisionFrame, ExecRequest, FileAccess, JudgeRequest, NoteRequest, OperatorReply,
@@ -14,12 +15,14 @@ use praxis_proto::{
 };
 use praxis_session::{EventKind as SessionDoorway, Status};
 
-use crate::audit::{Durability, Event, EventKind};
+use crate::audit::{AuditError, Durability, Event, EventKind, TxOp};
 use crate::conn::{Peer, Writer};
+use crate::pipeline::gate::Ticket;
 use crate::pipeline::{self, DEFAULT_ROLE, Gate, Inbound, Refusal, Trail};
-use crate::stage::approval::token;
+use crate::stage::approval::{apply, digest, store, token};
+use crate::stage::{intent, redact};
 use crate::state::Daemon;
-use crate::{ids, kill_switch, session};
+use crate::{errors, ids, kill_switch, session};
 
 /// Note kinds an adapter may record.
 pub const NOTE_KINDS: &[&str] = &[
@@ -191,15 +194,32 @@ async fn judged(
     let refused = match gate {
         Gate::Allow(permit) => {
             let mut details = Refusal::of(&permit.decision);
-            if let Some(approval) = &ticket.approval {
-                details.reason = format!(
-                    "{} (approved by the {}: approval {}, used when it runs)",
-                    details.reason,
-                    approval.by.label(),
-                    approval.id
-                );
-            }
-            let verdict = record_allow(daemon, &trail, request, &details).await;
+            let Some(approval) = &ticket.approval else {
+                let verdict = record_allow(daemon, &trail, request, &details).await;
+                return (trail, verdict, details, None);
+            };
+            // A command runs through praxis-run, whose intent consumes the
+            // approval; a file or fetch the runtime does itself on this ALLOW.
+            let when = match request.subject {
+                Subject::Command { .. } => "used when it runs",
+                _ => "used now",
+            };
+            details.reason = format!(
+                "{} (approved by the {}: approval {}, {when})",
+                details.reason,
+                approval.by.label(),
+                approval.id
+            );
+            let verdict = match request.subject {
+                Subject::Command { .. } => record_allow(daemon, &trail, request, &details).await,
+                _ => {
+                    let cwd = permit.cwd.display().to_string();
+                    let (verdict, settled) =
+                        record_consuming(daemon, &trail, &ticket, request, details, &cwd).await;
+                    details = settled;
+                    verdict
+                }
+            };
             return (trail, verdict, details, None);
         }
         refused => pipeline::record_intent(daemon, refused, &trail, &ticket).await,
@@ -249,19 +269,22 @@ fn trail_of(peer: Peer, request: &JudgeRequest, exec: &ExecRequest) -> Trail {
     }
 }
 
-/// A tool with no command equivalent: the kill switch still stops it, and
-/// otherwise no rule covers it, so it is HOLD. Recorded like any refusal.
+/// A tool with no command equivalent: the kill switch still stops it, a
+/// tool `[runtime_tools]` lists is ALLOW, and any other is a HOLD no rule
+/// covers. That HOLD is pending like a command's: `praxis approve ID` lets
+/// the same call (name and arguments, cwd, role) through once, consumed by
+/// the ALLOW's record, since the runtime acts on it at once.
 async fn unjudgeable(
     daemon: &Arc<Daemon>,
     peer: Peer,
     request: &JudgeRequest,
 ) -> (Trail, Verdict, Refusal) {
-    let name = match &request.subject {
-        Subject::Tool { name } => name.clone(),
-        _ => String::from("?"),
+    let (name, arguments) = match &request.subject {
+        Subject::Tool { name, arguments } => (name.clone(), arguments.clone()),
+        _ => (String::from("?"), None),
     };
     let exec = ExecRequest {
-        command: Command::Argv(vec![name.clone()]),
+        command: Command::Argv([name.clone()].into_iter().chain(arguments).collect()),
         cwd: request.cwd.clone(),
         role: request.role.clone(),
         session: request.session.clone(),
@@ -272,33 +295,154 @@ async fn unjudgeable(
         approval_token: None,
     };
     let mut trail = trail_of(peer, request, &exec);
-    trail.argv_redacted = Some(vec![name.clone()]);
+    let sent = redact::as_sent(daemon, &exec.command);
+    trail.argv_redacted = Some(sent.iter().map(|text| shown(text)).collect());
     let allowed = daemon
         .policy()
         .is_ok_and(|policy| policy.runtime_tool_allowed(&name));
-    let (verdict, details) = match kill_switch::check(&daemon.kill_switch, &daemon.audit) {
-        Err(engaged) => (Verdict::Stop, Refusal::unclassified(engaged.message())),
-        Ok(()) if allowed => {
-            let details = Refusal {
-                rule_ids: vec![String::from("runtime_tools")],
-                tier: praxis_policy::Tier::ReadOnly,
-                ..Refusal::unclassified(format!(
-                    "the runtime's tool `{name}` runs no host command and touches no file (patterns.toml [runtime_tools])"
-                ))
-            };
-            let verdict = record_allow(daemon, &trail, request, &details).await;
-            return (trail, verdict, details);
-        }
-        Ok(()) => (
-            Verdict::Hold,
-            Refusal::unclassified(format!(
-                "no rule covers the runtime's tool `{name}`; unknown is HOLD"
-            )),
-        ),
+    if let Err(engaged) = kill_switch::check(&daemon.kill_switch, &daemon.audit) {
+        let details = Refusal::unclassified(engaged.message());
+        // A refusal stands whether or not its record committed (the failure is logged).
+        let _ = record(daemon, &trail, request, Verdict::Stop, &details, None).await;
+        return (trail, Verdict::Stop, details);
+    }
+    if allowed {
+        let details = Refusal {
+            rule_ids: vec![String::from("runtime_tools")],
+            tier: praxis_policy::Tier::ReadOnly,
+            ..Refusal::unclassified(format!(
+                "the runtime's tool `{name}` runs no host command and touches no file (patterns.toml [runtime_tools])"
+            ))
+        };
+        let verdict = record_allow(daemon, &trail, request, &details).await;
+        return (trail, verdict, details);
+    }
+    let ticket = Ticket {
+        session: digest::session_key(request.session.as_deref(), &trail.peer),
+        digest: Some(digest::tool_digest(&trail.arguments_digest)),
+        ..Ticket::default()
     };
+    let hold = Refusal {
+        approvable: true,
+        ..Refusal::unclassified(format!(
+            "no rule covers the runtime's tool `{name}`; unknown is HOLD"
+        ))
+    };
+    let digest = ticket.digest.clone().unwrap_or_default();
+    match apply::operator_approval(daemon, &trail.role, &hold.reason, &digest).await {
+        Ok(approval) => {
+            let approved = Refusal {
+                reason: format!(
+                    "the runtime's tool `{name}`, approved by the {} for this call: approval {}, used now",
+                    approval.by.label(),
+                    approval.id
+                ),
+                ..hold
+            };
+            let ticket = Ticket {
+                approval: Some(approval),
+                ..ticket
+            };
+            let (verdict, details) =
+                record_consuming(daemon, &trail, &ticket, request, approved, &request.cwd).await;
+            (trail, verdict, details)
+        }
+        Err(note) => {
+            let hold = match note {
+                Some(note) => Refusal {
+                    reason: format!("{} ({note})", hold.reason),
+                    ..hold
+                },
+                None => hold,
+            };
+            held(daemon, &trail, &ticket, request, &hold, &request.cwd).await;
+            (trail, Verdict::Hold, hold)
+        }
+    }
+}
+
+/// How much of a tool call the records and `praxis pending` show: its
+/// arguments may be a whole document. The digest binds all of them.
+const SHOWN_CHARS: usize = 400;
+
+/// `text` cut to [`SHOWN_CHARS`] characters, marked when cut.
+fn shown(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((end, _)) => format!("{}… ({} bytes)", &text[..end], text.len()),
+        None => text.to_owned(),
+    }
+}
+
+/// Records a judged HOLD an operator may approve, stored as pending in the
+/// same transaction.
+async fn held(
+    daemon: &Daemon,
+    trail: &Trail,
+    ticket: &Ticket,
+    request: &JudgeRequest,
+    hold: &Refusal,
+    cwd: &str,
+) {
+    let pending = store::pending_op(trail, ticket, hold, Path::new(cwd));
     // A refusal stands whether or not its record committed (the failure is logged).
-    let _ = record(daemon, &trail, request, verdict, &details).await;
-    (trail, verdict, details)
+    let _ = record(
+        daemon,
+        trail,
+        request,
+        Verdict::Hold,
+        hold,
+        pending.map(|op| (ticket, op)),
+    )
+    .await;
+}
+
+/// Records the ALLOW of an approved call the runtime acts on itself, its
+/// approval consumed in the same transaction. When the approval is gone
+/// (another call used it first) or the record fails, the call is held anew
+/// and pending again.
+async fn record_consuming(
+    daemon: &Daemon,
+    trail: &Trail,
+    ticket: &Ticket,
+    request: &JudgeRequest,
+    details: Refusal,
+    cwd: &str,
+) -> (Verdict, Refusal) {
+    let rejected = Arc::new(OnceLock::new());
+    let Some(op) = store::consume_op(ticket, &trail.request_id, rejected) else {
+        let verdict = record_allow(daemon, trail, request, &details).await;
+        return (verdict, details);
+    };
+    match record(
+        daemon,
+        trail,
+        request,
+        Verdict::Allow,
+        &details,
+        Some((ticket, op)),
+    )
+    .await
+    {
+        Ok(()) => {
+            if let Some(approval) = &ticket.approval {
+                intent::consumed(daemon, trail, approval).await;
+            }
+            (Verdict::Allow, details)
+        }
+        Err(why) => {
+            let hold = Refusal {
+                reason: format!("{} ({why}; a new approval is needed)", details.reason),
+                approvable: true,
+                ..details
+            };
+            let ticket = Ticket {
+                approval: None,
+                ..ticket.clone()
+            };
+            held(daemon, trail, &ticket, request, &hold, cwd).await;
+            (Verdict::Hold, hold)
+        }
+    }
 }
 
 /// Records a judged ALLOW; one that cannot be recorded becomes HOLD.
@@ -308,7 +452,7 @@ async fn record_allow(
     request: &JudgeRequest,
     details: &Refusal,
 ) -> Verdict {
-    match record(daemon, trail, request, Verdict::Allow, details).await {
+    match record(daemon, trail, request, Verdict::Allow, details, None).await {
         Ok(()) => Verdict::Allow,
         Err(e) => {
             tracing::error!("audit of a judged ALLOW failed, answering HOLD: {e}");
@@ -317,13 +461,16 @@ async fn record_allow(
     }
 }
 
-/// Writes a judge-only decision record.
+/// Writes a judge-only decision record; with `bound`, the approval state
+/// it binds (digest, approval) and the SQL that commits with it (an
+/// approval consumed, a HOLD stored as pending), fsynced.
 async fn record(
     daemon: &Daemon,
     trail: &Trail,
     request: &JudgeRequest,
     verdict: Verdict,
     details: &Refusal,
+    bound: Option<(&Ticket, TxOp)>,
 ) -> Result<(), String> {
     let mut detail = serde_json::Map::new();
     detail.insert("judge_only".into(), true.into());
@@ -331,16 +478,36 @@ async fn record(
     if let Some(id) = &request.tool_call_id {
         detail.insert("tool_call_id".into(), id.clone().into());
     }
+    let ticket = bound.as_ref().map(|(ticket, _)| *ticket);
+    if let Some(digest) = ticket.and_then(|t| t.digest.as_ref()) {
+        detail.insert("request_digest".into(), digest.clone().into());
+    }
+    let approval = ticket.and_then(|t| t.approval.as_ref());
+    if let Some(approval) = approval {
+        detail.insert("approved_by".into(), approval.by.label().into());
+    }
     let event = Event {
         tier: Some(details.tier.as_str().to_owned()),
         decision: Some(verdict.as_str().to_owned()),
         reason: Some(details.reason.clone()),
         rule_ids: Some(details.rule_ids.clone()),
         profile: Some(details.profile.as_str().to_owned()),
+        approval_id: approval.map(|a| a.id.clone()),
         detail: Some(detail),
         ..trail.event(EventKind::Decided)
     };
-    let recorded = daemon.record(event, Durability::Normal).await.map(drop);
+    let recorded = match bound {
+        Some((_, op)) => daemon
+            .audit
+            .append_with_async(event, Durability::Full, op)
+            .await
+            .map(drop)
+            .map_err(|e| match e {
+                AuditError::Rejected(why) => why,
+                e => errors::one_line(&e),
+            }),
+        None => daemon.record(event, Durability::Normal).await.map(drop),
+    };
     if let Err(e) = &recorded {
         tracing::error!("audit of a judged request failed: {e}");
     }
@@ -454,6 +621,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn long_tool_arguments_are_shown_cut() {
+        assert_eq!(shown("mcp__x {\"a\":1}"), "mcp__x {\"a\":1}");
+        let long = format!("t {}", "é".repeat(SHOWN_CHARS));
+        let cut = shown(&long);
+        assert_eq!(cut.chars().count(), SHOWN_CHARS + " (802 bytes)".len() + 1);
+        assert!(cut.ends_with("… (802 bytes)"), "{cut}");
+    }
+
+    #[test]
     fn file_tools_are_judged_as_the_command_doing_the_same() {
         let write = Subject::File {
             path: "/h/.ssh/authorized_keys".into(),
@@ -477,7 +653,8 @@ mod tests {
         );
         assert_eq!(
             equivalent(&Subject::Tool {
-                name: "mcp__x__y".into()
+                name: "mcp__x__y".into(),
+                arguments: None
             }),
             None
         );

@@ -490,7 +490,7 @@ pub fn tool_and_target(subject: &Subject, tool: Option<&str>) -> (String, Option
             Some(path.clone()),
         ),
         Subject::Fetch { url } => ("WebFetch", Some(url.clone())),
-        Subject::Tool { name } => (name.as_str(), None),
+        Subject::Tool { name, .. } => (name.as_str(), None),
     };
     (tool.unwrap_or(default).to_owned(), target)
 }
@@ -548,6 +548,7 @@ mod tests {
         );
         let plan = Subject::Tool {
             name: "TodoWrite".into(),
+            arguments: None,
         };
         assert_eq!(tool_and_target(&plan, None), ("TodoWrite".into(), None));
     }

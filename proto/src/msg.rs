@@ -81,6 +81,11 @@ pub enum Subject {
     /// Any other tool of the runtime, by name.
     Tool {
         name: String,
+        /// The call's arguments as JSON with sorted keys: what an operator's
+        /// approval of a held call binds besides the name, so the same tool
+        /// with another target is a new request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<String>,
     },
 }
 

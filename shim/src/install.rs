@@ -128,10 +128,14 @@ impl Plan {
             InstallCmd::Openclaw { plugin } => {
                 let dir = match plugin {
                     Some(dir) => dir.clone(),
-                    None => praxis_run
-                        .parent()
-                        .unwrap_or(Path::new("."))
-                        .join("../share/praxis/openclaw"),
+                    // Named in OpenClaw's config as `/usr/share/…`, not `/usr/bin/../share/…`.
+                    None => {
+                        let packaged = praxis_run
+                            .parent()
+                            .unwrap_or(Path::new("."))
+                            .join("../share/praxis/openclaw");
+                        std::fs::canonicalize(&packaged).unwrap_or(packaged)
+                    }
                 };
                 let dir = std::path::absolute(&dir).unwrap_or(dir);
                 if !is_praxis_plugin(&dir) {

@@ -846,27 +846,30 @@ fn install_adds_the_hooks_idempotently_keeping_others() {
     );
 }
 
-#[test]
-fn an_operator_approval_of_a_held_hook_call_allows_it_once() {
-    let d = Daemon::start_in_git();
-    let command = "curl -fsS https://example.com";
-    let held = codex(&d, &bash(command));
+/// Approves the held call a Codex deny names (`praxis approve ID`) as the
+/// operator; returns the request id.
+fn approve_denied(d: &Daemon, held: &Value) -> String {
+    assert_eq!(held["permissionDecision"], "deny", "{held}");
     let reason = held["permissionDecisionReason"].as_str().unwrap();
     let id = reason
         .split("praxis approve ")
         .nth(1)
         .and_then(|rest| rest.split('`').next())
         .unwrap_or_else(|| panic!("no approve command in {reason}"));
-    let out = d
-        .cmd(&bin("praxis"))
-        .args(["approve", id])
-        .output()
-        .unwrap();
+    let out = d.praxis(&["approve", id]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    id.to_owned()
+}
+
+#[test]
+fn an_operator_approval_of_a_held_hook_call_allows_it_once() {
+    let d = Daemon::start_in_git();
+    let command = "curl -fsS https://example.com";
+    approve_denied(&d, &codex(&d, &bash(command)));
     // The retried call is allowed, and the approval is used when it runs.
     let allowed = codex(&d, &bash(command));
     assert_eq!(allowed["permissionDecision"], "allow", "{allowed}");
@@ -923,4 +926,82 @@ fn claude_tools_without_a_rule_meet_the_unknown_posture_and_runtime_tools_pass()
     );
     assert_eq!(own.status.code(), Some(0), "{own:?}");
     assert!(own.stdout.is_empty(), "{own:?}");
+}
+
+#[test]
+fn an_operator_approval_of_a_held_tool_call_allows_that_call_once() {
+    let d = Daemon::start_in_git();
+    let call = |tool: &str, input: Value| {
+        codex_answer(
+            &d,
+            &event("PreToolUse", tool, input, json!({ "cwd": d.work() })),
+        )
+    };
+    let issue = json!({ "repo": "o/r", "title": "flaky test" });
+    // A tool no rule covers, and a file tool on a file that runs code later:
+    // each held, approved, then the same call retried.
+    let hook = d.work().join(".git/hooks/pre-commit").display().to_string();
+    let write = json!({ "file_path": hook, "content": "#!/bin/sh\n" });
+    for (tool, input) in [
+        ("mcp__github__create_issue", issue.clone()),
+        ("Write", write),
+    ] {
+        let held = call(tool, input.clone());
+        assert_eq!(signal(&held)["decision"], "HOLD", "{held}");
+        let id = approve_denied(&d, &held["hookSpecificOutput"]);
+        // Codex answers an ALLOW with nothing to add by saying nothing.
+        let retried = d.praxis_run(
+            &["hook", "codex"],
+            &event(
+                "PreToolUse",
+                tool,
+                input.clone(),
+                json!({ "cwd": d.work() }),
+            ),
+        );
+        assert_eq!(retried.status.code(), Some(0), "{retried:?}");
+        assert!(
+            !String::from_utf8_lossy(&retried.stdout).contains("deny"),
+            "{tool}: the approved call is allowed: {}",
+            String::from_utf8_lossy(&retried.stdout)
+        );
+        let again = call(tool, input);
+        assert_eq!(
+            signal(&again)["decision"],
+            "HOLD",
+            "{tool}: one-shot: {again}"
+        );
+        assert_ne!(signal(&again)["request_id"], id.as_str());
+
+        let consumed: Vec<_> = d
+            .events_of_kind("approval_consumed")
+            .into_iter()
+            .filter(|e| e["runtime"] == "codex")
+            .collect();
+        let allowed = d.events().into_iter().find(|e| {
+            e["kind"] == "decided"
+                && e["decision"] == "ALLOW"
+                && e["detail"]["approved_by"] == "operator"
+                && e["reason"].as_str().is_some_and(|r| r.contains("used now"))
+                && consumed.iter().any(|c| c["request_id"] == e["request_id"])
+        });
+        assert!(allowed.is_some(), "{tool}: the ALLOW consumed the approval");
+    }
+
+    // The approval binds the call's arguments: another target is a new request.
+    let held = call("mcp__github__create_issue", issue);
+    let first = approve_denied(&d, &held["hookSpecificOutput"]);
+    let other = call(
+        "mcp__github__create_issue",
+        json!({ "repo": "o/other", "title": "flaky test" }),
+    );
+    let signal = signal(&other);
+    assert_eq!(signal["decision"], "HOLD", "{other}");
+    assert_ne!(signal["request_id"], first.as_str());
+    let pending = d.praxis(&["pending"]);
+    let listed = String::from_utf8_lossy(&pending.stdout);
+    assert!(
+        listed.contains("mcp__github__create_issue") && listed.contains("o/other"),
+        "the operator sees the tool and its arguments: {listed}"
+    );
 }

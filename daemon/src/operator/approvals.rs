@@ -118,7 +118,7 @@ pub fn approve(
     match daemon.audit.append_with(event, Durability::Full, op) {
         Ok(_) => OperatorReply::Done {
             message: format!(
-                "approved {request_id} as {id}: the same command may now run once, within {ttl}s"
+                "approved {request_id} as {id}: the same command or tool call may now run once, within {ttl}s"
             ),
         },
         Err(e) => audit_refusal(e),

@@ -7,7 +7,7 @@
 use praxis_policy::{Decision, Tier};
 
 use crate::audit::{AuditError, Durability, Event, EventKind, TxOp};
-use crate::pipeline::gate::{Gate, Permit, Refusal, Ticket, Trail};
+use crate::pipeline::gate::{Approval, Gate, Permit, Refusal, Ticket, Trail};
 use crate::state::Daemon;
 
 /// T2 and above are fsynced before the command may run; T0/T1 ride the group commit.
@@ -155,17 +155,7 @@ pub async fn intent(
     match append(daemon, event, durability(d.tier), with).await {
         Ok(()) => {
             if let Some(approval) = &ticket.approval {
-                let event = Event {
-                    approval_id: Some(approval.id.clone()),
-                    reason: Some(format!(
-                        "approval by the {} consumed by this request's intent record, in its transaction",
-                        approval.by.label()
-                    )),
-                    ..trail.event(EventKind::ApprovalConsumed)
-                };
-                if let Err(e) = daemon.record(event, Durability::Normal).await {
-                    tracing::error!("audit of an approval consumption failed: {e}");
-                }
+                consumed(daemon, trail, approval).await;
             }
             Intent::Recorded(Gate::Allow(permit))
         }
@@ -178,5 +168,21 @@ pub async fn intent(
             spill(daemon, &decided(trail, ticket, "HOLD", &hold), &e);
             Intent::Recorded(Gate::Hold(hold))
         }
+    }
+}
+
+/// Records that `approval` was consumed, by the ALLOW record of `trail`
+/// that committed it.
+pub async fn consumed(daemon: &Daemon, trail: &Trail, approval: &Approval) {
+    let event = Event {
+        approval_id: Some(approval.id.clone()),
+        reason: Some(format!(
+            "approval by the {} consumed by this request's intent record, in its transaction",
+            approval.by.label()
+        )),
+        ..trail.event(EventKind::ApprovalConsumed)
+    };
+    if let Err(e) = daemon.record(event, Durability::Normal).await {
+        tracing::error!("audit of an approval consumption failed: {e}");
     }
 }

@@ -161,7 +161,20 @@ describe("the praxis plugin in OpenClaw", { skip: !configPath || !workspace ? "O
     assert.match(judged.deferredApproval.approval.description, /unknown|no rule/i);
   });
 
-  test("after_tool_call and session_end reach praxisd", async () => {
+  test("OpenClaw's tools that read its own state pass without asking", async () => {
+    for (const [toolName, params] of [
+      ["memory_search", { query: "release checklist" }],
+      ["session_status", {}],
+      ["sessions_list", {}],
+    ]) {
+      const judged = await runBeforeToolCallHook({ toolName, params, toolCallId: `oc-inert-${toolName}`, ctx: ctx(), approvalMode: "defer" });
+      assert.equal(judged.blocked, false, `${toolName}: ${JSON.stringify(judged)}`);
+      assert.equal(judged.deferredApproval, undefined, `${toolName}: ${JSON.stringify(judged)}`);
+    }
+  });
+
+  test("session_start, after_tool_call and session_end reach praxisd", async () => {
+    await hookRunner.runSessionStart({ sessionId: SESSION, sessionKey: "agent:main:main" }, { sessionId: SESSION, sessionKey: "agent:main:main", agentId: "main" });
     await hookRunner.runAfterToolCall(
       { toolName: "exec", params: {}, toolCallId: "oc-allow-1", result: { details: { exitCode: 0 } }, durationMs: 5 },
       { toolName: "exec", sessionId: SESSION, sessionKey: "agent:main:main", toolCallId: "oc-allow-1" },

@@ -123,6 +123,18 @@ impl Event {
         self.tool_input.as_ref()?.get(key)?.as_str()
     }
 
+    /// The call judged as a tool of the runtime's own, `name`, with its
+    /// arguments (JSON, keys sorted) for an approval to bind.
+    fn tool_subject(&self, name: String) -> Subject {
+        Subject::Tool {
+            name,
+            arguments: self
+                .tool_input
+                .as_ref()
+                .and_then(|input| serde_json::to_string(input).ok()),
+        }
+    }
+
     fn tool(&self) -> Result<&str, HookError> {
         self.tool_name
             .as_deref()
@@ -248,9 +260,7 @@ fn tool_subjects(event: &Event, tool: &str, cwd: &Path) -> Result<Vec<Subject>, 
         "WebFetch" => Subject::Fetch {
             url: path(&["url"])?,
         },
-        other => Subject::Tool {
-            name: other.to_owned(),
-        },
+        other => event.tool_subject(other.to_owned()),
     }])
 }
 
@@ -492,7 +502,7 @@ pub fn refusal_reason(frame: &DecisionFrame) -> String {
     );
     match (&frame.approve_with, frame.decision) {
         (Some(cmd), Verdict::Hold) => reason.push_str(&format!(
-            "; an operator can allow it with `{cmd}`, then retry the same command"
+            "; an operator can allow it with `{cmd}`, then retry the same call"
         )),
         (_, Verdict::Stop) => reason.push_str("; this cannot be approved, choose another approach"),
         _ => {}
@@ -583,7 +593,8 @@ mod tests {
         );
         assert!(matches!(
             &tool_subjects(&event, "mcp__github__create_issue", Path::new("/w")).unwrap()[..],
-            [Subject::Tool { name }] if name == "mcp__github__create_issue"
+            [Subject::Tool { name, arguments: Some(arguments) }]
+                if name == "mcp__github__create_issue" && arguments == r#"{"notebook_path":"/w/a.ipynb"}"#
         ));
         assert!(tool_subjects(&event, "Read", Path::new("/w")).is_err());
     }

