@@ -21,7 +21,7 @@ use praxis_memory::contract::{self, JudgeDecision, RecallRequest};
 use praxis_memory::event::{Event as MemoryEvent, EventKind as MemoryEventKind};
 use praxis_memory::intake::{IntakeLimits, screen};
 use praxis_memory::recall::recall;
-use praxis_memory::writeback::memories_from;
+use praxis_memory::writeback::{disputes, memories_from};
 use praxis_proto::OperatorRequest;
 use serde_json::{Value, json};
 use tokio::net::UnixListener;
@@ -337,7 +337,21 @@ fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError>
             json!({"decision_id": stored, "replayed": true}),
         ));
     }
+    // A human correction disputes the memories it decided against.
+    let mut disputed = Vec::new();
+    for id in disputes(&decision) {
+        if let Some(memory) = store.get(id).map_err(|e| internal(errors::one_line(&e)))? {
+            disputed.push(praxis_memory::memory::disputed(
+                &memory,
+                &decision.decision_id,
+            ));
+        }
+    }
     let mut detail = serde_json::Map::new();
+    detail.insert(
+        "disputes".into(),
+        json!(disputed.iter().map(|m| m.id()).collect::<Vec<_>>()),
+    );
     detail.insert(
         "idempotency_key".into(),
         decision.idempotency_key.clone().into(),
@@ -360,7 +374,7 @@ fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError>
             &decision.idempotency_key,
             &decision.decision_id,
             &body,
-            &memories,
+            &[memories.as_slice(), disputed.as_slice()].concat(),
             &event,
         )
         .map_err(|e| internal(errors::one_line(&e)))?;
@@ -375,6 +389,7 @@ fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError>
             "decision_id": decision_id,
             "replayed": replayed,
             "memories_proposed": memories.iter().map(|m| m.id()).collect::<Vec<_>>(),
+            "memories_disputed": disputed.iter().map(|m| m.id()).collect::<Vec<_>>(),
         }),
     ))
 }

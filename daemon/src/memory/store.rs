@@ -84,20 +84,7 @@ impl MemoryStore {
     /// Stores a memory, replacing the one with its id; refuses one that
     /// breaks the memory invariants (an unconfirmed instruction, …).
     pub fn put(&self, memory: &Memory) -> Result<(), StoreError> {
-        memory
-            .check()
-            .map_err(|e| StoreError::Invalid(e.to_string()))?;
-        self.conn().execute(
-            "INSERT INTO memories (id, workspace, review, body) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT(id) DO UPDATE SET workspace = ?2, review = ?3, body = ?4",
-            params![
-                memory.id(),
-                memory.item.scope.workspace_id,
-                memory.review.as_str(),
-                serde_json::to_string(memory)?
-            ],
-        )?;
-        Ok(())
+        upsert(&self.conn(), memory)
     }
 
     pub fn get(&self, id: &str) -> Result<Option<Memory>, StoreError> {
@@ -137,11 +124,7 @@ impl MemoryStore {
 
     /// Appends a compact judgment event.
     pub fn add_event(&self, event: &Event) -> Result<(), StoreError> {
-        self.conn().execute(
-            "INSERT INTO events (at, body) VALUES (?1, ?2)",
-            params![event.at.unix(), serde_json::to_string(event)?],
-        )?;
-        Ok(())
+        insert_event(&self.conn(), event)
     }
 
     /// Every judgment event, oldest first.
@@ -160,13 +143,18 @@ impl MemoryStore {
     /// Keeps what the policy held, as memory sees it (redacted, no raw
     /// arguments), so an approval can generalise it and a lesson can be
     /// replayed over recent HOLDs.
+    /// With it, in one transaction, the judgment events of consulting
+    /// memory on it.
     pub fn record_held(
         &self,
         request_id: &str,
         at: Timestamp,
         action: &Action,
+        events: &[Event],
     ) -> Result<(), StoreError> {
-        self.conn().execute(
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
             "INSERT OR REPLACE INTO held (request_id, at, workspace, body) VALUES (?1, ?2, ?3, ?4)",
             params![
                 request_id,
@@ -175,11 +163,15 @@ impl MemoryStore {
                 serde_json::to_string(action)?
             ],
         )?;
+        for event in events {
+            insert_event(&tx, event)?;
+        }
+        tx.commit()?;
         Ok(())
     }
 
     /// Stores a written-back judge decision under its idempotency key, with
-    /// the memories it proposes, in one transaction. When the key is
+    /// the memories it proposes or changes (disputes), in one transaction. When the key is
     /// already stored nothing is written and the stored decision id comes
     /// back: `Ok(Err(id))`.
     pub fn put_decision(
@@ -207,23 +199,9 @@ impl MemoryStore {
             params![idempotency_key, decision_id, body.to_string()],
         )?;
         for memory in memories {
-            memory
-                .check()
-                .map_err(|e| StoreError::Invalid(e.to_string()))?;
-            tx.execute(
-                "INSERT INTO memories (id, workspace, review, body) VALUES (?1, ?2, ?3, ?4)",
-                params![
-                    memory.id(),
-                    memory.item.scope.workspace_id,
-                    memory.review.as_str(),
-                    serde_json::to_string(memory)?
-                ],
-            )?;
+            upsert(&tx, memory)?;
         }
-        tx.execute(
-            "INSERT INTO events (at, body) VALUES (?1, ?2)",
-            params![event.at.unix(), serde_json::to_string(event)?],
-        )?;
+        insert_event(&tx, event)?;
         tx.commit()?;
         Ok(Ok(()))
     }
@@ -276,6 +254,31 @@ impl MemoryStore {
             .map(|b| serde_json::from_str(b).map_err(StoreError::from))
             .collect()
     }
+}
+
+fn insert_event(conn: &Connection, event: &Event) -> Result<(), StoreError> {
+    conn.prepare_cached("INSERT INTO events (at, body) VALUES (?1, ?2)")?
+        .execute(params![event.at.unix(), serde_json::to_string(event)?])?;
+    Ok(())
+}
+
+/// Stores `memory`, replacing the one with its id; refuses one that breaks
+/// the memory invariants.
+fn upsert(conn: &Connection, memory: &Memory) -> Result<(), StoreError> {
+    memory
+        .check()
+        .map_err(|e| StoreError::Invalid(e.to_string()))?;
+    conn.execute(
+        "INSERT INTO memories (id, workspace, review, body) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT(id) DO UPDATE SET workspace = ?2, review = ?3, body = ?4",
+        params![
+            memory.id(),
+            memory.item.scope.workspace_id,
+            memory.review.as_str(),
+            serde_json::to_string(memory)?
+        ],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! operator's `approve --remember` can generalise it and the review queue
 //! can replay lessons over recent HOLDs.
 
+use praxis_memory::event::Event;
 use praxis_memory::lesson::{Action, ActionCommand, GitBranches, PathArg};
 use praxis_memory::memory::Memory;
 use praxis_memory::relax::{Consultation, consult};
@@ -82,7 +83,9 @@ pub enum Recalled {
     Unavailable(String),
 }
 
-/// Keeps the held action and consults the memories of its workspace.
+/// Consults the memories of the held action's workspace, and keeps the
+/// action with what memory did for it (the judgment events the inspector
+/// and the metrics read).
 pub fn recall(
     store: &Result<MemoryStore, String>,
     request_id: &str,
@@ -93,16 +96,16 @@ pub fn recall(
         Ok(store) => store,
         Err(why) => return Recalled::Unavailable(why.clone()),
     };
-    if let Err(e) = store.record_held(request_id, now, action) {
+    let memories = match store.in_workspace(&action.workspace) {
+        Ok(memories) => memories,
+        Err(e) => return Recalled::Unavailable(errors::one_line(&e)),
+    };
+    let consultation = consult(&memories, action, now);
+    let events = Event::consulted(request_id, &consultation, now);
+    if let Err(e) = store.record_held(request_id, now, action, &events) {
         tracing::warn!("held action of {request_id} not kept: {e}");
     }
-    match store.in_workspace(&action.workspace) {
-        Ok(memories) => {
-            let consultation = consult(&memories, action, now);
-            Recalled::Consulted(consultation, memories)
-        }
-        Err(e) => Recalled::Unavailable(errors::one_line(&e)),
-    }
+    Recalled::Consulted(consultation, memories)
 }
 
 /// "memory evidence: m1 (git push …); m2 (…)", shown with a HOLD.
