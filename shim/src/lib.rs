@@ -14,5 +14,6 @@ pub mod judge;
 pub mod mcp;
 pub mod memory;
 pub mod operator;
+pub mod proposal;
 pub mod session;
 pub mod undo;

@@ -4,46 +4,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
-
-use common::{Daemon, repo};
-use serde_json::{Value, json};
-
-/// One HTTP/1.1 exchange on the API socket: the status and the JSON body.
-fn call(d: &Daemon, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-    let mut stream = UnixStream::connect(d.socket().with_file_name("praxisd-api.sock")).unwrap();
-    let text = body.map(ToString::to_string).unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: praxisd\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-        text.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status: u16 = answer[9..12].parse().unwrap();
-    let (_, body) = answer.split_once("\r\n\r\n").unwrap();
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
-}
-
-fn fixture(name: &str) -> Value {
-    let text = std::fs::read_to_string(repo().join("memory/tests/fixtures").join(name)).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn validator(schema: &str) -> jsonschema::Validator {
-    let text = std::fs::read_to_string(
-        repo()
-            .join("contracts")
-            .join(format!("{schema}.schema.json")),
-    )
-    .unwrap();
-    jsonschema::options()
-        .should_validate_formats(true)
-        .build(&serde_json::from_str(&text).unwrap())
-        .unwrap()
-}
+use common::Daemon;
+use common::judge::{call, fixture, validator};
+use serde_json::json;
 
 #[test]
 fn recall_answers_schema_valid_json_and_refuses_bad_fields_by_name() {
