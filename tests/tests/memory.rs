@@ -140,3 +140,45 @@ fn review_actions_are_refused_for_unknown_items_and_illegal_moves() {
         "{again:?}"
     );
 }
+
+/// An operator's HOLD rule for release branches, marked not relaxable.
+const RELEASE_RULE: &str = r#"
+[[rule]]
+id = "push-release"
+decision = "hold"
+not_relaxable = true
+reason = "release branches are pushed by a person"
+program = ["git"]
+subcommand = ["push"]
+args = ["release/*"]
+match = ["git push origin release/1"]
+not_match = ["git push origin feature/a"]
+"#;
+
+#[test]
+fn a_confirmed_lesson_never_relaxes_a_hold_from_a_rule_marked_not_relaxable() {
+    let d = Daemon::start_with(&[("policy.toml", RELEASE_RULE)], &[]);
+    repo(&d.work());
+    let lesson = remembered(&d, "feature/a");
+    ok(&d.praxis(&["review", "confirm", &lesson]));
+
+    // The lesson (pushes to non-default branches) matches a release push,
+    // but the rule that holds it is not relaxable.
+    let out = push(&d, "release/1");
+    let id = held(&out);
+    let decided = last_decision(&d);
+    assert!(
+        decided["reason"]
+            .as_str()
+            .unwrap()
+            .contains("release branches"),
+        "{decided}"
+    );
+    assert!(decided["detail"]["memory_used"].is_null(), "{decided}");
+    // Nor is a lesson proposed from approving it.
+    let said = ok(&d.praxis(&["approve", &id, "--remember"]));
+    assert!(said.contains("no lesson proposed"), "{said}");
+    // The lesson still lets other pushes through.
+    let out = push(&d, "feature/b");
+    assert!(!matches!(out.status.code(), Some(125 | 126)), "{out:?}");
+}

@@ -104,6 +104,11 @@ pub fn remember(daemon: &Daemon, peer: &Peer, request_id: &str) -> Result<String
         .held(request_id)
         .map_err(|e| errors::one_line(&e))?
         .ok_or_else(|| format!("nothing is known of what {request_id} held; no lesson proposed"))?;
+    if !action.relaxable {
+        return Err(String::from(
+            "what held it may not be relaxed by memory (a rule marked not relaxable, root, or an unknown program); no lesson proposed",
+        ));
+    }
     let lesson = generalise(&action).ok_or_else(|| {
         String::from("its held commands have no single shape to generalise; no lesson proposed")
     })?;

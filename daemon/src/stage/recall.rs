@@ -60,12 +60,13 @@ pub fn action(decision: &Decision, context: &Context, role: &str) -> Action {
     }
 }
 
-/// Whether memory may relax this decision's HOLD at all: not when the
-/// command reaches root (sudo, doas, …), and not when a held command's
-/// program is not known (a dynamic command word), which no lesson about a
-/// named program can vouch for.
+/// Whether memory may relax this decision's HOLD at all: not when a rule
+/// marked `not_relaxable` held it, not when the command reaches root (sudo,
+/// doas, …), and not when a held command's program is not known (a dynamic
+/// command word), which no lesson about a named program can vouch for.
 pub fn relaxable(decision: &Decision) -> bool {
-    !decision.escalation
+    !decision.not_relaxable
+        && !decision.escalation
         && decision
             .commands
             .iter()
