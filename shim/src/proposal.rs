@@ -9,6 +9,7 @@ use praxis_memory::contract::{
     Escalation, Judge, JudgeDecision, JudgeKind, JudgeVerdict, MemoryToWrite, MemoryUse,
     RequiredRevision, RiskClass, ToolKind, UsedAs, WriteStatus,
 };
+use praxis_memory::intake::{IntakeError, IntakeLimits, screen_proposal};
 use praxis_proto::{Command, DecisionFrame, FileAccess, Subject, Verdict};
 
 /// What praxisd judges for a proposal: the command given beside it, or what
@@ -40,18 +41,26 @@ pub fn subject(proposal: &ActionProposal, command: Option<Command>) -> Subject {
     }
 }
 
-/// What the proposal itself declares that no rule may wave through: secret
-/// material or production access. Such a proposal is escalated even when
-/// the policy allows its action.
+/// Refuses a proposal that carries secret-like data (the built-in redaction
+/// rules recognise it, or the proposal says so) or transcript-sized text:
+/// such a proposal is not sent on, and the error names the field.
+pub fn screened(proposal: &ActionProposal) -> Result<(), IntakeError> {
+    let redactor = praxis_policy::redact::builtin_config()
+        .and_then(|config| praxis_policy::redact::Redactor::new(&config))
+        .map_err(|e| IntakeError::Unreadable(format!("the redaction rules: {e}")))?;
+    let is_secret = |text: &str| redactor.redact_str(text) != text;
+    screen_proposal(proposal, &is_secret, &IntakeLimits::default())
+}
+
+/// What the proposal itself declares that no rule may wave through:
+/// production access (secret-like data is refused before it is judged, by
+/// [`screened`]). Such a proposal is escalated even when the policy allows
+/// its action.
 fn declared_sensitive(proposal: &ActionProposal) -> Option<&'static str> {
-    let s = &proposal.sensitivity;
-    if s.contains_secret_like_data {
-        Some("the proposal declares secret-like data")
-    } else if s.contains_production_system_access {
-        Some("the proposal declares production system access")
-    } else {
-        None
-    }
+    proposal
+        .sensitivity
+        .contains_production_system_access
+        .then_some("the proposal declares production system access")
 }
 
 /// The judge decision for `proposal`, from praxisd's decision on it (or why
@@ -206,6 +215,19 @@ mod tests {
     }
 
     #[test]
+    fn a_proposal_with_a_secret_is_refused_naming_the_field() {
+        let mut p = proposal();
+        p.action.target = Some(String::from(
+            "git push https://ghp_8rESQedUStPKR0CsTy4Qwb8DwkNhFdnXsiVp@github.com/a/b",
+        ));
+        assert_eq!(screened(&p).unwrap_err().field(), Some("action.target"));
+        let mut flagged = proposal();
+        flagged.sensitivity.contains_secret_like_data = true;
+        assert!(screened(&flagged).is_err());
+        screened(&proposal()).unwrap();
+    }
+
+    #[test]
     fn a_shell_proposal_is_judged_as_its_command_line_and_a_file_one_on_its_path() {
         let mut p = proposal();
         p.action.target = Some(String::from("git push origin feature/login"));
@@ -234,7 +256,7 @@ mod tests {
     }
 
     #[test]
-    fn verdicts_map_to_the_decision_contract_and_declared_secrets_escalate() {
+    fn verdicts_map_to_the_decision_contract_and_declared_production_access_escalates() {
         let p = proposal();
         let allowed = decision(&p, Ok(&frame(Verdict::Allow)));
         assert_eq!(allowed.decision, JudgeVerdict::Allow);
@@ -258,9 +280,9 @@ mod tests {
         assert_eq!(unreachable.decision, JudgeVerdict::Escalate);
         assert_eq!(exit_code(&unreachable), 125);
 
-        let mut secret = proposal();
-        secret.sensitivity.contains_secret_like_data = true;
-        let escalated = decision(&secret, Ok(&frame(Verdict::Allow)));
+        let mut production = proposal();
+        production.sensitivity.contains_production_system_access = true;
+        let escalated = decision(&production, Ok(&frame(Verdict::Allow)));
         assert_eq!(escalated.decision, JudgeVerdict::Escalate);
         assert_eq!(escalated.checks.sensitivity_check, CheckResult::Fail);
     }

@@ -164,18 +164,10 @@ fn not_found(why: String) -> ApiError {
 /// Refuses secret-like data and transcript-sized text, naming the field.
 fn screened<T: serde::Serialize>(daemon: &Daemon, document: &T) -> Result<(), ApiError> {
     let is_secret = |text: &str| daemon.redact(text) != text;
-    screen(document, &is_secret, &IntakeLimits::default()).map_err(|e| {
-        let field = match &e {
-            praxis_memory::intake::IntakeError::SecretLike { field }
-            | praxis_memory::intake::IntakeError::FieldTooLarge { field, .. }
-            | praxis_memory::intake::IntakeError::TooManyLines { field, .. } => Some(field.clone()),
-            _ => None,
-        };
-        ApiError {
-            status: StatusCode::UNPROCESSABLE_ENTITY,
-            message: e.to_string(),
-            field,
-        }
+    screen(document, &is_secret, &IntakeLimits::default()).map_err(|e| ApiError {
+        status: StatusCode::UNPROCESSABLE_ENTITY,
+        message: e.to_string(),
+        field: e.field().map(str::to_owned),
     })
 }
 

@@ -18,6 +18,7 @@ use std::os::unix::net::UnixStream;
 use nix::sys::signal::{SigSet, Signal};
 use praxis_memory::contract::ActionProposal;
 use praxis_proto::{ClientMsg, Command, DecisionFrame, ExecRequest, Subject, Verdict};
+use praxis_shim::api;
 use praxis_shim::args::{self, Args, HELP, Info, USAGE};
 use praxis_shim::client::{self, ClientError};
 use praxis_shim::contract;
@@ -386,7 +387,8 @@ fn run_judge(args: &[String]) -> i32 {
 }
 
 /// `praxis-run judge --proposal SOURCE`: the proposal read and checked
-/// strictly (a refusal names the field), judged by praxisd, and answered
+/// strictly, refused when it carries secret-like data or transcript-sized
+/// text (a refusal names the field), judged by praxisd, and answered
 /// as an `openbrain.judge.decision.v1` document on stdout.
 fn judge_proposal(source: &str, command: Option<Command>, caller: &Caller) -> i32 {
     let text = if source == "-" {
@@ -400,6 +402,11 @@ fn judge_proposal(source: &str, command: Option<Command>, caller: &Caller) -> i3
         .and_then(|text| {
             praxis_memory::contract::parse::<ActionProposal>(&text)
                 .map_err(|e| (e.field_path().map(str::to_owned), e.to_string()))
+        })
+        .and_then(|proposal| {
+            proposal::screened(&proposal)
+                .map(|()| proposal)
+                .map_err(|e| (e.field().map(str::to_owned), e.to_string()))
         });
     let proposal = match parsed {
         Ok(proposal) => proposal,
@@ -419,6 +426,15 @@ fn judge_proposal(source: &str, command: Option<Command>, caller: &Caller) -> i3
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
     let judged = judge::judge(proposal::subject(&proposal, command), &cwd, &caller);
     let decision = proposal::decision(&proposal, judged.as_ref().map_err(ToString::to_string));
+    // Every refusal also carries the audit signal, as for a command.
+    if decision.decision != praxis_memory::contract::JudgeVerdict::Allow {
+        let frame = judged.as_ref().ok();
+        let verdict = frame.map_or(Verdict::Hold, |f| f.decision);
+        eprintln!(
+            "{}",
+            exec::refusal_json(verdict, &decision.reasoning_summary, frame)
+        );
+    }
     match serde_json::to_string(&decision) {
         Ok(json) => println!("{json}"),
         Err(e) => {
@@ -427,6 +443,35 @@ fn judge_proposal(source: &str, command: Option<Command>, caller: &Caller) -> i3
         }
     }
     proposal::exit_code(&decision)
+}
+
+/// `praxis-run api METHOD PATH < BODY`: one judge API request; the body of
+/// the answer on stdout. Exit 0 for a 2xx answer, 125 otherwise.
+fn run_api(args: &[String]) -> i32 {
+    const API_USAGE: &str = "usage: praxis-run api (GET|POST) /v1/... < BODY";
+    let [method, path] = args else {
+        eprintln!("{API_USAGE}");
+        return EXIT_HOLD;
+    };
+    let mut body = String::new();
+    if method == "POST" && std::io::stdin().read_to_string(&mut body).is_err() {
+        eprintln!("praxis-run api: the body is not UTF-8");
+        return EXIT_HOLD;
+    }
+    match api::call(method, path, &body) {
+        Ok((status, answer)) => {
+            println!("{answer}");
+            if (200..300).contains(&status) {
+                0
+            } else {
+                EXIT_HOLD
+            }
+        }
+        Err(e) => {
+            eprintln!("praxis-run api: {e}");
+            EXIT_HOLD
+        }
+    }
 }
 
 /// `praxis-run mcp`: the MCP server on stdin/stdout until stdin closes.
@@ -465,6 +510,7 @@ fn main() {
         Some((sub, rest)) if sub == "plan" => run_plan(rest),
         Some((sub, rest)) if sub == "mcp" => run_mcp(rest),
         Some((sub, rest)) if sub == "judge" => run_judge(rest),
+        Some((sub, rest)) if sub == "api" => run_api(rest),
         _ => match args::parse(argv.into_iter()) {
             Ok(Args {
                 info: Some(info), ..
