@@ -45,6 +45,17 @@ struct File {
     credentials: Vec<CredentialFile>,
     #[serde(default)]
     snapshots: SnapshotsFile,
+    #[serde(default)]
+    api: ApiFile,
+}
+
+/// `[api]`: the judge API beyond its unix socket.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApiFile {
+    /// A loopback address (`127.0.0.1:8787`, `[::1]:8787`) to also serve
+    /// the judge API on over TCP, to holders of the bearer token only.
+    tcp: Option<std::net::SocketAddr>,
 }
 
 /// `[snapshots]`: what reversible commands keep for `praxis undo`.
@@ -379,6 +390,9 @@ pub struct Config {
     /// Credentials declared in `praxis.toml` (references only).
     pub credentials: Vec<CredentialSpec>,
     pub snapshots: Snapshots,
+    /// The loopback address the judge API is also served on, with a bearer
+    /// token; None: the unix socket only.
+    pub api_tcp: Option<std::net::SocketAddr>,
 }
 
 /// Default lifetime of an approval.
@@ -448,7 +462,15 @@ impl Config {
                 budget.0[i] = (n > 0).then_some(n);
             }
         }
+        if let Some(addr) = file.api.tcp
+            && !addr.ip().is_loopback()
+        {
+            return Err(invalid(format!(
+                "api.tcp must be a loopback address (127.0.0.0/8 or ::1), not {addr}"
+            )));
+        }
         Ok(Config {
+            api_tcp: file.api.tcp,
             approval_ttl: file
                 .approval_ttl_secs
                 .map_or(DEFAULT_APPROVAL_TTL, Duration::from_secs),
@@ -507,6 +529,23 @@ mod tests {
         let c = Config::load(layout(tmp.path())).unwrap();
         assert_eq!(c.kill_file, PathBuf::from("/x/STOP"));
         assert_eq!(c.kill_grace, Duration::from_millis(10));
+    }
+
+    #[test]
+    fn the_tcp_api_listens_on_loopback_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |text: &str| std::fs::write(tmp.path().join(CONFIG_FILE), text).unwrap();
+        assert_eq!(Config::load(layout(tmp.path())).unwrap().api_tcp, None);
+        write("[api]\ntcp = \"127.0.0.1:8787\"\n");
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.api_tcp, Some("127.0.0.1:8787".parse().unwrap()));
+        write("[api]\ntcp = \"[::1]:8787\"\n");
+        assert!(Config::load(layout(tmp.path())).unwrap().api_tcp.is_some());
+        for outside in ["0.0.0.0:8787", "192.0.2.7:8787", "[::]:8787"] {
+            write(&format!("[api]\ntcp = \"{outside}\"\n"));
+            let err = Config::load(layout(tmp.path())).unwrap_err().to_string();
+            assert!(err.contains("loopback"), "{outside}: {err}");
+        }
     }
 
     #[test]

@@ -5,7 +5,9 @@
 mod common;
 
 use common::Daemon;
-use common::judge::{call, fixture, validator};
+use std::os::unix::fs::PermissionsExt;
+
+use common::judge::{call, exchange, fixture, validator};
 use serde_json::json;
 
 #[test]
@@ -122,4 +124,65 @@ fn a_secret_in_a_decision_is_refused_and_nothing_is_stored() {
     let (status, _) = call(&d, "GET", "/v1/judge/decisions/dec-0001", None);
     assert_eq!(status, 404);
     assert!(d.events_of_kind("memory").is_empty());
+}
+
+#[test]
+fn the_loopback_tcp_api_serves_only_the_bearer_of_its_token() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = format!("[api]\ntcp = \"127.0.0.1:{port}\"\n");
+    let d = Daemon::start_with(&[("praxis.toml", &config)], &[]);
+    let token_file = d.db().with_file_name("api-token");
+    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    // The TCP listener comes up just after the sockets the harness waits for.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let connect = || loop {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(stream) => break stream,
+            Err(e) => {
+                assert!(std::time::Instant::now() < deadline, "no TCP API: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    };
+    let recall = fixture("recall.json");
+
+    let (status, body) = exchange(connect(), "POST", "/v1/judge/recall", Some(&recall), None);
+    assert_eq!(status, 401, "{body}");
+    let last = if token.ends_with('0') { "1" } else { "0" };
+    let wrong = format!("{}{last}", &token[..token.len() - 1]);
+    let (status, _) = exchange(connect(), "GET", "/v1/review-queue", None, Some(&wrong));
+    assert_eq!(status, 401);
+    let (status, body) = exchange(
+        connect(),
+        "POST",
+        "/v1/judge/recall",
+        Some(&recall),
+        Some(&token),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["request_id"], "rec-0001");
+    // A write through TCP is audited like one through the socket.
+    let (status, body) = exchange(
+        connect(),
+        "POST",
+        "/v1/judge/decisions",
+        Some(&fixture("decision.json")),
+        Some(&token),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(d.events_of_kind("memory").len(), 1);
+}
+
+#[test]
+fn without_tcp_configured_no_token_is_made() {
+    let d = Daemon::start();
+    assert!(!d.db().with_file_name("api-token").exists());
+    let (status, _) = call(&d, "GET", "/v1/review-queue", None);
+    assert_eq!(status, 200);
 }
