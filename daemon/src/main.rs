@@ -320,6 +320,10 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
     if let Ok(tasks) = serving.await {
         server::drain(&daemon, tasks, DRAIN_GRACE).await;
     }
+    // Held actions memory queued are written before the daemon goes.
+    if let Ok(store) = &daemon.memory {
+        store.flush();
+    }
     let _ = daemon
         .record(
             Event {

@@ -5,8 +5,9 @@
 //!
 //! Nothing here decides: what a memory may do is `praxis_memory`'s.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use praxis_memory::event::Event;
@@ -56,8 +57,35 @@ CREATE TABLE IF NOT EXISTS decisions (
 
 /// The store. One connection behind a mutex: writes are rare (reviews,
 /// proposals, one row per HOLD) and short.
+///
+/// The decision path reads and writes nothing it can avoid: a workspace's
+/// memories are kept parsed until the table changes (through this store,
+/// or by another connection, which SQLite's `data_version` tells), and a
+/// held action with its judgment events is queued and written before the
+/// next read of the store or once [`HELD_BATCH`] are waiting.
 pub struct MemoryStore {
     conn: Mutex<Connection>,
+    state: Mutex<Cached>,
+}
+
+/// Held actions queued before they are written.
+pub const HELD_BATCH: usize = 64;
+
+/// What the store keeps in memory for the decision path.
+#[derive(Default)]
+struct Cached {
+    /// `data_version` when `workspaces` was filled.
+    data_version: Option<i64>,
+    workspaces: HashMap<String, Arc<Vec<Memory>>>,
+    held: Vec<HeldRow>,
+}
+
+/// A held action and the judgment events of consulting memory on it.
+struct HeldRow {
+    request_id: String,
+    at: Timestamp,
+    action: Action,
+    events: Vec<Event>,
 }
 
 impl MemoryStore {
@@ -72,13 +100,41 @@ impl MemoryStore {
         conn.execute_batch(SCHEMA)?;
         Ok(MemoryStore {
             conn: Mutex::new(conn),
+            state: Mutex::new(Cached::default()),
         })
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+    fn state(&self) -> MutexGuard<'_, Cached> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// The connection, with every queued held action written first, so a
+    /// read sees them. The parsed memories are dropped: the caller may write.
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        let mut conn = self.raw_conn();
+        let mut state = self.state();
+        state.workspaces.clear();
+        state.data_version = None;
+        if !state.held.is_empty() {
+            let queued = std::mem::take(&mut state.held);
+            if let Err(e) = write_held(&mut conn, &queued) {
+                tracing::warn!("{} held actions not kept: {e}", queued.len());
+            }
+        }
+        conn
+    }
+
+    fn raw_conn(&self) -> MutexGuard<'_, Connection> {
         self.conn
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Writes every queued held action now.
+    pub fn flush(&self) {
+        drop(self.conn());
     }
 
     /// Stores a memory, replacing the one with its id; refuses one that
@@ -97,12 +153,28 @@ impl MemoryStore {
         Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
     }
 
-    /// The memories of one workspace, for recall on the decision path.
-    pub fn in_workspace(&self, workspace: &str) -> Result<Vec<Memory>, StoreError> {
-        self.select(
+    /// The memories of one workspace, for recall on the decision path:
+    /// parsed once, then kept until the table changes.
+    pub fn in_workspace(&self, workspace: &str) -> Result<Arc<Vec<Memory>>, StoreError> {
+        let conn = self.raw_conn();
+        let version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        let mut state = self.state();
+        if state.data_version != Some(version) {
+            state.workspaces.clear();
+            state.data_version = Some(version);
+        }
+        if let Some(memories) = state.workspaces.get(workspace) {
+            return Ok(Arc::clone(memories));
+        }
+        let memories = Arc::new(select(
+            &conn,
             "SELECT body FROM memories WHERE workspace = ?1 ORDER BY id",
             [workspace],
-        )
+        )?);
+        state
+            .workspaces
+            .insert(workspace.to_owned(), Arc::clone(&memories));
+        Ok(memories)
     }
 
     /// Every memory, for the queue, the inspector and the API.
@@ -111,15 +183,7 @@ impl MemoryStore {
     }
 
     fn select<P: rusqlite::Params>(&self, sql: &str, p: P) -> Result<Vec<Memory>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(sql)?;
-        let bodies = stmt
-            .query_map(p, |r| r.get::<_, String>(0))?
-            .collect::<Result<Vec<_>, _>>()?;
-        bodies
-            .iter()
-            .map(|b| serde_json::from_str(b).map_err(StoreError::from))
-            .collect()
+        select(&self.conn(), sql, p)
     }
 
     /// Appends a compact judgment event.
@@ -142,31 +206,29 @@ impl MemoryStore {
 
     /// Keeps what the policy held, as memory sees it (redacted, no raw
     /// arguments), so an approval can generalise it and a lesson can be
-    /// replayed over recent HOLDs.
-    /// With it, in one transaction, the judgment events of consulting
-    /// memory on it.
+    /// replayed over recent HOLDs; with it, the judgment events of
+    /// consulting memory on it. Queued: written in one transaction before
+    /// the next read of the store, or now when [`HELD_BATCH`] are waiting.
     pub fn record_held(
         &self,
         request_id: &str,
         at: Timestamp,
         action: &Action,
-        events: &[Event],
+        events: Vec<Event>,
     ) -> Result<(), StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        tx.execute(
-            "INSERT OR REPLACE INTO held (request_id, at, workspace, body) VALUES (?1, ?2, ?3, ?4)",
-            params![
-                request_id,
-                at.unix(),
-                action.workspace,
-                serde_json::to_string(action)?
-            ],
-        )?;
-        for event in events {
-            insert_event(&tx, event)?;
+        let full = {
+            let mut state = self.state();
+            state.held.push(HeldRow {
+                request_id: request_id.to_owned(),
+                at,
+                action: action.clone(),
+                events,
+            });
+            state.held.len() >= HELD_BATCH
+        };
+        if full {
+            self.flush();
         }
-        tx.commit()?;
         Ok(())
     }
 
@@ -256,10 +318,52 @@ impl MemoryStore {
     }
 }
 
+fn select<P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    p: P,
+) -> Result<Vec<Memory>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let bodies = stmt
+        .query_map(p, |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    bodies
+        .iter()
+        .map(|b| serde_json::from_str(b).map_err(StoreError::from))
+        .collect()
+}
+
+/// Writes queued held actions and their events in one transaction.
+fn write_held(conn: &mut Connection, rows: &[HeldRow]) -> Result<(), StoreError> {
+    let tx = conn.transaction()?;
+    for row in rows {
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO held (request_id, at, workspace, body) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![
+            row.request_id,
+            row.at.unix(),
+            row.action.workspace,
+            serde_json::to_string(&row.action)?
+        ])?;
+        for event in &row.events {
+            insert_event(&tx, event)?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
 fn insert_event(conn: &Connection, event: &Event) -> Result<(), StoreError> {
     conn.prepare_cached("INSERT INTO events (at, body) VALUES (?1, ?2)")?
         .execute(params![event.at.unix(), serde_json::to_string(event)?])?;
     Ok(())
+}
+
+impl Drop for MemoryStore {
+    fn drop(&mut self) {
+        self.flush();
+    }
 }
 
 /// Stores `memory`, replacing the one with its id; refuses one that breaks
@@ -326,7 +430,7 @@ mod tests {
         store.put(&a).unwrap();
         store.put(&proposed("m2", "/w/b")).unwrap();
         assert_eq!(store.get("m1").unwrap(), Some(a.clone()));
-        assert_eq!(store.in_workspace("/w/a").unwrap(), vec![a.clone()]);
+        assert_eq!(*store.in_workspace("/w/a").unwrap(), vec![a.clone()]);
         assert_eq!(store.all().unwrap().len(), 2);
 
         // A second open reads what the first wrote.
@@ -334,6 +438,56 @@ mod tests {
         let store = MemoryStore::open(&dir.path().join("memory.db")).unwrap();
         assert_eq!(store.get("m1").unwrap(), Some(a));
         assert_eq!(store.get("m3").unwrap(), None);
+    }
+
+    #[test]
+    fn parsed_memories_follow_changes_by_this_store_and_by_other_connections() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.db");
+        let store = MemoryStore::open(&path).unwrap();
+        store.put(&proposed("m1", "/w/a")).unwrap();
+        let first = store.in_workspace("/w/a").unwrap();
+        assert!(Arc::ptr_eq(&first, &store.in_workspace("/w/a").unwrap()));
+        store.put(&proposed("m2", "/w/a")).unwrap();
+        assert_eq!(store.in_workspace("/w/a").unwrap().len(), 2);
+
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute("DELETE FROM memories WHERE id = 'm1'", [])
+            .unwrap();
+        let seen = store.in_workspace("/w/a").unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].id(), "m2");
+    }
+
+    #[test]
+    fn a_queued_held_action_is_read_back_and_written_by_a_full_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.db");
+        let store = MemoryStore::open(&path).unwrap();
+        let action: Action = serde_json::from_value(serde_json::json!({
+            "workspace": "/w/a", "project": null, "role": "agent",
+            "tier": "external_side_effect", "verdict": "HOLD", "relaxable": true,
+            "commands": [], "destinations": [], "git": null
+        }))
+        .unwrap();
+        store
+            .record_held("r1", Timestamp(5), &action, Vec::new())
+            .unwrap();
+        let other = Connection::open(&path).unwrap();
+        let count = |c: &Connection| -> i64 {
+            c.query_row("SELECT count(*) FROM held", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(count(&other), 0, "queued, not yet written");
+        assert_eq!(store.held("r1").unwrap(), Some(action.clone()));
+        assert_eq!(count(&other), 1);
+        for i in 0..HELD_BATCH {
+            store
+                .record_held(&format!("q{i}"), Timestamp(6), &action, Vec::new())
+                .unwrap();
+        }
+        assert_eq!(count(&other), 1 + HELD_BATCH as i64);
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! operator's `approve --remember` can generalise it and the review queue
 //! can replay lessons over recent HOLDs.
 
+use std::sync::Arc;
+
 use praxis_memory::event::Event;
 use praxis_memory::lesson::{Action, ActionCommand, GitBranches, PathArg};
 use praxis_memory::memory::Memory;
@@ -79,7 +81,7 @@ pub fn relaxable(decision: &Decision) -> bool {
 #[derive(Debug)]
 pub enum Recalled {
     /// Memory consulted; the consultation says whether it relaxes the HOLD.
-    Consulted(Consultation, Vec<Memory>),
+    Consulted(Consultation, Arc<Vec<Memory>>),
     /// The store could not be read: the HOLD stands, with why.
     Unavailable(String),
 }
@@ -101,9 +103,9 @@ pub fn recall(
         Ok(memories) => memories,
         Err(e) => return Recalled::Unavailable(errors::one_line(&e)),
     };
-    let consultation = consult(&memories, action, now);
+    let consultation = consult(memories.iter(), action, now);
     let events = Event::consulted(request_id, &consultation, now);
-    if let Err(e) = store.record_held(request_id, now, action, &events) {
+    if let Err(e) = store.record_held(request_id, now, action, events) {
         tracing::warn!("held action of {request_id} not kept: {e}");
     }
     Recalled::Consulted(consultation, memories)
