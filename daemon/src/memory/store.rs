@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -25,6 +26,8 @@ pub enum StoreError {
     Json(#[from] serde_json::Error),
     #[error("memory store: {0}")]
     Invalid(String),
+    #[error("memory store: cannot start its writer thread: {0}")]
+    Writer(std::io::Error),
 }
 
 const SCHEMA: &str = "
@@ -61,15 +64,19 @@ CREATE TABLE IF NOT EXISTS decisions (
 /// The decision path reads and writes nothing it can avoid: a workspace's
 /// memories are kept parsed until the table changes (through this store,
 /// or by another connection, which SQLite's `data_version` tells), and a
-/// held action with its judgment events is queued and written before the
-/// next read of the store or once [`HELD_BATCH`] are waiting.
+/// held action with its judgment events is queued for a writer thread,
+/// and written before the next read of the store at the latest.
 pub struct MemoryStore {
+    shared: Arc<Shared>,
+    /// Wakes the writer thread when a held action is queued.
+    wake: SyncSender<()>,
+}
+
+/// What the store and its writer thread share.
+struct Shared {
     conn: Mutex<Connection>,
     state: Mutex<Cached>,
 }
-
-/// Held actions queued before they are written.
-pub const HELD_BATCH: usize = 64;
 
 /// What the store keeps in memory for the decision path.
 #[derive(Default)]
@@ -88,42 +95,11 @@ struct HeldRow {
     events: Vec<Event>,
 }
 
-impl MemoryStore {
-    /// Opens (creating) the store at `path`.
-    pub fn open(path: &Path) -> Result<MemoryStore, StoreError> {
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(Duration::from_secs(5))?;
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))?;
-        // Reviews and proposals are in the audit chain (fsynced) first; a
-        // held action lost to power failure only loses a replay example.
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.execute_batch(SCHEMA)?;
-        Ok(MemoryStore {
-            conn: Mutex::new(conn),
-            state: Mutex::new(Cached::default()),
-        })
-    }
-
+impl Shared {
     fn state(&self) -> MutexGuard<'_, Cached> {
         self.state
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
-    }
-
-    /// The connection, with every queued held action written first, so a
-    /// read sees them. The parsed memories are dropped: the caller may write.
-    fn conn(&self) -> MutexGuard<'_, Connection> {
-        let mut conn = self.raw_conn();
-        let mut state = self.state();
-        state.workspaces.clear();
-        state.data_version = None;
-        if !state.held.is_empty() {
-            let queued = std::mem::take(&mut state.held);
-            if let Err(e) = write_held(&mut conn, &queued) {
-                tracing::warn!("{} held actions not kept: {e}", queued.len());
-            }
-        }
-        conn
     }
 
     fn raw_conn(&self) -> MutexGuard<'_, Connection> {
@@ -132,9 +108,68 @@ impl MemoryStore {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
+    /// The connection, with every queued held action written first.
+    fn written(&self) -> MutexGuard<'_, Connection> {
+        let mut conn = self.raw_conn();
+        let queued = std::mem::take(&mut self.state().held);
+        if !queued.is_empty()
+            && let Err(e) = write_held(&mut conn, &queued)
+        {
+            tracing::warn!("{} held actions not kept: {e}", queued.len());
+        }
+        conn
+    }
+}
+
+impl MemoryStore {
+    /// Opens (creating) the store at `path`, and starts its writer thread.
+    pub fn open(path: &Path) -> Result<MemoryStore, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))?;
+        // Reviews and proposals are in the audit chain (fsynced) first; a
+        // held action lost to power failure only loses a replay example.
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(SCHEMA)?;
+        let shared = Arc::new(Shared {
+            conn: Mutex::new(conn),
+            state: Mutex::new(Cached::default()),
+        });
+        let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+        let writer = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name(String::from("memory-writer"))
+            .spawn(move || {
+                // Until the store is dropped.
+                while woken.recv().is_ok() {
+                    drop(writer.written());
+                }
+            })
+            .map_err(StoreError::Writer)?;
+        Ok(MemoryStore { shared, wake })
+    }
+
+    fn state(&self) -> MutexGuard<'_, Cached> {
+        self.shared.state()
+    }
+
+    fn raw_conn(&self) -> MutexGuard<'_, Connection> {
+        self.shared.raw_conn()
+    }
+
+    /// The connection, with every queued held action written first, so a
+    /// read sees them. The parsed memories are dropped: the caller may write.
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        let conn = self.shared.written();
+        let mut state = self.state();
+        state.workspaces.clear();
+        state.data_version = None;
+        conn
+    }
+
     /// Writes every queued held action now.
     pub fn flush(&self) {
-        drop(self.conn());
+        drop(self.shared.written());
     }
 
     /// Stores a memory, replacing the one with its id; refuses one that
@@ -207,29 +242,24 @@ impl MemoryStore {
     /// Keeps what the policy held, as memory sees it (redacted, no raw
     /// arguments), so an approval can generalise it and a lesson can be
     /// replayed over recent HOLDs; with it, the judgment events of
-    /// consulting memory on it. Queued: written in one transaction before
-    /// the next read of the store, or now when [`HELD_BATCH`] are waiting.
+    /// consulting memory on it. Queued for the writer thread, which writes
+    /// what is queued in one transaction; a read of the store writes it
+    /// first.
     pub fn record_held(
         &self,
         request_id: &str,
         at: Timestamp,
         action: &Action,
         events: Vec<Event>,
-    ) -> Result<(), StoreError> {
-        let full = {
-            let mut state = self.state();
-            state.held.push(HeldRow {
-                request_id: request_id.to_owned(),
-                at,
-                action: action.clone(),
-                events,
-            });
-            state.held.len() >= HELD_BATCH
-        };
-        if full {
-            self.flush();
-        }
-        Ok(())
+    ) {
+        self.state().held.push(HeldRow {
+            request_id: request_id.to_owned(),
+            at,
+            action: action.clone(),
+            events,
+        });
+        // Full: a wake is pending already.
+        let _ = self.wake.try_send(());
     }
 
     /// Stores a written-back judge decision under its idempotency key, with
@@ -461,7 +491,7 @@ mod tests {
     }
 
     #[test]
-    fn a_queued_held_action_is_read_back_and_written_by_a_full_batch() {
+    fn a_queued_held_action_is_written_by_the_writer_and_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("memory.db");
         let store = MemoryStore::open(&path).unwrap();
@@ -471,23 +501,20 @@ mod tests {
             "commands": [], "destinations": [], "git": null
         }))
         .unwrap();
-        store
-            .record_held("r1", Timestamp(5), &action, Vec::new())
-            .unwrap();
+        store.record_held("r1", Timestamp(5), &action, Vec::new());
         let other = Connection::open(&path).unwrap();
-        let count = |c: &Connection| -> i64 {
-            c.query_row("SELECT count(*) FROM held", [], |r| r.get(0))
-                .unwrap()
-        };
-        assert_eq!(count(&other), 0, "queued, not yet written");
-        assert_eq!(store.held("r1").unwrap(), Some(action.clone()));
-        assert_eq!(count(&other), 1);
-        for i in 0..HELD_BATCH {
-            store
-                .record_held(&format!("q{i}"), Timestamp(6), &action, Vec::new())
-                .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while other
+            .query_row("SELECT count(*) FROM held", [], |r| r.get::<_, i64>(0))
+            .unwrap()
+            == 0
+        {
+            assert!(std::time::Instant::now() < deadline, "never written");
+            std::thread::sleep(Duration::from_millis(5));
         }
-        assert_eq!(count(&other), 1 + HELD_BATCH as i64);
+        store.record_held("r2", Timestamp(6), &action, Vec::new());
+        assert_eq!(store.held("r2").unwrap(), Some(action.clone()));
+        assert_eq!(store.recent_held(10).unwrap().len(), 2);
     }
 
     #[test]

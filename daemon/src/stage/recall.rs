@@ -105,9 +105,7 @@ pub fn recall(
     };
     let consultation = consult(memories.iter(), action, now);
     let events = Event::consulted(request_id, &consultation, now);
-    if let Err(e) = store.record_held(request_id, now, action, events) {
-        tracing::warn!("held action of {request_id} not kept: {e}");
-    }
+    store.record_held(request_id, now, action, events);
     Recalled::Consulted(consultation, memories)
 }
 
