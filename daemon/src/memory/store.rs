@@ -72,6 +72,9 @@ pub struct MemoryStore {
     wake: SyncSender<()>,
 }
 
+/// How long the writer thread gathers held actions before it writes them.
+const WRITE_DELAY: Duration = Duration::from_millis(20);
+
 /// What the store and its writer thread share.
 struct Shared {
     conn: Mutex<Connection>,
@@ -140,8 +143,11 @@ impl MemoryStore {
         std::thread::Builder::new()
             .name(String::from("memory-writer"))
             .spawn(move || {
-                // Until the store is dropped.
+                // Until the store is dropped. A burst of HOLDs is written in
+                // one transaction, and the decision path seldom finds the
+                // connection busy.
                 while woken.recv().is_ok() {
+                    std::thread::sleep(WRITE_DELAY);
                     drop(writer.written());
                 }
             })
