@@ -26,6 +26,19 @@ fn recall_answers_schema_valid_json_and_refuses_bad_fields_by_name() {
         .collect();
     assert!(errors.is_empty(), "{errors:?}: {body}");
     assert_eq!(body["request_id"], "rec-0001");
+    // The policy's rules about the tool (`git`) come back as policy hits.
+    let hits = body["policy_hits"].as_array().unwrap();
+    let force = hits
+        .iter()
+        .find(|h| h["policy_id"] == "git-force-push")
+        .unwrap_or_else(|| panic!("no git-force-push hit: {body}"));
+    assert_eq!(force["required_behavior"], "escalate");
+    assert!(
+        force["source_ref"]
+            .as_str()
+            .unwrap()
+            .starts_with("praxis:policy/")
+    );
 
     for (pointer, to, field) in [
         (

@@ -26,7 +26,7 @@ use hyper_util::rt::TokioIo;
 use praxis_memory::contract::{self, JudgeDecision, RecallRequest};
 use praxis_memory::event::{Event as MemoryEvent, EventKind as MemoryEventKind};
 use praxis_memory::intake::{IntakeLimits, screen};
-use praxis_memory::recall::recall;
+use praxis_memory::recall::{policy_hits, recall};
 use praxis_memory::writeback::{disputes, memories_from};
 use praxis_proto::OperatorRequest;
 use serde_json::{Value, json};
@@ -361,7 +361,11 @@ fn recalled(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError
     let store = ops::store(daemon).map_err(internal)?;
     let memories = store.all().map_err(|e| internal(errors::one_line(&e)))?;
     let at = now();
-    let answer = recall(&memories, &request, Vec::new(), at);
+    let hits = daemon
+        .policy()
+        .map(|p| policy_hits(p.rules(), &request, p.revision()))
+        .unwrap_or_default();
+    let answer = recall(&memories, &request, hits, at);
     let event = MemoryEvent {
         at,
         kind: MemoryEventKind::Recalled {

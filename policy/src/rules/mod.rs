@@ -170,6 +170,11 @@ impl Rule {
         })
     }
 
+    /// The programs the rule names (empty: any).
+    pub fn programs(&self) -> &[String] {
+        &self.programs
+    }
+
     /// Roles the rule is limited to (empty: all).
     pub fn roles(&self) -> &[String] {
         &self.roles
