@@ -148,11 +148,8 @@ fn the_loopback_tcp_api_serves_only_the_bearer_of_its_token() {
         .port();
     let config = format!("[api]\ntcp = \"127.0.0.1:{port}\"\n");
     let d = Daemon::start_with(&[("praxis.toml", &config)], &[]);
-    let token_file = d.db().with_file_name("api-token");
-    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600);
-    let token = std::fs::read_to_string(&token_file).unwrap();
-    // The TCP listener comes up just after the sockets the harness waits for.
+    // The TCP listener comes up (after its token is made) just after the
+    // sockets the harness waits for.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     let connect = || loop {
         match std::net::TcpStream::connect(("127.0.0.1", port)) {
@@ -163,6 +160,11 @@ fn the_loopback_tcp_api_serves_only_the_bearer_of_its_token() {
             }
         }
     };
+    drop(connect());
+    let token_file = d.db().with_file_name("api-token");
+    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let token = std::fs::read_to_string(&token_file).unwrap();
     let recall = fixture("recall.json");
 
     let (status, body) = exchange(connect(), "POST", "/v1/judge/recall", Some(&recall), None);

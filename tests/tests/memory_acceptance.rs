@@ -440,6 +440,13 @@ fn criterion_10_disputed_and_superseded_memories_are_not_injected() {
     );
     let inspected = stdout_json(&d.praxis(&["inspect", &second, "--json"]));
     assert_eq!(inspected["provenance"], "disputed", "{inspected}");
+    // The correction counts as a false allow the human caught.
+    let stats = stdout_json(&d.praxis(&["memory", "stats", "--json"]));
+    assert_eq!(stats["false_allows"], 1, "{stats}");
+    assert_eq!(
+        stats["human_corrections"], 1,
+        "its decision record: {stats}"
+    );
 }
 
 /// "The review queue can downgrade a memory from instruction candidate to

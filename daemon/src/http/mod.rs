@@ -23,7 +23,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use praxis_memory::contract::{self, JudgeDecision, RecallRequest};
+use praxis_memory::contract::{self, JudgeDecision, JudgeVerdict, RecallRequest};
 use praxis_memory::event::{Event as MemoryEvent, EventKind as MemoryEventKind};
 use praxis_memory::intake::{IntakeLimits, screen};
 use praxis_memory::recall::{policy_hits, recall};
@@ -425,6 +425,21 @@ fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError>
             ));
         }
     }
+    // What it disputes was used to allow: a false allow a human corrected.
+    let mut events: Vec<MemoryEvent> = std::iter::once(event)
+        .chain(memories.iter().map(|m| MemoryEvent::proposed(m, at)))
+        .collect();
+    if !disputed.is_empty() {
+        events.push(MemoryEvent {
+            at,
+            kind: MemoryEventKind::Overridden {
+                decision_id: decision.decision_id.clone(),
+                from: JudgeVerdict::Allow,
+                to: decision.decision,
+                by: String::from("human judge"),
+            },
+        });
+    }
     let mut detail = serde_json::Map::new();
     detail.insert(
         "disputes".into(),
@@ -453,7 +468,7 @@ fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError>
             &decision.decision_id,
             &body,
             &[memories.as_slice(), disputed.as_slice()].concat(),
-            &event,
+            &events,
         )
         .map_err(|e| internal(errors::one_line(&e)))?;
     let replayed = stored.is_err();

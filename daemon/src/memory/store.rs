@@ -278,7 +278,7 @@ impl MemoryStore {
         decision_id: &str,
         body: &serde_json::Value,
         memories: &[Memory],
-        event: &Event,
+        events: &[Event],
     ) -> Result<Result<(), String>, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
@@ -299,7 +299,9 @@ impl MemoryStore {
         for memory in memories {
             upsert(&tx, memory)?;
         }
-        insert_event(&tx, event)?;
+        for event in events {
+            insert_event(&tx, event)?;
+        }
         tx.commit()?;
         Ok(Ok(()))
     }
