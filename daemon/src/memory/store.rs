@@ -195,9 +195,21 @@ impl MemoryStore {
     }
 
     /// The memories of one workspace, for recall on the decision path:
-    /// parsed once, then kept until the table changes.
+    /// parsed once, then kept until the table changes. While the writer
+    /// thread holds the connection the parsed copy is used as it is: every
+    /// change through this store drops it, so it can only lag a change
+    /// another connection made, by that one write.
     pub fn in_workspace(&self, workspace: &str) -> Result<Arc<Vec<Memory>>, StoreError> {
-        let conn = self.raw_conn();
+        let conn = match self.shared.conn.try_lock() {
+            Ok(conn) => conn,
+            Err(std::sync::TryLockError::Poisoned(poison)) => poison.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if let Some(memories) = self.state().workspaces.get(workspace) {
+                    return Ok(Arc::clone(memories));
+                }
+                self.raw_conn()
+            }
+        };
         let version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
         let mut state = self.state();
         if state.data_version != Some(version) {

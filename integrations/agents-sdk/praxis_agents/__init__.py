@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agents import (
@@ -36,6 +37,7 @@ from agents import (
 )
 
 __all__ = [
+    "MEMORY_TIMEOUT",
     "RUNTIME",
     "api",
     "judge",
@@ -108,10 +110,18 @@ def workspace() -> str:
     return os.environ.get("PRAXIS_WORKSPACE") or os.getcwd()
 
 
-def api(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+#: Seconds recall and write-back may take: memory informs the decision and
+#: records it, and never holds the tool call up for longer.
+MEMORY_TIMEOUT = 2.0
+
+
+def api(
+    method: str, path: str, body: dict[str, Any] | None = None, timeout: float | None = None
+) -> dict[str, Any]:
     """One judge API request through ``praxis-run api``; the JSON answer.
 
-    Raises ``RuntimeError`` with praxisd's reason when it refuses.
+    Raises ``RuntimeError`` with praxisd's reason when it refuses or does
+    not answer within ``timeout`` seconds (default: the decision deadline).
     """
     try:
         done = subprocess.run(
@@ -119,7 +129,7 @@ def api(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str,
             input=json.dumps(body) if body is not None else "",
             capture_output=True,
             text=True,
-            timeout=_deadline(),
+            timeout=timeout or _deadline(),
             check=False,
         )
     except (OSError, subprocess.SubprocessError) as e:
@@ -229,7 +239,7 @@ def recall(command: str, tool_call_id: str | None = None) -> dict[str, Any]:
         },
     }
     try:
-        return api("POST", "/v1/judge/recall", request)
+        return api("POST", "/v1/judge/recall", request, MEMORY_TIMEOUT)
     except RuntimeError as e:
         return {
             "schema_version": "openbrain.judge.recall_response.v1",
@@ -275,7 +285,7 @@ def write_back(document: dict[str, Any]) -> dict[str, Any]:
     """Writes a judge decision back to praxisd's memory (idempotent per its
     ``idempotency_key``); the API's answer, or the error when it refused."""
     try:
-        return api("POST", "/v1/judge/decisions", document)
+        return api("POST", "/v1/judge/decisions", document, MEMORY_TIMEOUT)
     except RuntimeError as e:
         return {"error": str(e)}
 
@@ -301,9 +311,12 @@ def praxis_guardrail(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutpu
     except (ValueError, KeyError, TypeError) as e:
         decision = {"decision": "HOLD", "execution_prevented": True, "reason": f"unreadable tool arguments: {e}"}
         return ToolGuardrailFunctionOutput.reject_content(_refusal_message(decision), output_info=decision)
-    recalled = recall(command, data.context.tool_call_id)
-    decision = judge_proposal(proposal(command, data.context.tool_call_id, data.context.tool_name))
-    decision["recalled"] = recalled
+    # Recall runs beside the decision (praxisd consults memory for the
+    # decision itself), so it adds no wait of its own.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        recalling = pool.submit(recall, command, data.context.tool_call_id)
+        decision = judge_proposal(proposal(command, data.context.tool_call_id, data.context.tool_name))
+        decision["recalled"] = recalling.result()
     if "judge_decision" in decision:
         decision["written_back"] = write_back(decision["judge_decision"])
     if decision["decision"] == "ALLOW":
