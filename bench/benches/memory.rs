@@ -1,11 +1,15 @@
 //! Judgment memory on the decision path: what recall and the use rules add
-//! to a held decision, over 1000 stored memories of one workspace and others.
+//! to a held decision, over 1000 stored memories of one workspace and others;
+//! and the daemon's recall stage as a held request pays for it, with its
+//! SQLite read of the workspace's memories and its write of the held action.
 //!
 //! Target: consulting memory adds ≤ 20 µs to a decision.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use praxis_daemon::memory::store::MemoryStore;
+use praxis_daemon::stage::recall::{self as stage, Recalled};
 use praxis_memory::contract::{
     CreatedBy, MemorySource, ProvenanceStatus, RecallRequest, SourceKind, Visibility, parse,
 };
@@ -138,6 +142,24 @@ fn bench(c: &mut Criterion) {
     };
     c.bench_function("memory/recall endpoint 1000 memories", |b| {
         b.iter(|| recall(black_box(&memories), black_box(&request), Vec::new(), now))
+    });
+
+    // The recall stage over a real memory.db holding the same memories.
+    let dir = tempfile::tempdir().expect("a scratch dir");
+    let store = MemoryStore::open(&dir.path().join("memory.db")).expect("the store");
+    for memory in &memories {
+        store.put(memory).expect("a stored memory");
+    }
+    let store = Ok(store);
+    let relaxed = |r: Recalled| matches!(r, Recalled::Consulted(c, _) if c.allowed_by.is_some());
+    assert!(relaxed(stage::recall(&store, "r-bench", &held, now)));
+    c.bench_function(
+        "memory/recall stage with SQLite (held push, relaxed)",
+        |b| b.iter(|| stage::recall(black_box(&store), "r-bench", black_box(&held), now)),
+    );
+    assert!(!relaxed(stage::recall(&store, "r-bench", &unmatched, now)));
+    c.bench_function("memory/recall stage with SQLite (held, no match)", |b| {
+        b.iter(|| stage::recall(black_box(&store), "r-bench", black_box(&unmatched), now))
     });
 }
 

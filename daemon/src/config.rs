@@ -49,6 +49,8 @@ struct File {
     limits: LimitsFile,
     #[serde(default)]
     egress: EgressFile,
+    #[serde(default)]
+    api: ApiFile,
 }
 
 /// `[limits]`: each command's ceilings, for its whole process tree.
@@ -88,6 +90,15 @@ struct EgressFile {
     /// system's (an internal registry's own CA).
     #[serde(default)]
     upstream_roots: Vec<PathBuf>,
+}
+
+/// `[api]`: the judge API beyond its unix socket.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApiFile {
+    /// A loopback address (`127.0.0.1:8787`, `[::1]:8787`) to also serve
+    /// the judge API on over TCP, to holders of the bearer token only.
+    tcp: Option<std::net::SocketAddr>,
 }
 
 /// `[snapshots]`: what reversible commands keep for `praxis undo`.
@@ -426,6 +437,9 @@ pub struct Config {
     pub command_limits: praxis_sandbox::Limits,
     /// Extra roots for the egress proxy's upstream TLS (PEM files).
     pub egress_upstream_roots: Vec<PathBuf>,
+    /// The loopback address the judge API is also served on, with a bearer
+    /// token; None: the unix socket only.
+    pub api_tcp: Option<std::net::SocketAddr>,
 }
 
 /// Default lifetime of an approval.
@@ -502,7 +516,15 @@ impl Config {
                 budget.0[i] = (n > 0).then_some(n);
             }
         }
+        if let Some(addr) = file.api.tcp
+            && !addr.ip().is_loopback()
+        {
+            return Err(invalid(format!(
+                "api.tcp must be a loopback address (127.0.0.0/8 or ::1), not {addr}"
+            )));
+        }
         Ok(Config {
+            api_tcp: file.api.tcp,
             approval_ttl: file
                 .approval_ttl_secs
                 .map_or(DEFAULT_APPROVAL_TTL, Duration::from_secs),
@@ -586,6 +608,23 @@ mod tests {
         ] {
             write(bad);
             assert!(Config::load(layout(tmp.path())).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_tcp_api_listens_on_loopback_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |text: &str| std::fs::write(tmp.path().join(CONFIG_FILE), text).unwrap();
+        assert_eq!(Config::load(layout(tmp.path())).unwrap().api_tcp, None);
+        write("[api]\ntcp = \"127.0.0.1:8787\"\n");
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.api_tcp, Some("127.0.0.1:8787".parse().unwrap()));
+        write("[api]\ntcp = \"[::1]:8787\"\n");
+        assert!(Config::load(layout(tmp.path())).unwrap().api_tcp.is_some());
+        for outside in ["0.0.0.0:8787", "192.0.2.7:8787", "[::]:8787"] {
+            write(&format!("[api]\ntcp = \"{outside}\"\n"));
+            let err = Config::load(layout(tmp.path())).unwrap_err().to_string();
+            assert!(err.contains("loopback"), "{outside}: {err}");
         }
     }
 

@@ -286,6 +286,20 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
     fs::set_permissions(&api_socket, fs::Permissions::from_mode(socket_mode))
         .map_err(|e| format!("cannot set permissions on {}: {e}", api_socket.display()))?;
     tokio::spawn(praxis_daemon::http::serve(Arc::clone(&daemon), api));
+    // Optionally also on loopback TCP, to holders of the bearer token.
+    if let Some(addr) = daemon.config.api_tcp {
+        let token = praxis_daemon::http::token::ApiToken::load_or_create(&layout.state_dir)
+            .map_err(|e| format!("judge API token: {e}"))?;
+        let tcp = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot bind the judge API on {addr}: {e}"))?;
+        tracing::info!("judge API also on http://{addr} (bearer token in the state dir)");
+        tokio::spawn(praxis_daemon::http::serve_tcp(
+            Arc::clone(&daemon),
+            tcp,
+            token,
+        ));
+    }
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let serving = tokio::spawn(server::serve(Arc::clone(&daemon), listener, stop_rx));
@@ -311,6 +325,10 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
     let _ = fs::remove_file(&api_socket);
     if let Ok(tasks) = serving.await {
         server::drain(&daemon, tasks, DRAIN_GRACE).await;
+    }
+    // Held actions memory queued are written before the daemon goes.
+    if let Ok(store) = &daemon.memory {
+        store.flush();
     }
     let _ = daemon
         .record(

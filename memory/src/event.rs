@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::contract::{JudgeKind, JudgeVerdict, MemoryUse, UsePolicy};
 use crate::memory::{Memory, Origin, Priority, ReviewStatus};
+use crate::relax::Consultation;
 use crate::review::Reviewer;
 use crate::time::Timestamp;
 
@@ -95,6 +96,52 @@ impl Event {
                 to: after.review,
                 from_policy: before.use_policy(),
                 to_policy: after.use_policy(),
+            },
+        }
+    }
+
+    /// The events of the pipeline consulting memory on held request
+    /// `request_id`: the recall (when a memory matched) and the decision it
+    /// led to, ALLOW by a confirmed lesson or the HOLD escalated to a human.
+    pub fn consulted(request_id: &str, consultation: &Consultation, at: Timestamp) -> Vec<Event> {
+        let memory_used = consultation.memory_used();
+        let recalled = (!memory_used.is_empty()).then(|| Event {
+            at,
+            kind: EventKind::Recalled {
+                request_id: request_id.to_owned(),
+                workflow: None,
+                memory_ids: memory_used.iter().map(|u| u.memory_id.clone()).collect(),
+                stale: 0,
+                disputed: 0,
+            },
+        });
+        let decision = if consultation.allowed_by.is_some() {
+            JudgeVerdict::Allow
+        } else {
+            JudgeVerdict::Escalate
+        };
+        let decided = Event {
+            at,
+            kind: EventKind::Decided {
+                decision_id: request_id.to_owned(),
+                decision,
+                judge: JudgeKind::Rule,
+                memory_used,
+            },
+        };
+        recalled.into_iter().chain([decided]).collect()
+    }
+
+    /// A human's approval of the held request `request_id`: the pipeline's
+    /// escalation overridden to an allow.
+    pub fn approved(request_id: &str, by: &str, at: Timestamp) -> Event {
+        Event {
+            at,
+            kind: EventKind::Overridden {
+                decision_id: request_id.to_owned(),
+                from: JudgeVerdict::Escalate,
+                to: JudgeVerdict::Allow,
+                by: by.to_owned(),
             },
         }
     }

@@ -57,6 +57,19 @@ pub enum IntakeError {
     TooLarge { bytes: usize, limit: usize },
 }
 
+impl IntakeError {
+    /// The path of the field at fault, when one is.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            IntakeError::SecretLike { field }
+            | IntakeError::FieldTooLarge { field, .. }
+            | IntakeError::TooManyLines { field, .. } => Some(field),
+            IntakeError::FlaggedSecret => Some("sensitivity.contains_secret_like_data"),
+            IntakeError::Unreadable(_) | IntakeError::TooLarge { .. } => None,
+        }
+    }
+}
+
 /// Refuses `document` when any string in it is secret-like or too large.
 /// Errors name the field (`evidence.source_refs[0].summary`).
 pub fn screen<T: Serialize>(

@@ -189,6 +189,27 @@ impl Memory {
     }
 }
 
+/// `memory` as it is once `by` (a human correction, a conflicting
+/// memory) disputes it: labelled `disputed`, never injected automatically,
+/// and back in the queue with high priority. Disputing twice by the same
+/// source changes nothing more.
+pub fn disputed(memory: &Memory, by: &str) -> Memory {
+    let mut next = memory.clone();
+    if !next.disputed_by.iter().any(|d| d == by) {
+        next.disputed_by.push(by.to_owned());
+    }
+    next.item.provenance.status = ProvenanceStatus::Disputed;
+    next.item.use_policy = UsePolicyLabel {
+        policy: UsePolicy::DoNotInjectAutomatically,
+        reason: Some(format!("disputed by {by}")),
+    };
+    if !matches!(next.review, ReviewStatus::Rejected | ReviewStatus::Merged) {
+        next.review = ReviewStatus::Pending;
+    }
+    next.priority = Priority::High;
+    next
+}
+
 /// What a new memory is about, before it gets its labels.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Proposal {

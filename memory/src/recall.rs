@@ -1,10 +1,13 @@
 //! Recall for the judge API: scoped, provenance-labelled, use-policy
 //! constrained memories for one request, most relevant first.
 
+use praxis_policy::Verdict;
+use praxis_policy::rules::Rule;
 use serde::Serialize;
 
 use crate::contract::{
-    MemoryItem, PolicyHit, RecallRequest, RecallResponse, RecallResponseVersion, UsePolicy, Warning,
+    MemoryItem, PolicyHit, RecallRequest, RecallResponse, RecallResponseVersion, RequiredBehavior,
+    UsePolicy, Warning,
 };
 use crate::memory::{Memory, ReviewStatus};
 use crate::time::{DAY, Timestamp};
@@ -226,4 +229,32 @@ fn warnings(skipped: &Skipped, stale: u32, disputed: u32) -> Vec<Warning> {
         "stale memories included as asked; not to be injected",
     );
     out
+}
+
+/// The policy hits of a recall: the rules of the policy in force that name
+/// the request's `tool_name` as their program (the seed's simple policy
+/// hits), STOP rules first, at most `limits.max_items`. Each names its rule
+/// and the policy revision it belongs to.
+pub fn policy_hits(rules: &[Rule], request: &RecallRequest, revision: &str) -> Vec<PolicyHit> {
+    let Some(tool) = request.query.tool_name.as_deref() else {
+        return Vec::new();
+    };
+    let mut hits: Vec<&Rule> = rules
+        .iter()
+        .filter(|r| r.programs().iter().any(|p| p == tool))
+        .collect();
+    hits.sort_by_key(|r| std::cmp::Reverse(r.verdict));
+    hits.into_iter()
+        .take(request.limits.max_items as usize)
+        .map(|r| PolicyHit {
+            policy_id: r.id.clone(),
+            summary: r.reason.clone(),
+            required_behavior: match r.verdict {
+                Verdict::Stop => RequiredBehavior::Block,
+                Verdict::Hold => RequiredBehavior::Escalate,
+                Verdict::Allow => RequiredBehavior::Allow,
+            },
+            source_ref: Some(format!("praxis:policy/{revision}#{}", r.id)),
+        })
+        .collect()
 }

@@ -88,3 +88,16 @@ pub fn memories_from(
     }
     out
 }
+
+/// The memories a decision disputes: a human correction (a human judge's
+/// block, revise or escalate) disputes every memory it names as used, since
+/// the human decided against what they said.
+pub fn disputes(decision: &JudgeDecision) -> impl Iterator<Item = &str> {
+    let correction = decision.judge.kind == crate::contract::JudgeKind::Human
+        && decision.decision != crate::contract::JudgeVerdict::Allow;
+    decision
+        .memory_used
+        .iter()
+        .filter(move |_| correction)
+        .map(|m| m.memory_id.as_str())
+}

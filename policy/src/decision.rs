@@ -142,6 +142,9 @@ pub struct Decision {
     pub grants: Grants,
     /// The command reaches root through sudo/doas/… .
     pub escalation: bool,
+    /// A HOLD decided by a rule marked `not_relaxable`: learned memory may
+    /// never turn it into an ALLOW.
+    pub not_relaxable: bool,
     pub commands: Vec<CommandJudgment>,
     /// What must be saved before the command runs for it to be undone.
     pub undo: Undo,

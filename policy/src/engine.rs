@@ -431,6 +431,8 @@ struct Judged {
     grants: Grants,
     /// Why a write or destination the command needs is not granted.
     ungranted: Vec<String>,
+    /// Held by a rule marked `not_relaxable`.
+    not_relaxable: bool,
 }
 
 impl Policy {
@@ -625,6 +627,7 @@ impl Policy {
             profile: Profile::ReadOnly,
             grants: Grants::default(),
             escalation: script.commands.iter().any(|c| c.escalated),
+            not_relaxable: false,
             commands,
             undo: Undo::default(),
             policy_revision: self.revision.clone(),
@@ -655,6 +658,7 @@ impl Policy {
             decision.decision = worst;
             decision.reason = first.reason.clone();
         }
+        decision.not_relaxable = worst == Verdict::Hold && judged.iter().any(|j| j.not_relaxable);
         for j in judged.iter().filter(|j| j.verdict == worst) {
             for id in &j.rule_ids {
                 if !decision.rule_ids.contains(id) {
@@ -691,6 +695,7 @@ impl Policy {
             profile: Profile::ReadOnly,
             grants: Grants::default(),
             escalation: false,
+            not_relaxable: false,
             commands: Vec::new(),
             undo: Undo::default(),
             policy_revision: self.revision.clone(),
@@ -740,6 +745,7 @@ impl Policy {
                 .iter()
                 .map(|why| format!("{UNKNOWN_DESTINATION}{why}"))
                 .collect(),
+            not_relaxable: false,
         };
         write_grants(f, &mut out);
         let decided_by = |out: &mut Judged, verdict: Verdict, rules: &[&Rule]| {
@@ -768,6 +774,7 @@ impl Policy {
             .collect();
         if !holds.is_empty() {
             decided_by(&mut out, Verdict::Hold, &holds);
+            out.not_relaxable = holds.iter().any(|r| r.not_relaxable);
             return out;
         }
         if let Some(allow) = matched.iter().find(|r| r.verdict == Verdict::Allow) {

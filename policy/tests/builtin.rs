@@ -345,3 +345,45 @@ fn a_command_shape_separates_subcommand_flags_operands_and_paths() {
         "{shape:?}"
     );
 }
+
+#[test]
+fn a_hold_from_a_rule_marked_not_relaxable_says_so_and_others_do_not() {
+    let policy = Policy::builtin().unwrap();
+    let secret = judge(&policy, "cat ~/.ssh/id_rsa", "agent");
+    assert_eq!(secret.decision, Verdict::Hold);
+    assert!(secret.rule_ids.contains(&"read-secret".to_owned()));
+    assert!(secret.not_relaxable);
+    // A compound request is not relaxable when any held part is not.
+    let mixed = judge(
+        &policy,
+        "git push origin feature/x; cat ~/.ssh/id_rsa",
+        "agent",
+    );
+    assert!(mixed.not_relaxable);
+    let push = judge(&policy, "git push origin feature/x", "agent");
+    assert_eq!(push.decision, Verdict::Hold);
+    assert!(!push.not_relaxable);
+}
+
+#[test]
+fn not_relaxable_on_a_rule_that_does_not_hold_is_a_load_error() {
+    let broken = BUILTIN_PATTERNS.replacen(
+        "id = \"host-power\"\ndecision = \"stop\"\n",
+        "id = \"host-power\"\ndecision = \"stop\"\nnot_relaxable = true\n",
+        1,
+    );
+    assert_ne!(broken, BUILTIN_PATTERNS, "the rule to mark is gone");
+    let err = Policy::load(
+        Source {
+            name: "patterns.toml",
+            text: &broken,
+        },
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("host-power") && err.contains("not_relaxable"),
+        "{err}"
+    );
+}

@@ -12,7 +12,7 @@ pub use frame::{Frame, FrameError, HEADER_LEN, MAX_FRAME, MAX_OUTPUT_CHUNK, PROT
 pub use msg::{
     ClientMsg, Command, CredentialBinding, CredentialInfo, CredentialSource, CredentialSpec,
     DecisionFrame, ErrorFrame, ExecRequest, ExitFrame, ExitStatus, FileAccess, JudgeRequest,
-    NoteRequest, OperatorReply, OperatorRequest, PendingItem, ServerMsg, SessionInfo, SnapshotInfo,
-    StatusReport, Subject, Verdict, VerifySummary,
+    MemoryUsed, NoteRequest, OperatorReply, OperatorRequest, PendingItem, ServerMsg, SessionInfo,
+    SnapshotInfo, StatusReport, Subject, Verdict, VerifySummary,
 };
 pub use paths::{FORWARDED_ENV, Layout, Mode, forwarded_env, is_forwarded_env};

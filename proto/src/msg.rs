@@ -163,6 +163,19 @@ pub struct DecisionFrame {
     /// was reached): delivered through the runtime's own channel, it stops nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steer: Option<String>,
+    /// The revision (hash) of the policy that decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_revision: Option<String>,
+    /// The memories the decision used, and how (`instruction`, `evidence`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_used: Vec<MemoryUsed>,
+}
+
+/// One memory a decision used.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryUsed {
+    pub memory_id: String,
+    pub used_as: String,
 }
 
 /// How a command ended.

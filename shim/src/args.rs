@@ -16,6 +16,11 @@ usage:
   praxis-run [OPTIONS] -- ARGV...        run an argv
   praxis-run judge [--json] [--session S] [--runtime R] [--tool-call-id T] (-c 'CMD' | -- ARGV...)
                                          decide and audit without running
+  praxis-run judge --proposal FILE|- [-c 'CMD' | -- ARGV...]
+                                         judge an openbrain.judge.action_proposal.v1;
+                                         answers an openbrain.judge.decision.v1
+  praxis-run api (GET|POST) /v1/...      one judge API request (recall, write-back, ...);
+                                         the body on stdin, the answer on stdout
   praxis-run hook (claude-code | codex | openclaw)
                                          a runtime's hook: the event JSON on stdin
   praxis-run mcp [--session S] [--role R]

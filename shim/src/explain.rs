@@ -183,6 +183,7 @@ fn failure(reason: String) -> Decision {
         profile: Profile::ReadOnly,
         grants: Default::default(),
         escalation: false,
+        not_relaxable: false,
         commands: Vec::new(),
         undo: Default::default(),
         policy_revision: String::new(),

@@ -1,6 +1,7 @@
 //! Thin clients of praxisd: `praxis-run` (the agent's tool) and `praxis` (the
 //! operator CLI). They hold no authority; the daemon decides.
 
+pub mod api;
 pub mod args;
 pub mod client;
 pub mod contract;
@@ -14,5 +15,6 @@ pub mod judge;
 pub mod mcp;
 pub mod memory;
 pub mod operator;
+pub mod proposal;
 pub mod session;
 pub mod undo;

@@ -4,46 +4,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
+use common::Daemon;
+use std::os::unix::fs::PermissionsExt;
 
-use common::{Daemon, repo};
-use serde_json::{Value, json};
-
-/// One HTTP/1.1 exchange on the API socket: the status and the JSON body.
-fn call(d: &Daemon, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-    let mut stream = UnixStream::connect(d.socket().with_file_name("praxisd-api.sock")).unwrap();
-    let text = body.map(ToString::to_string).unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: praxisd\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-        text.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status: u16 = answer[9..12].parse().unwrap();
-    let (_, body) = answer.split_once("\r\n\r\n").unwrap();
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
-}
-
-fn fixture(name: &str) -> Value {
-    let text = std::fs::read_to_string(repo().join("memory/tests/fixtures").join(name)).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn validator(schema: &str) -> jsonschema::Validator {
-    let text = std::fs::read_to_string(
-        repo()
-            .join("contracts")
-            .join(format!("{schema}.schema.json")),
-    )
-    .unwrap();
-    jsonschema::options()
-        .should_validate_formats(true)
-        .build(&serde_json::from_str(&text).unwrap())
-        .unwrap()
-}
+use common::judge::{call, exchange, fixture, validator};
+use serde_json::json;
 
 #[test]
 fn recall_answers_schema_valid_json_and_refuses_bad_fields_by_name() {
@@ -61,6 +26,19 @@ fn recall_answers_schema_valid_json_and_refuses_bad_fields_by_name() {
         .collect();
     assert!(errors.is_empty(), "{errors:?}: {body}");
     assert_eq!(body["request_id"], "rec-0001");
+    // The policy's rules about the tool (`git`) come back as policy hits.
+    let hits = body["policy_hits"].as_array().unwrap();
+    let force = hits
+        .iter()
+        .find(|h| h["policy_id"] == "git-force-push")
+        .unwrap_or_else(|| panic!("no git-force-push hit: {body}"));
+    assert_eq!(force["required_behavior"], "escalate");
+    assert!(
+        force["source_ref"]
+            .as_str()
+            .unwrap()
+            .starts_with("praxis:policy/")
+    );
 
     for (pointer, to, field) in [
         (
@@ -159,4 +137,67 @@ fn a_secret_in_a_decision_is_refused_and_nothing_is_stored() {
     let (status, _) = call(&d, "GET", "/v1/judge/decisions/dec-0001", None);
     assert_eq!(status, 404);
     assert!(d.events_of_kind("memory").is_empty());
+}
+
+#[test]
+fn the_loopback_tcp_api_serves_only_the_bearer_of_its_token() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = format!("[api]\ntcp = \"127.0.0.1:{port}\"\n");
+    let d = Daemon::start_with(&[("praxis.toml", &config)], &[]);
+    // The TCP listener comes up (after its token is made) just after the
+    // sockets the harness waits for.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let connect = || loop {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(stream) => break stream,
+            Err(e) => {
+                assert!(std::time::Instant::now() < deadline, "no TCP API: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    };
+    drop(connect());
+    let token_file = d.db().with_file_name("api-token");
+    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let recall = fixture("recall.json");
+
+    let (status, body) = exchange(connect(), "POST", "/v1/judge/recall", Some(&recall), None);
+    assert_eq!(status, 401, "{body}");
+    let last = if token.ends_with('0') { "1" } else { "0" };
+    let wrong = format!("{}{last}", &token[..token.len() - 1]);
+    let (status, _) = exchange(connect(), "GET", "/v1/review-queue", None, Some(&wrong));
+    assert_eq!(status, 401);
+    let (status, body) = exchange(
+        connect(),
+        "POST",
+        "/v1/judge/recall",
+        Some(&recall),
+        Some(&token),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["request_id"], "rec-0001");
+    // A write through TCP is audited like one through the socket.
+    let (status, body) = exchange(
+        connect(),
+        "POST",
+        "/v1/judge/decisions",
+        Some(&fixture("decision.json")),
+        Some(&token),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(d.events_of_kind("memory").len(), 1);
+}
+
+#[test]
+fn without_tcp_configured_no_token_is_made() {
+    let d = Daemon::start();
+    assert!(!d.db().with_file_name("api-token").exists());
+    let (status, _) = call(&d, "GET", "/v1/review-queue", None);
+    assert_eq!(status, 200);
 }

@@ -4,61 +4,14 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Output;
-
+use common::judge::{held, last_decision, ok, push, pushable_repo as repo, remembered};
 use common::{Daemon, bin, signal_json, stdout_json};
-
-/// A git work tree whose `origin` records `main` as its default branch and
-/// cannot be reached, so a push that runs fails fast.
-fn repo(dir: &Path) {
-    common::unreachable_origin_repo(dir);
-    let refs = dir.join(".git/refs/remotes/origin");
-    std::fs::create_dir_all(&refs).unwrap();
-    std::fs::write(refs.join("HEAD"), "ref: refs/remotes/origin/main\n").unwrap();
-}
-
-fn push(d: &Daemon, branch: &str) -> Output {
-    d.cmd(&bin("praxis-run"))
-        .args(["--", "git", "push", "origin", branch])
-        .current_dir(d.work())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap()
-}
-
-/// The request id of a HOLD, from the audit signal.
-fn held(out: &Output) -> String {
-    assert_eq!(out.status.code(), Some(125), "{out:?}");
-    let v = signal_json(out);
-    assert_eq!(v["decision"], "HOLD", "{v}");
-    v["request_id"].as_str().unwrap().to_owned()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The decision record of the last request the policy decided.
-fn last_decision(d: &Daemon) -> serde_json::Value {
-    d.events_of_kind("decided").pop().unwrap()
-}
-
-/// Holds a push to `feature/a`, approves it with `--remember`, and returns
-/// the proposed lesson's id.
-fn remembered(d: &Daemon) -> String {
-    let id = held(&push(d, "feature/a"));
-    let said = ok(&d.praxis(&["approve", &id, "--remember"]));
-    assert!(said.contains("proposed for review"), "{said}");
-    format!("lesson-{id}")
-}
 
 #[test]
 fn an_approval_with_remember_proposes_a_lesson_for_review() {
     let d = Daemon::start();
     repo(&d.work());
-    let lesson = remembered(&d);
+    let lesson = remembered(&d, "feature/a");
 
     let queue = stdout_json(&d.praxis(&["review", "--json"]));
     let items = queue["items"].as_array().unwrap();
@@ -91,7 +44,7 @@ fn an_approval_with_remember_proposes_a_lesson_for_review() {
 fn a_confirmed_lesson_lets_the_next_similar_push_through_and_names_itself() {
     let d = Daemon::start();
     repo(&d.work());
-    let lesson = remembered(&d);
+    let lesson = remembered(&d, "feature/a");
     let said = ok(&d.praxis(&["review", "confirm", &lesson]));
     assert!(said.contains("confirmed"), "{said}");
     assert_eq!(d.events_of_kind("review").len(), 1);
@@ -128,7 +81,7 @@ fn a_confirmed_lesson_lets_the_next_similar_push_through_and_names_itself() {
 fn a_disputed_or_downgraded_lesson_does_not_relax_a_hold() {
     let d = Daemon::start();
     repo(&d.work());
-    let lesson = remembered(&d);
+    let lesson = remembered(&d, "feature/a");
     ok(&d.praxis(&["review", "confirm", &lesson]));
 
     // A correction disputes the confirmed lesson (as a decision write-back
@@ -176,7 +129,7 @@ fn a_disputed_or_downgraded_lesson_does_not_relax_a_hold() {
 fn review_actions_are_refused_for_unknown_items_and_illegal_moves() {
     let d = Daemon::start();
     repo(&d.work());
-    let lesson = remembered(&d);
+    let lesson = remembered(&d, "feature/a");
     let out = d.praxis(&["review", "confirm", "no-such-memory"]);
     assert!(!out.status.success());
     ok(&d.praxis(&["review", "reject", &lesson]));
@@ -186,4 +139,46 @@ fn review_actions_are_refused_for_unknown_items_and_illegal_moves() {
         String::from_utf8_lossy(&again.stderr).contains("rejected"),
         "{again:?}"
     );
+}
+
+/// An operator's HOLD rule for release branches, marked not relaxable.
+const RELEASE_RULE: &str = r#"
+[[rule]]
+id = "push-release"
+decision = "hold"
+not_relaxable = true
+reason = "release branches are pushed by a person"
+program = ["git"]
+subcommand = ["push"]
+args = ["release/*"]
+match = ["git push origin release/1"]
+not_match = ["git push origin feature/a"]
+"#;
+
+#[test]
+fn a_confirmed_lesson_never_relaxes_a_hold_from_a_rule_marked_not_relaxable() {
+    let d = Daemon::start_with(&[("policy.toml", RELEASE_RULE)], &[]);
+    repo(&d.work());
+    let lesson = remembered(&d, "feature/a");
+    ok(&d.praxis(&["review", "confirm", &lesson]));
+
+    // The lesson (pushes to non-default branches) matches a release push,
+    // but the rule that holds it is not relaxable.
+    let out = push(&d, "release/1");
+    let id = held(&out);
+    let decided = last_decision(&d);
+    assert!(
+        decided["reason"]
+            .as_str()
+            .unwrap()
+            .contains("release branches"),
+        "{decided}"
+    );
+    assert!(decided["detail"]["memory_used"].is_null(), "{decided}");
+    // Nor is a lesson proposed from approving it.
+    let said = ok(&d.praxis(&["approve", &id, "--remember"]));
+    assert!(said.contains("no lesson proposed"), "{said}");
+    // The lesson still lets other pushes through.
+    let out = push(&d, "feature/b");
+    assert!(!matches!(out.status.code(), Some(125 | 126)), "{out:?}");
 }

@@ -4,10 +4,16 @@
 //! be an operator of this praxisd; review actions are also refused from
 //! inside the commands praxisd runs.
 //!
+//! Optionally (`[api] tcp` in `praxis.toml`) the same API is served on a
+//! loopback TCP address, to holders of a bearer token kept in a 0600 file
+//! of the state dir ([`token`]).
+//!
 //! Documents are parsed strictly by the `praxis_memory` contracts (a
 //! refusal names the field), screened for secret-like data and
 //! transcript-sized dumps, and every write is an audit event before it is
 //! stored.
+
+pub mod token;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -17,15 +23,16 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use praxis_memory::contract::{self, JudgeDecision, RecallRequest};
+use praxis_memory::contract::{self, JudgeDecision, JudgeVerdict, RecallRequest};
 use praxis_memory::event::{Event as MemoryEvent, EventKind as MemoryEventKind};
 use praxis_memory::intake::{IntakeLimits, screen};
-use praxis_memory::recall::recall;
-use praxis_memory::writeback::memories_from;
+use praxis_memory::recall::{policy_hits, recall};
+use praxis_memory::writeback::{disputes, memories_from};
 use praxis_proto::OperatorRequest;
 use serde_json::{Value, json};
-use tokio::net::UnixListener;
+use tokio::net::{TcpListener, UnixListener};
 
+use self::token::ApiToken;
 use crate::conn::Peer;
 use crate::errors;
 use crate::memory::{self, now};
@@ -38,7 +45,26 @@ const MAX_BODY: usize = 64 * 1024;
 /// How long a connection may take to send its request.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Serves the API until the task is dropped.
+/// Who sent a request.
+#[derive(Clone, Copy, Debug)]
+enum Client {
+    /// A peer on the unix socket, named by the kernel; checked as an
+    /// operator on every request.
+    Local(Peer),
+    /// A holder of the TCP bearer token. Only the daemon's own user can
+    /// read the token file, so the holder acts as that user.
+    Bearer(Peer),
+}
+
+impl Client {
+    fn peer(self) -> Peer {
+        match self {
+            Client::Local(peer) | Client::Bearer(peer) => peer,
+        }
+    }
+}
+
+/// Serves the API on its unix socket until the task is dropped.
 pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
     loop {
         let stream = match listener.accept().await {
@@ -56,22 +82,69 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
                 continue;
             }
         };
-        let daemon = Arc::clone(&daemon);
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request| {
-                let daemon = Arc::clone(&daemon);
-                async move { Ok::<_, Infallible>(answer(&daemon, peer, request).await) }
-            });
-            let served = hyper::server::conn::http1::Builder::new()
-                .header_read_timeout(READ_TIMEOUT)
-                .timer(hyper_util::rt::TokioTimer::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
-                tracing::debug!("API connection ended: {e}");
+        connection(&daemon, Client::Local(peer), None, stream);
+    }
+}
+
+/// Serves the API on a loopback TCP listener until the task is dropped:
+/// every request must carry `Authorization: Bearer TOKEN`.
+pub async fn serve_tcp(daemon: Arc<Daemon>, listener: TcpListener, token: ApiToken) {
+    let token = Arc::new(token);
+    let owner = Client::Bearer(Peer {
+        uid: nix::unistd::geteuid().as_raw(),
+        gid: nix::unistd::getegid().as_raw(),
+        pid: None,
+    });
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => connection(&daemon, owner, Some(Arc::clone(&token)), stream),
+            Err(e) => {
+                tracing::warn!("API accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+/// Serves one connection on its own task.
+fn connection<IO>(daemon: &Arc<Daemon>, client: Client, token: Option<Arc<ApiToken>>, stream: IO)
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let daemon = Arc::clone(daemon);
+    tokio::spawn(async move {
+        let service = hyper::service::service_fn(move |request| {
+            let daemon = Arc::clone(&daemon);
+            let token = token.clone();
+            async move {
+                let answer = match token.as_deref().map(|t| t.admits(&request)) {
+                    Some(false) => unauthorized(),
+                    _ => answer(&daemon, client, request).await,
+                };
+                Ok::<_, Infallible>(answer)
             }
         });
-    }
+        let served = hyper::server::conn::http1::Builder::new()
+            .header_read_timeout(READ_TIMEOUT)
+            .timer(hyper_util::rt::TokioTimer::new())
+            .serve_connection(TokioIo::new(stream), service)
+            .await;
+        if let Err(e) = served {
+            tracing::debug!("API connection ended: {e}");
+        }
+    });
+}
+
+fn unauthorized() -> Response<Full<Bytes>> {
+    let mut response = respond(
+        StatusCode::UNAUTHORIZED,
+        &json!({"error": {"message": "a bearer token is required (the api-token file in the state dir)", "field": null}}),
+    );
+    response.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        hyper::header::HeaderValue::from_static("Bearer"),
+    );
+    response
 }
 
 /// An API refusal: its status and a JSON body naming the field at fault.
@@ -113,10 +186,10 @@ fn respond(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
 
 async fn answer(
     daemon: &Arc<Daemon>,
-    peer: Peer,
+    client: Client,
     request: Request<Incoming>,
 ) -> Response<Full<Bytes>> {
-    match route(daemon, peer, request).await {
+    match route(daemon, client, request).await {
         Ok((status, body)) => respond(status, &body),
         Err(e) => respond(
             e.status,
@@ -146,8 +219,17 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
 }
 
-fn refused_to(daemon: &Daemon, peer: &Peer, as_request: &OperatorRequest) -> Result<(), ApiError> {
-    match operator::refusal(daemon, peer, as_request) {
+/// Refuses a local peer that may not make `as_request` as an operator; a
+/// bearer of the token was admitted already.
+fn refused_to(
+    daemon: &Daemon,
+    client: Client,
+    as_request: &OperatorRequest,
+) -> Result<(), ApiError> {
+    let Client::Local(peer) = client else {
+        return Ok(());
+    };
+    match operator::refusal(daemon, &peer, as_request) {
         Some(why) => Err(ApiError::new(StatusCode::FORBIDDEN, why)),
         None => Ok(()),
     }
@@ -164,18 +246,10 @@ fn not_found(why: String) -> ApiError {
 /// Refuses secret-like data and transcript-sized text, naming the field.
 fn screened<T: serde::Serialize>(daemon: &Daemon, document: &T) -> Result<(), ApiError> {
     let is_secret = |text: &str| daemon.redact(text) != text;
-    screen(document, &is_secret, &IntakeLimits::default()).map_err(|e| {
-        let field = match &e {
-            praxis_memory::intake::IntakeError::SecretLike { field }
-            | praxis_memory::intake::IntakeError::FieldTooLarge { field, .. }
-            | praxis_memory::intake::IntakeError::TooManyLines { field, .. } => Some(field.clone()),
-            _ => None,
-        };
-        ApiError {
-            status: StatusCode::UNPROCESSABLE_ENTITY,
-            message: e.to_string(),
-            field,
-        }
+    screen(document, &is_secret, &IntakeLimits::default()).map_err(|e| ApiError {
+        status: StatusCode::UNPROCESSABLE_ENTITY,
+        message: e.to_string(),
+        field: e.field().map(str::to_owned),
     })
 }
 
@@ -206,10 +280,10 @@ fn decoded(segment: &str) -> Result<String, ApiError> {
 
 async fn route(
     daemon: &Arc<Daemon>,
-    peer: Peer,
+    client: Client,
     request: Request<Incoming>,
 ) -> Result<(StatusCode, Value), ApiError> {
-    refused_to(daemon, &peer, &OperatorRequest::Status)?;
+    refused_to(daemon, client, &OperatorRequest::Status)?;
     let path = request.uri().path().to_owned();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     let method = request.method().clone();
@@ -260,14 +334,14 @@ async fn route(
                 .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("not JSON: {e}")))?;
             refused_to(
                 daemon,
-                &peer,
+                client,
                 &OperatorRequest::ReviewAct {
                     item_id: id.clone(),
                     action: action.clone(),
                 },
             )?;
             blocking(daemon, move |d| {
-                ops::acted(d, &peer, &id, action)
+                ops::acted(d, &client.peer(), &id, action)
                     .map(|message| (StatusCode::OK, json!({"item_id": id, "message": message})))
                     .map_err(|why| ApiError::new(StatusCode::CONFLICT, why))
             })
@@ -287,7 +361,11 @@ fn recalled(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError
     let store = ops::store(daemon).map_err(internal)?;
     let memories = store.all().map_err(|e| internal(errors::one_line(&e)))?;
     let at = now();
-    let answer = recall(&memories, &request, Vec::new(), at);
+    let hits = daemon
+        .policy()
+        .map(|p| policy_hits(p.rules(), &request, p.revision()))
+        .unwrap_or_default();
+    let answer = recall(&memories, &request, hits, at);
     let event = MemoryEvent {
         at,
         kind: MemoryEventKind::Recalled {
@@ -337,7 +415,36 @@ fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError>
             json!({"decision_id": stored, "replayed": true}),
         ));
     }
+    // A human correction disputes the memories it decided against.
+    let mut disputed = Vec::new();
+    for id in disputes(&decision) {
+        if let Some(memory) = store.get(id).map_err(|e| internal(errors::one_line(&e)))? {
+            disputed.push(praxis_memory::memory::disputed(
+                &memory,
+                &decision.decision_id,
+            ));
+        }
+    }
+    // What it disputes was used to allow: a false allow a human corrected.
+    let mut events: Vec<MemoryEvent> = std::iter::once(event)
+        .chain(memories.iter().map(|m| MemoryEvent::proposed(m, at)))
+        .collect();
+    if !disputed.is_empty() {
+        events.push(MemoryEvent {
+            at,
+            kind: MemoryEventKind::Overridden {
+                decision_id: decision.decision_id.clone(),
+                from: JudgeVerdict::Allow,
+                to: decision.decision,
+                by: String::from("human judge"),
+            },
+        });
+    }
     let mut detail = serde_json::Map::new();
+    detail.insert(
+        "disputes".into(),
+        json!(disputed.iter().map(|m| m.id()).collect::<Vec<_>>()),
+    );
     detail.insert(
         "idempotency_key".into(),
         decision.idempotency_key.clone().into(),
@@ -360,8 +467,8 @@ fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError>
             &decision.idempotency_key,
             &decision.decision_id,
             &body,
-            &memories,
-            &event,
+            &[memories.as_slice(), disputed.as_slice()].concat(),
+            &events,
         )
         .map_err(|e| internal(errors::one_line(&e)))?;
     let replayed = stored.is_err();
@@ -375,6 +482,7 @@ fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError>
             "decision_id": decision_id,
             "replayed": replayed,
             "memories_proposed": memories.iter().map(|m| m.id()).collect::<Vec<_>>(),
+            "memories_disputed": disputed.iter().map(|m| m.id()).collect::<Vec<_>>(),
         }),
     ))
 }

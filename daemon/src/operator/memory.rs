@@ -74,6 +74,27 @@ fn describe(action: &Action) -> String {
     format!("{} (role {})", commands.join("; "), action.role)
 }
 
+/// After `praxis approve ID`: the memory store records that a human
+/// overrode the pipeline's HOLD (the false-block proxy of the metrics).
+/// Only a request memory kept is recorded; the approval stands either way.
+pub fn approved(daemon: &Daemon, peer: &Peer, request_id: &str) {
+    let Ok(store) = store(daemon) else { return };
+    let kept = store.held(request_id).map(|held| held.is_some());
+    let recorded = kept.and_then(|kept| {
+        if kept {
+            store.add_event(&MemoryEvent::approved(
+                request_id,
+                &reviewer(peer).name,
+                now(),
+            ))?;
+        }
+        Ok(())
+    });
+    if let Err(e) = recorded {
+        tracing::warn!("override of {request_id} not kept in memory: {e}");
+    }
+}
+
 /// After `praxis approve ID --remember` approved the request: proposes the
 /// lesson generalised from what was held, into the review queue. Returns
 /// the sentence the operator sees.
@@ -83,6 +104,11 @@ pub fn remember(daemon: &Daemon, peer: &Peer, request_id: &str) -> Result<String
         .held(request_id)
         .map_err(|e| errors::one_line(&e))?
         .ok_or_else(|| format!("nothing is known of what {request_id} held; no lesson proposed"))?;
+    if !action.relaxable {
+        return Err(String::from(
+            "what held it may not be relaxed by memory (a rule marked not relaxable, root, or an unknown program); no lesson proposed",
+        ));
+    }
     let lesson = generalise(&action).ok_or_else(|| {
         String::from("its held commands have no single shape to generalise; no lesson proposed")
     })?;

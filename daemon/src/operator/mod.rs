@@ -273,6 +273,9 @@ pub async fn handle(
                 remember,
             } => blocking(daemon, move |d| {
                 let approved = approvals::approve(d, &peer, &request_id, ttl_secs, note.as_deref());
+                if matches!(approved, OperatorReply::Done { .. }) {
+                    memory::approved(d, &peer, &request_id);
+                }
                 match approved {
                     OperatorReply::Done { message } if remember => {
                         let learned = memory::remember(d, &peer, &request_id)

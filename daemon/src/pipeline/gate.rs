@@ -191,6 +191,15 @@ pub fn decision_frame(trail: &Trail, verdict: praxis_proto::Verdict, r: &Refusal
             .then(|| format!("praxis approve {}", trail.request_id)),
         approval_token: None,
         steer: None,
+        policy_revision: trail.policy_revision.clone(),
+        memory_used: trail
+            .memory_used
+            .iter()
+            .map(|m| praxis_proto::MemoryUsed {
+                memory_id: m.memory_id.clone(),
+                used_as: m.used_as.as_str().to_owned(),
+            })
+            .collect(),
     }
 }
 

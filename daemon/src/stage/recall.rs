@@ -7,6 +7,9 @@
 //! operator's `approve --remember` can generalise it and the review queue
 //! can replay lessons over recent HOLDs.
 
+use std::sync::Arc;
+
+use praxis_memory::event::Event;
 use praxis_memory::lesson::{Action, ActionCommand, GitBranches, PathArg};
 use praxis_memory::memory::Memory;
 use praxis_memory::relax::{Consultation, consult};
@@ -59,12 +62,13 @@ pub fn action(decision: &Decision, context: &Context, role: &str) -> Action {
     }
 }
 
-/// Whether memory may relax this decision's HOLD at all: not when the
-/// command reaches root (sudo, doas, …), and not when a held command's
-/// program is not known (a dynamic command word), which no lesson about a
-/// named program can vouch for.
+/// Whether memory may relax this decision's HOLD at all: not when a rule
+/// marked `not_relaxable` held it, not when the command reaches root (sudo,
+/// doas, …), and not when a held command's program is not known (a dynamic
+/// command word), which no lesson about a named program can vouch for.
 pub fn relaxable(decision: &Decision) -> bool {
-    !decision.escalation
+    !decision.not_relaxable
+        && !decision.escalation
         && decision
             .commands
             .iter()
@@ -77,12 +81,14 @@ pub fn relaxable(decision: &Decision) -> bool {
 #[derive(Debug)]
 pub enum Recalled {
     /// Memory consulted; the consultation says whether it relaxes the HOLD.
-    Consulted(Consultation, Vec<Memory>),
+    Consulted(Consultation, Arc<Vec<Memory>>),
     /// The store could not be read: the HOLD stands, with why.
     Unavailable(String),
 }
 
-/// Keeps the held action and consults the memories of its workspace.
+/// Consults the memories of the held action's workspace, and keeps the
+/// action with what memory did for it (the judgment events the inspector
+/// and the metrics read).
 pub fn recall(
     store: &Result<MemoryStore, String>,
     request_id: &str,
@@ -93,16 +99,14 @@ pub fn recall(
         Ok(store) => store,
         Err(why) => return Recalled::Unavailable(why.clone()),
     };
-    if let Err(e) = store.record_held(request_id, now, action) {
-        tracing::warn!("held action of {request_id} not kept: {e}");
-    }
-    match store.in_workspace(&action.workspace) {
-        Ok(memories) => {
-            let consultation = consult(&memories, action, now);
-            Recalled::Consulted(consultation, memories)
-        }
-        Err(e) => Recalled::Unavailable(errors::one_line(&e)),
-    }
+    let memories = match store.in_workspace(&action.workspace) {
+        Ok(memories) => memories,
+        Err(e) => return Recalled::Unavailable(errors::one_line(&e)),
+    };
+    let consultation = consult(memories.iter(), action, now);
+    let events = Event::consulted(request_id, &consultation, now);
+    store.record_held(request_id, now, action, events);
+    Recalled::Consulted(consultation, memories)
 }
 
 /// "memory evidence: m1 (git push …); m2 (…)", shown with a HOLD.

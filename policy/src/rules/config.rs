@@ -406,6 +406,10 @@ pub struct RuleSpec {
     pub matches: Vec<String>,
     #[serde(default)]
     pub not_match: Vec<String>,
+    /// A HOLD rule whose HOLD learned memory may never lift: only an
+    /// operator's approval of the one request runs it.
+    #[serde(default)]
+    pub not_relaxable: bool,
 }
 
 #[derive(Debug, Deserialize)]

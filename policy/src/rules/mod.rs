@@ -48,6 +48,8 @@ pub struct Rule {
     /// Example commands the rule must match / must not match.
     pub matches: Vec<String>,
     pub not_matches: Vec<String>,
+    /// Learned memory may never lift this rule's HOLD.
+    pub not_relaxable: bool,
 }
 
 fn verdict(d: RuleDecision) -> Verdict {
@@ -119,6 +121,11 @@ impl Rule {
         if spec.matches.is_empty() {
             return Err("a rule needs at least one `match` example".to_owned());
         }
+        if spec.not_relaxable && spec.decision != RuleDecision::Hold {
+            return Err(
+                "`not_relaxable` marks HOLD rules only (memory never relaxes a STOP)".to_owned(),
+            );
+        }
         let connect = match &spec.connect {
             Some(entries) => Some(
                 destinations::compile(entries, registries, false)?
@@ -159,7 +166,13 @@ impl Rule {
             on_failure: spec.on_precondition_failure.map_or(Verdict::Hold, verdict),
             matches: spec.matches.clone(),
             not_matches: spec.not_match.clone(),
+            not_relaxable: spec.not_relaxable,
         })
+    }
+
+    /// The programs the rule names (empty: any).
+    pub fn programs(&self) -> &[String] {
+        &self.programs
     }
 
     /// Roles the rule is limited to (empty: all).

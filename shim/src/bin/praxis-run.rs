@@ -16,7 +16,9 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 
 use nix::sys::signal::{SigSet, Signal};
-use praxis_proto::{ClientMsg, DecisionFrame, ExecRequest, Subject, Verdict};
+use praxis_memory::contract::ActionProposal;
+use praxis_proto::{ClientMsg, Command, DecisionFrame, ExecRequest, Subject, Verdict};
+use praxis_shim::api;
 use praxis_shim::args::{self, Args, HELP, Info, USAGE};
 use praxis_shim::client::{self, ClientError};
 use praxis_shim::contract;
@@ -25,6 +27,7 @@ use praxis_shim::exec::{self, EXIT_HOLD, EXIT_STOP, Outcome, Sink};
 use praxis_shim::hook;
 use praxis_shim::judge::{self, Caller};
 use praxis_shim::mcp;
+use praxis_shim::proposal;
 
 /// Writes the audit signal for a command that did not run: one JSON object on
 /// its own stderr line, then one plain sentence for the model reading it.
@@ -257,6 +260,8 @@ fn print_answer(answer: &hook::Answer) {
 struct SubOpts {
     caller: Caller,
     contract: Option<String>,
+    /// `judge`: an action proposal's file (`-` for stdin).
+    proposal: Option<String>,
     json: bool,
     /// What is left after the options (for `judge`: the command).
     rest: Vec<String>,
@@ -274,6 +279,7 @@ fn sub_opts(args: &[String], usage: &str) -> Result<SubOpts, i32> {
         };
         match arg.as_str() {
             "--contract" => out.contract = Some(value()?),
+            "--proposal" => out.proposal = Some(value()?),
             "--session" => out.caller.session = Some(value()?),
             "--runtime" => out.caller.runtime = Some(value()?),
             "--tool-call-id" => out.caller.tool_call_id = Some(value()?),
@@ -321,21 +327,31 @@ fn run_plan(args: &[String]) -> i32 {
 
 /// `praxis-run judge [--json] (-c CMD | -- ARGV)`: the daemon's decision on a
 /// command, audited, without running it. Exit 0 ALLOW, 125 HOLD, 126 STOP.
+/// With `--proposal FILE|-`: an action proposal judged, answered as a judge
+/// decision document.
 fn run_judge(args: &[String]) -> i32 {
-    const JUDGE_USAGE: &str = "usage: praxis-run judge [--json] [--session S] [--runtime R] [--tool-call-id T] (-c 'CMD' | -- ARGV...)";
+    const JUDGE_USAGE: &str = "usage: praxis-run judge [--json] [--session S] [--runtime R] [--tool-call-id T] (-c 'CMD' | -- ARGV...)\n       praxis-run judge --proposal FILE|- [--session S] [--runtime R] [-c 'CMD' | -- ARGV...]";
     let opts = match sub_opts(args, JUDGE_USAGE) {
         Ok(opts) => opts,
         Err(code) => return code,
     };
     let command = match args::parse(opts.rest.into_iter()) {
         Ok(Args {
-            command: Some(command),
+            command,
+            info: None,
             ..
         }) => command,
         _ => {
             eprintln!("{JUDGE_USAGE}");
             return EXIT_HOLD;
         }
+    };
+    if let Some(source) = &opts.proposal {
+        return judge_proposal(source, command, &opts.caller);
+    }
+    let Some(command) = command else {
+        eprintln!("{JUDGE_USAGE}");
+        return EXIT_HOLD;
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
     let judged = judge::judge(Subject::Command { command }, &cwd, &opts.caller);
@@ -375,6 +391,94 @@ fn run_judge(args: &[String]) -> i32 {
     code
 }
 
+/// `praxis-run judge --proposal SOURCE`: the proposal read and checked
+/// strictly, refused when it carries secret-like data or transcript-sized
+/// text (a refusal names the field), judged by praxisd, and answered
+/// as an `openbrain.judge.decision.v1` document on stdout.
+fn judge_proposal(source: &str, command: Option<Command>, caller: &Caller) -> i32 {
+    let text = if source == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(source)
+    };
+    let parsed = text
+        .map_err(|e| (None, format!("{source}: {e}")))
+        .and_then(|text| {
+            praxis_memory::contract::parse::<ActionProposal>(&text)
+                .map_err(|e| (e.field_path().map(str::to_owned), e.to_string()))
+        })
+        .and_then(|proposal| {
+            proposal::screened(&proposal)
+                .map(|()| proposal)
+                .map_err(|e| (e.field().map(str::to_owned), e.to_string()))
+        });
+    let proposal = match parsed {
+        Ok(proposal) => proposal,
+        Err((field, message)) => {
+            println!(
+                "{}",
+                serde_json::json!({"error": {"message": message, "field": field}})
+            );
+            return EXIT_HOLD;
+        }
+    };
+    let mut caller = caller.clone();
+    caller.runtime = caller
+        .runtime
+        .or_else(|| Some(proposal.runtime.name.clone()));
+    caller.tool = Some(proposal.tool.name.clone());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let judged = judge::judge(proposal::subject(&proposal, command), &cwd, &caller);
+    let decision = proposal::decision(&proposal, judged.as_ref().map_err(ToString::to_string));
+    // Every refusal also carries the audit signal, as for a command.
+    if decision.decision != praxis_memory::contract::JudgeVerdict::Allow {
+        let frame = judged.as_ref().ok();
+        let verdict = frame.map_or(Verdict::Hold, |f| f.decision);
+        eprintln!(
+            "{}",
+            exec::refusal_json(verdict, &decision.reasoning_summary, frame)
+        );
+    }
+    match serde_json::to_string(&decision) {
+        Ok(json) => println!("{json}"),
+        Err(e) => {
+            eprintln!("praxis-run judge: {e}");
+            return EXIT_HOLD;
+        }
+    }
+    proposal::exit_code(&decision)
+}
+
+/// `praxis-run api METHOD PATH < BODY`: one judge API request; the body of
+/// the answer on stdout. Exit 0 for a 2xx answer, 125 otherwise.
+fn run_api(args: &[String]) -> i32 {
+    const API_USAGE: &str = "usage: praxis-run api (GET|POST) /v1/... < BODY";
+    let [method, path] = args else {
+        eprintln!("{API_USAGE}");
+        return EXIT_HOLD;
+    };
+    let mut body = String::new();
+    if method == "POST" && std::io::stdin().read_to_string(&mut body).is_err() {
+        eprintln!("praxis-run api: the body is not UTF-8");
+        return EXIT_HOLD;
+    }
+    match api::call(method, path, &body) {
+        Ok((status, answer)) => {
+            println!("{answer}");
+            if (200..300).contains(&status) {
+                0
+            } else {
+                EXIT_HOLD
+            }
+        }
+        Err(e) => {
+            eprintln!("praxis-run api: {e}");
+            EXIT_HOLD
+        }
+    }
+}
+
 /// `praxis-run mcp`: the MCP server on stdin/stdout until stdin closes.
 fn run_mcp(args: &[String]) -> i32 {
     const MCP_USAGE: &str = "usage: praxis-run mcp [--session S] [--role R]";
@@ -411,6 +515,7 @@ fn main() {
         Some((sub, rest)) if sub == "plan" => run_plan(rest),
         Some((sub, rest)) if sub == "mcp" => run_mcp(rest),
         Some((sub, rest)) if sub == "judge" => run_judge(rest),
+        Some((sub, rest)) if sub == "api" => run_api(rest),
         _ => match args::parse(argv.into_iter()) {
             Ok(Args {
                 info: Some(info), ..

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test file uses its own part of the harness
 
+pub mod judge;
+
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
