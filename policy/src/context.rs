@@ -107,6 +107,9 @@ pub struct Context {
     /// The repository's remotes, name to URL (from its git config), so
     /// `git fetch` knows where it connects.
     pub git_remotes: BTreeMap<String, String>,
+    /// The repository's own config file (see [`git_config_file`]): what a
+    /// decision on a command that changes it grants.
+    pub git_config: Option<PathBuf>,
     /// States of the shared-scratch paths of [`crate::Policy::scratch_to_probe`].
     /// A path absent from this map was not looked at: it is not scratch.
     pub scratch: BTreeMap<PathBuf, ScratchState>,
@@ -178,30 +181,43 @@ impl ScratchState {
     }
 }
 
-/// The remotes (name to URL) of the repository whose work tree is
-/// `work_tree`, read with `read` (a file's text, None when unreadable):
-/// `.git/config`, or for a linked work tree the common directory's config
-/// that its `.git` file leads to.
-pub fn git_remotes(
+/// The config file of the repository whose work tree is `work_tree`, as
+/// `git config` without a scope flag writes it, read with `read` (a file's
+/// text, None when unreadable or a directory): `.git/config`, or for a
+/// linked work tree or a submodule the config of the common directory its
+/// `.git` file leads to (`gitdir:`, then that dir's `commondir`). Absolute
+/// and normalized; None when the `.git` file says nothing usable.
+pub fn git_config_file(
     work_tree: &Path,
     read: impl Fn(&Path) -> Option<String>,
-) -> BTreeMap<String, String> {
+) -> Option<PathBuf> {
     let dot_git = work_tree.join(".git");
     let config = match read(&dot_git) {
-        // A `.git` file: `gitdir: <dir>`, and that dir's `commondir` holds the config.
         Some(text) => {
-            let Some(dir) = text.trim().strip_prefix("gitdir:").map(str::trim) else {
-                return BTreeMap::new();
-            };
+            let dir = text.trim().strip_prefix("gitdir:").map(str::trim)?;
             let git_dir = work_tree.join(dir);
             let common = read(&git_dir.join("commondir"))
                 .map(|c| git_dir.join(c.trim()))
                 .unwrap_or(git_dir);
-            read(&common.join("config"))
+            common.join("config")
         }
-        None => read(&dot_git.join("config")),
+        None => dot_git.join("config"),
     };
-    config.map(|t| remotes_of_config(&t)).unwrap_or_default()
+    Some(PathBuf::from(crate::classify::paths::normalize(
+        &config.to_string_lossy(),
+    )))
+}
+
+/// The remotes (name to URL) of the repository whose work tree is
+/// `work_tree`, read with `read` from its [`git_config_file`].
+pub fn git_remotes(
+    work_tree: &Path,
+    read: impl Fn(&Path) -> Option<String>,
+) -> BTreeMap<String, String> {
+    git_config_file(work_tree, &read)
+        .and_then(|config| read(&config))
+        .map(|t| remotes_of_config(&t))
+        .unwrap_or_default()
 }
 
 /// `[remote "name"] url = …` entries of a git config file's text (the first
@@ -253,6 +269,24 @@ mod tests {
         };
         assert_eq!(git_remotes(Path::new("/w"), read).len(), 2);
         assert!(git_remotes(Path::new("/elsewhere"), read).is_empty());
+        assert_eq!(
+            git_config_file(Path::new("/w"), read),
+            Some(PathBuf::from("/r/.git/config")),
+            "a linked work tree writes the common directory's config"
+        );
+        assert_eq!(
+            git_config_file(Path::new("/plain"), read),
+            Some(PathBuf::from("/plain/.git/config"))
+        );
+        let submodule = |p: &Path| {
+            (p == Path::new("/top/sub/.git")).then(|| "gitdir: ../.git/modules/sub\n".to_owned())
+        };
+        assert_eq!(
+            git_config_file(Path::new("/top/sub"), submodule),
+            Some(PathBuf::from("/top/.git/modules/sub/config"))
+        );
+        let garbled = |p: &Path| (p == Path::new("/g/.git")).then(|| "nonsense".to_owned());
+        assert_eq!(git_config_file(Path::new("/g"), garbled), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::classify::paths::{
     Classes, Frame, PathClass, PathLists, PathPattern, keeps_private_tmpdir,
 };
 use crate::classify::table::ProgramTable;
-use crate::classify::{Access, Fact, Facts, Tables, classify_script};
+use crate::classify::{Access, Fact, Facts, GitConfigWriter, Tables, classify_script};
 use crate::context::{Entry, ScratchState};
 use crate::decision::{CommandJudgment, CommandShape, Decision, Destination, Grants};
 use crate::redact::{RedactConfig, Redactor};
@@ -151,6 +151,7 @@ pub mod example_context {
                 "https://github.com/acme/app.git".to_owned(),
             )]
             .into(),
+            git_config: Some(PathBuf::from(format!("{WORKSPACE}/.git/config"))),
             ..Context::default()
         }
     }
@@ -289,6 +290,20 @@ fn build_tables(
         language_of,
         git_plain_keys: git_plain_keys(source, &file.git_config.plain_keys)?,
         git_env: git_env(source, &file.git_config.env)?,
+        git_config_writers: file
+            .git_config
+            .writers
+            .iter()
+            .map(|w| {
+                GitConfigWriter::parse(w).ok_or_else(|| {
+                    at(
+                        source,
+                        w,
+                        format!("git_config writer `{w}` must be subcommand words, then at most one flag"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -679,6 +694,7 @@ impl Policy {
             }
         }
         decision.reason = with_ungranted(&decision.reason, &ungranted);
+        hold_shared_config_grant(&mut decision, &facts, &judged, context);
         if decision.decision == Verdict::Stop {
             // Nothing runs; an approval can never turn a STOP into a run.
             decision.grants = Grants::default();
@@ -748,6 +764,12 @@ impl Policy {
             not_relaxable: false,
         };
         write_grants(f, &mut out);
+        if f.has(Fact::GitRepoConfig)
+            && let Some(config) = &ctx.git_config
+            && !out.grants.write.contains(config)
+        {
+            out.grants.write.push(config.clone());
+        }
         let decided_by = |out: &mut Judged, verdict: Verdict, rules: &[&Rule]| {
             out.verdict = verdict;
             out.rule_ids = rules.iter().map(|r| r.id.clone()).collect();
@@ -1047,6 +1069,41 @@ fn write_grants(f: &Facts, out: &mut Judged) {
         }
     }
 }
+
+/// A grant is the whole request's: an ALLOW that grants the repository's
+/// git config (a plain `git config` key, `git remote add`) is held when
+/// another command of the request, not git, may write too, since it could
+/// set a key that runs code later (`core.hooksPath`). Run the git command
+/// on its own, or approve the whole request.
+fn hold_shared_config_grant(
+    decision: &mut Decision,
+    facts: &[Facts],
+    judged: &[Judged],
+    ctx: &Context,
+) {
+    let Some(config) = &ctx.git_config else {
+        return;
+    };
+    if decision.decision != Verdict::Allow || !decision.grants.write.contains(config) {
+        return;
+    }
+    if let Some(other) = facts
+        .iter()
+        .zip(judged)
+        .find(|(f, j)| f.program != "git" && j.tier > Tier::ReadOnly)
+    {
+        decision.decision = Verdict::Hold;
+        decision.rule_ids = vec![String::from(SHARED_CONFIG_GRANT)];
+        decision.reason = format!(
+            "the write grant for the repository's git config would also cover `{}` in the same \
+             request; run the git command on its own",
+            other.0.program
+        );
+    }
+}
+
+/// The rule id of [`hold_shared_config_grant`].
+const SHARED_CONFIG_GRANT: &str = "grant.shared-git-config";
 
 /// `reason (not granted: …)`.
 fn with_ungranted(reason: &str, ungranted: &[String]) -> String {

@@ -387,3 +387,48 @@ fn not_relaxable_on_a_rule_that_does_not_hold_is_a_load_error() {
         "{err}"
     );
 }
+
+#[test]
+fn commands_that_change_the_repository_config_are_granted_that_file_alone() {
+    let policy = Policy::builtin().unwrap_or_else(|e| panic!("{e}"));
+    let config = format!("{}/.git/config", example_context::WORKSPACE);
+    let granted =
+        |d: &praxis_policy::Decision| d.grants.write == [std::path::PathBuf::from(&config)];
+    for allowed in [
+        "git config user.email a@b",
+        "git config set user.name A",
+        "git config --unset pull.rebase",
+        "git remote add upstream https://example.com/x.git",
+        "git remote set-url origin https://example.com/y.git",
+        "git branch --set-upstream-to=origin/main",
+        "git branch -u origin/main main",
+        "git config user.email a@b && git config --get user.email && ls",
+    ] {
+        let d = judge(&policy, allowed, "agent");
+        assert_eq!(d.decision, Verdict::Allow, "{allowed}: {}", d.reason);
+        assert!(granted(&d), "{allowed}: {:?}", d.grants);
+    }
+    for held in [
+        "git config core.hooksPath x",
+        "git push -u origin feature/x",
+    ] {
+        let d = judge(&policy, held, "agent");
+        assert_eq!(d.decision, Verdict::Hold, "{held}");
+        assert!(granted(&d), "the approval runs with the grant: {held}");
+    }
+    for plain in [
+        "git config --get user.email",
+        "git config --global user.email a@b",
+        "git remote -v",
+        "git branch feature",
+        "git status",
+    ] {
+        let d = judge(&policy, plain, "agent");
+        assert!(d.grants.write.is_empty(), "{plain}: {:?}", d.grants);
+    }
+    // The grant is the request's: another writer beside it is held.
+    let shared = judge(&policy, "git config user.name A && sh build.sh", "agent");
+    assert_eq!(shared.decision, Verdict::Hold);
+    assert_eq!(shared.rule_ids, ["grant.shared-git-config"]);
+    assert!(shared.reason.contains("`sh`"), "{}", shared.reason);
+}

@@ -71,6 +71,13 @@
 //! `/dev/shm` are not granted: a command talks through the descriptors it
 //! was given, and shared memory would be a channel out of the sandbox.
 //!
+//! A protected path that a write grant names exactly (`.git/config` for a
+//! `git config user.email …` the policy allowed, or a `>> .git/config` an
+//! operator approved) is neither pinned nor carved for that command; its
+//! parent stays writable, so a tool may replace it through a lock file
+//! beside it as git does. Every other protected path stays guarded in the
+//! same command.
+//!
 //! A protected path that does not exist yet cannot be pinned: its deepest
 //! existing ancestor is made read-only, unless that ancestor is the writable
 //! root itself (which must stay writable); [`Prepared::unguarded`] lists
@@ -293,14 +300,17 @@ pub struct Spec {
     /// Absolute tool cache dirs, writable under [`Profile::WorkspaceWrite`]; only
     /// those that exist are granted.
     pub writable_caches: Vec<PathBuf>,
-    /// Exact paths outside the writable trees that this command may write,
-    /// as its decision granted them, in every restricted profile. Each must
-    /// exist and not be a symlink (the daemon creates a new one for the
-    /// caller before the spawn): Landlock grants inodes, not names.
+    /// Exact paths that this command may write beyond its profile, as its
+    /// decision granted them, in every restricted profile: outside the
+    /// writable trees, or a protected path inside one. Each must exist and
+    /// not be a symlink (the daemon creates a new one for the caller before
+    /// the spawn): Landlock grants inodes, not names.
     pub write_grants: Vec<PathBuf>,
     /// Paths kept unwritable inside writable trees: absolute, or relative
     /// names (`.git/hooks`) applied under every writable tree. A final
-    /// component ending in `*` matches by prefix.
+    /// component ending in `*` matches by prefix. One that a write grant
+    /// names exactly is left writable for this command; the others stay
+    /// guarded.
     pub protected: Vec<PathBuf>,
     /// Paths unreadable in restricted profiles: absolute, or relative to
     /// `home`; a final `*` matches by prefix. Names inside a secret directory

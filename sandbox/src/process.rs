@@ -238,6 +238,17 @@ fn expand_entries(
     Ok(out)
 }
 
+/// The protected paths the decision did not grant: a protected path that a
+/// write grant names exactly is left unpinned (and uncarved) for this
+/// command, so the write it was allowed or approved for can happen; every
+/// other one, those inside or around a granted path included, stays guarded.
+fn unless_granted(protected: Vec<PathBuf>, write_grants: &[PathBuf]) -> Vec<PathBuf> {
+    protected
+        .into_iter()
+        .filter(|path| !write_grants.contains(path))
+        .collect()
+}
+
 /// Carves the filesystem grants of `key` (the scratch dir aside: it is
 /// per command), recording what the carve depended on.
 fn carve(key: &carve_cache::Key) -> Result<carve_cache::Carved, SandboxError> {
@@ -377,7 +388,10 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         }
     }
 
-    let protected = expand_entries(&spec.protected, &writable_roots, &mut Vec::new())?;
+    let protected = unless_granted(
+        expand_entries(&spec.protected, &writable_roots, &mut Vec::new())?,
+        &spec.write_grants,
+    );
     let key = carve_cache::Key {
         restricted,
         home: spec.home.clone(),
@@ -1229,6 +1243,26 @@ mod tests {
         want.sort();
         assert_eq!(got, want);
         assert_eq!(listed, [a.clone(), tmp.path().join("none")]);
+    }
+
+    #[test]
+    fn only_protected_paths_a_grant_names_exactly_are_released() {
+        let ws = PathBuf::from("/w");
+        let protected = vec![
+            ws.join(".git/hooks"),
+            ws.join(".git/config"),
+            ws.join(".bashrc"),
+        ];
+        let grants = [
+            ws.join(".git/config"),
+            ws.join(".git/hooks/pre-commit"),
+            ws.join(".git"),
+        ];
+        assert_eq!(
+            unless_granted(protected.clone(), &grants),
+            [ws.join(".git/hooks"), ws.join(".bashrc")]
+        );
+        assert_eq!(unless_granted(protected.clone(), &[]), protected);
     }
 
     #[test]

@@ -176,6 +176,40 @@ fn git_hooks_and_config_stay_unwritable_but_git_dir_works() {
 }
 
 #[test]
+fn a_write_grant_releases_exactly_the_protected_path_it_names() {
+    let fx = Fixture::new();
+    fs::create_dir_all(fx.ws.join(".git/hooks")).unwrap();
+    fs::write(fx.ws.join(".git/config"), "[core]\n").unwrap();
+    let mut spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
+    spec.write_grants = vec![fx.ws.join(".git/config")];
+    // In place, and as git writes it: a lock file beside it renamed over it.
+    let appended = sh(&spec, "printf '[x]\\n' >> .git/config");
+    assert!(appended.ok(), "{}", appended.output);
+    let replaced = sh(
+        &spec,
+        "cat .git/config > .git/config.lock && printf '[y]\\n' >> .git/config.lock \
+         && mv .git/config.lock .git/config",
+    );
+    assert!(replaced.ok(), "{}", replaced.output);
+    assert_eq!(
+        fs::read_to_string(fx.ws.join(".git/config")).unwrap(),
+        "[core]\n[x]\n[y]\n"
+    );
+    // The hooks stay pinned in the same command.
+    assert!(!sh(&spec, "echo evil > .git/hooks/pre-commit").ok());
+    assert!(!sh(&spec, "mv .git/hooks .git/old-hooks").ok());
+    assert!(!fx.ws.join(".git/hooks/pre-commit").exists());
+    let prepared = praxis_sandbox::prepare(&spec).unwrap();
+    assert!(
+        prepared
+            .restrictions()
+            .contains("1 protected paths mounted read-only"),
+        "{}",
+        prepared.restrictions()
+    );
+}
+
+#[test]
 fn git_hooks_that_do_not_exist_yet_cannot_be_created() {
     let fx = Fixture::new();
     fs::create_dir_all(fx.ws.join(".git/objects")).unwrap();

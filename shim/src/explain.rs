@@ -10,7 +10,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use praxis_policy::context::{Entry, git_remotes};
+use praxis_policy::context::{Entry, git_config_file, git_remotes};
 use praxis_policy::engine::BUILTIN_PATTERNS;
 use praxis_policy::rules::cases;
 use praxis_policy::rules::config::{OperatorFile, PatternsFile, parse};
@@ -166,6 +166,9 @@ fn gather_context(
             .as_deref()
             .map(|r| git_remotes(r, |p| fs::read_to_string(p).ok()))
             .unwrap_or_default(),
+        git_config: root
+            .as_deref()
+            .and_then(|r| git_config_file(r, |p| fs::read_to_string(p).ok())),
         resolved,
         resolution_skipped: false,
         existing: Vec::new(),

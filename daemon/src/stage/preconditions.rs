@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use praxis_policy::context::{Entry, git_remotes};
+use praxis_policy::context::{Entry, git_config_file, remotes_of_config};
 use praxis_policy::{Analysis, Context, Policy, Resolution};
 use praxis_sandbox::host;
 
@@ -163,6 +163,9 @@ pub fn gather(
         })
         .collect();
 
+    let git_config = git_root
+        .as_deref()
+        .and_then(|r| git_config_file(r, |p| fs::read_to_string(p).ok()));
     let mut context = Context {
         in_git_work_tree: git_root.is_some(),
         git_branch: git_root.as_deref().and_then(host::git_branch),
@@ -171,10 +174,13 @@ pub fn gather(
             config.layout.state_dir.clone(),
             config.layout.config_dir.clone(),
         ],
-        git_remotes: git_root
+        git_remotes: git_config
             .as_deref()
-            .map(|r| git_remotes(r, |p| fs::read_to_string(p).ok()))
+            .and_then(|c| fs::read_to_string(c).ok())
+            .map(|text| remotes_of_config(&text))
             .unwrap_or_default(),
+        // Where `git config`, `git remote add` … write: granted when they are allowed.
+        git_config,
         resolved,
         existing: Vec::new(),
         cwd,

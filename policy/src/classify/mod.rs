@@ -48,6 +48,9 @@ pub enum Fact {
     GitForceRefspec,
     GitDeleteRefspec,
     GitConfigWrite,
+    /// Writes the repository's own git config file (`git config user.email
+    /// a@b`, `git remote add`, `git branch -u`): the decision grants that file.
+    GitRepoConfig,
     /// `find -delete` or `find -exec rm`.
     FindDelete,
     /// Operands arrive on stdin (`xargs`): targets unknown.
@@ -56,7 +59,7 @@ pub enum Fact {
     DefinedFunction,
 }
 
-const FACTS: [(Fact, &str); 18] = [
+const FACTS: [(Fact, &str); 19] = [
     (Fact::Escalated, "escalated"),
     (Fact::ForkBomb, "fork_bomb"),
     (Fact::FetchToInterpreter, "fetch_to_interpreter"),
@@ -72,6 +75,7 @@ const FACTS: [(Fact, &str); 18] = [
     (Fact::GitForceRefspec, "git_force_refspec"),
     (Fact::GitDeleteRefspec, "git_delete_refspec"),
     (Fact::GitConfigWrite, "git_config_write"),
+    (Fact::GitRepoConfig, "git_repo_config"),
     (Fact::FindDelete, "find_delete"),
     (Fact::StdinOperands, "stdin_operands"),
     (Fact::DefinedFunction, "defined_function"),
@@ -209,6 +213,36 @@ pub struct Tables {
     pub git_plain_keys: Vec<String>,
     /// Variables (`*` globs) through which git runs a command.
     pub git_env: Vec<String>,
+    /// Git subcommands (words, then at most one flag) that write the
+    /// repository's config file.
+    pub git_config_writers: Vec<GitConfigWriter>,
+}
+
+/// One `[git_config] writers` entry: `remote add`, `branch -u`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GitConfigWriter {
+    /// Leading words after `git`: table subcommand words, then operands.
+    pub words: Vec<String>,
+    /// A flag the command must carry, if any.
+    pub flag: Option<String>,
+}
+
+impl GitConfigWriter {
+    /// Parses `remote add` or `branch --set-upstream-to`; None when empty or
+    /// when a flag is followed by more words.
+    pub fn parse(entry: &str) -> Option<GitConfigWriter> {
+        let mut words: Vec<String> = entry.split_whitespace().map(str::to_owned).collect();
+        let flag = words.pop_if(|w| w.starts_with('-'));
+        (!words.is_empty() && words.iter().all(|w| !w.starts_with('-')))
+            .then_some(GitConfigWriter { words, flag })
+    }
+
+    fn matches(&self, facts: &Facts) -> bool {
+        let said = facts.sub.iter().chain(&facts.operands);
+        self.words.len() <= facts.sub.len() + facts.operands.len()
+            && self.words.iter().zip(said).all(|(want, got)| want == got)
+            && self.flag.as_ref().is_none_or(|f| facts.has_flag(f))
+    }
 }
 
 impl Tables {
@@ -740,18 +774,31 @@ impl Classifier<'_, '_> {
                     }
                 }
                 Some("config") => {
-                    match git_config_change(&facts.flags, &facts.operands, self.tables) {
+                    let change = git_config_change(&facts.flags, &facts.operands, self.tables);
+                    match change {
                         GitConfigChange::None => {}
                         GitConfigChange::Plain => facts.raise(Tier::ReversibleWrite, || {
                             "`git config` changes a plain key of the repository's configuration"
                                 .to_owned()
                         }),
-                        GitConfigChange::Runnable => facts.set(Fact::GitConfigWrite),
+                        GitConfigChange::Runnable { .. } => facts.set(Fact::GitConfigWrite),
+                    }
+                    if change.in_repository() {
+                        facts.set(Fact::GitRepoConfig);
                     }
                 }
                 _ => {}
             },
             _ => {}
+        }
+        if program == "git"
+            && self
+                .tables
+                .git_config_writers
+                .iter()
+                .any(|w| w.matches(facts))
+        {
+            facts.set(Fact::GitRepoConfig);
         }
         if self.tables.fetchers.contains(program) {
             let urls: Vec<&str> = facts
@@ -1413,7 +1460,21 @@ enum GitConfigChange {
     /// Configuration that can make git run something: a key that is not
     /// plain, any key beyond the repository (`--global`, `--system`,
     /// `--file`), or an edit in the editor.
-    Runnable,
+    Runnable {
+        /// Whether the file changed is the repository's own config.
+        in_repository: bool,
+    },
+}
+
+impl GitConfigChange {
+    /// Whether the repository's own config file is written.
+    fn in_repository(&self) -> bool {
+        match self {
+            GitConfigChange::None => false,
+            GitConfigChange::Plain => true,
+            GitConfigChange::Runnable { in_repository } => *in_repository,
+        }
+    }
 }
 
 fn git_config_change(flags: &[String], operands: &[String], tables: &Tables) -> GitConfigChange {
@@ -1457,16 +1518,19 @@ fn git_config_change(flags: &[String], operands: &[String], tables: &Tables) -> 
     };
     // An edit runs the configured editor on the file.
     let edits = action == Some("edit") || flags.iter().any(|f| f == "-e" || f == "--edit");
+    let beyond = flags
+        .iter()
+        .any(|f| BEYOND_REPOSITORY.contains(&f.as_str()));
     if edits
         || (writes
-            && (flags
-                .iter()
-                .any(|f| BEYOND_REPOSITORY.contains(&f.as_str()))
+            && (beyond
                 || !rest
                     .first()
                     .is_some_and(|key| is_plain_git_key(key, tables))))
     {
-        GitConfigChange::Runnable
+        GitConfigChange::Runnable {
+            in_repository: !beyond,
+        }
     } else if writes {
         GitConfigChange::Plain
     } else {

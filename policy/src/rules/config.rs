@@ -73,6 +73,9 @@ pub struct GitConfig {
     pub plain_keys: Vec<String>,
     /// Variables (`*` globs) that make git run a command or load its configuration.
     pub env: Vec<String>,
+    /// Git subcommands (then at most one flag) that write the repository's
+    /// config file; a decision on one grants that file.
+    pub writers: Vec<String>,
 }
 
 /// Shell builtins: commands that need no `PATH` lookup.

@@ -287,16 +287,33 @@ fn shape(judged: &[CommandJudgment], cwd: &Path, path: &Path) -> Shape {
     Shape::File
 }
 
+/// Whether `path` lies strictly inside a protected path: an absolute entry,
+/// or a relative one (`.git/hooks`) that names any of its ancestors. The
+/// sandbox keeps those read-only whatever the grant, so nothing is made there.
+fn inside_protected(path: &Path, protected: &[PathBuf]) -> bool {
+    path.ancestors().skip(1).any(|dir| {
+        protected.iter().any(|entry| {
+            if entry.is_absolute() {
+                dir == entry
+            } else {
+                dir.ends_with(entry)
+            }
+        })
+    })
+}
+
 /// Makes each granted write path that does not exist yet, owned by the
 /// caller, so the sandbox can grant exactly that inode (see [`shape`]). An
-/// existing path is left as it is (the sandbox refuses a symlink). Returns
-/// a line for the agent where the made path changes what a command does.
-fn make_write_grants(permit: &Permit) -> Result<Option<String>, String> {
+/// existing path is left as it is (the sandbox refuses a symlink), and so is
+/// one inside a protected path, which the sandbox would refuse to write
+/// anyway. Returns a line for the agent where the made path changes what a
+/// command does.
+fn make_write_grants(permit: &Permit, protected: &[PathBuf]) -> Result<Option<String>, String> {
     use nix::fcntl::OFlag;
     use nix::sys::stat::Mode;
     let mut note = None;
     for path in &permit.decision.grants.write {
-        if std::fs::symlink_metadata(path).is_ok() {
+        if std::fs::symlink_metadata(path).is_ok() || inside_protected(path, protected) {
             continue;
         }
         let shape = shape(&permit.decision.commands, &permit.cwd, path);
@@ -419,12 +436,12 @@ pub async fn run(
         Ok(egress) => egress,
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };
-    let grant_note = match make_write_grants(&permit) {
+    let mut spec = spec(daemon, &permit, egress.as_ref().map(|(hub, _)| &**hub));
+    let grant_note = match make_write_grants(&permit, &spec.protected) {
         Ok(note) => note,
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };
     make_cache_home(&permit);
-    let mut spec = spec(daemon, &permit, egress.as_ref().map(|(hub, _)| &**hub));
     let spawned = start(&spec, &permit.argv, &permit.cwd, permit.stdin);
     // The child has its copy; ours go now, not when the command ends.
     let names: Vec<String> = permit.brokered.iter().map(|b| b.env.clone()).collect();
@@ -710,4 +727,27 @@ pub async fn report_exit(writer: &mut Writer, ran: &Ran, steer: Option<String>) 
         steer,
     };
     let _ = writer.send(&ServerMsg::Exit(exit)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_is_made_inside_a_protected_path() {
+        let protected = [
+            PathBuf::from(".git/hooks"),
+            PathBuf::from("/var/lib/praxis"),
+        ];
+        let inside = |p: &str| inside_protected(Path::new(p), &protected);
+        assert!(inside("/w/.git/hooks/pre-commit"));
+        assert!(inside("/var/lib/praxis/audit.db"));
+        assert!(
+            !inside("/w/.git/hooks"),
+            "the protected path itself is for the sandbox"
+        );
+        assert!(!inside("/w/.git/config"));
+        assert!(!inside("/tmp/hooks/pre-commit"));
+        assert!(!inside("/var/lib/praxis-other/x"));
+    }
 }
