@@ -317,8 +317,11 @@ def praxis_guardrail(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutpu
         recalling = pool.submit(recall, command, data.context.tool_call_id)
         decision = judge_proposal(proposal(command, data.context.tool_call_id, data.context.tool_name))
         decision["recalled"] = recalling.result()
-    if "judge_decision" in decision:
-        decision["written_back"] = write_back(decision["judge_decision"])
+    document = decision.get("judge_decision")
+    # A decision praxisd never made (it did not answer in time) is not
+    # written back to it: that would only wait on it once more.
+    if document and not document["decision_id"].startswith("praxis-unjudged-"):
+        decision["written_back"] = write_back(document)
     if decision["decision"] == "ALLOW":
         return ToolGuardrailFunctionOutput.allow(output_info=decision)
     return ToolGuardrailFunctionOutput.reject_content(_refusal_message(decision), output_info=decision)
