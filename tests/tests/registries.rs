@@ -145,15 +145,14 @@ fn an_install_script_that_connects_elsewhere_is_refused_and_audited() {
 }
 
 #[test]
-fn pip_installs_into_a_venv_once_approved() {
+fn pip_installs_into_a_venv() {
     let d = Daemon::start();
     ok(&d.run(&["--", "python3", "-m", "venv", "venv"]));
     std::fs::write(d.work().join("requirements.txt"), "six==1.17.0\n").unwrap();
-    // pip is held for approval (it runs the packages' build code); the
-    // approval grants PyPI and its files host, nothing else.
+    // The virtualenv's own pip, found on the activated PATH, installs with
+    // PyPI and its files host granted, nothing else.
     let install = ". venv/bin/activate && pip install --no-cache-dir -r requirements.txt";
-    let out = d.approve_and_rerun(&["-c", install]);
-    ok(&out);
+    ok(&d.run(&["-c", install]));
     let imported = d.run(&[
         "--",
         "venv/bin/python",
@@ -192,12 +191,8 @@ fn uv_syncs_a_project_from_pypi() {
          dependencies = [\"six==1.17.0\"]\n",
     )
     .unwrap();
-    // The scratch home has no ~/.cache yet: praxisd makes it for the
-    // caller, since the sandbox can grant only a cache that exists.
-    assert!(!d.home().join(".cache").exists());
     let out = d.run(&["--", uv.to_str().unwrap(), "sync", "--no-python-downloads"]);
     ok(&out);
-    assert!(d.home().join(".cache/uv").is_dir());
     let imported = d.run(&[
         "--",
         ".venv/bin/python",
