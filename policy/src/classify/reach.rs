@@ -10,8 +10,10 @@ use crate::shell::{Effect, ExecOption, Feed, Script, SimpleCommand, Source, Word
 
 /// How far before a path literal a write call may end (`writeFileSync('`).
 const CALL_GAP: usize = 8;
-/// How far after a path literal a write mode or call may start (`', 'w')`).
+/// How far after a path literal a write call may start (`').write_text(`).
 const MODE_GAP: usize = 16;
+/// How far after a path literal its call's next argument, a write mode, starts.
+const MODE_START: usize = 4;
 
 impl Classifier<'_, '_> {
     /// Paths anywhere in the arguments: a secret named is read, a tree holding
@@ -346,7 +348,9 @@ fn looks_like_code_path(piece: &str) -> bool {
             .next()
             .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '~')),
         Some('~') => piece == "~" || piece.starts_with("~/"),
-        Some('.') => piece.starts_with("./") || piece.starts_with("../"),
+        Some('.') => chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '_')),
         _ => false,
     }
 }
@@ -369,8 +373,8 @@ fn code_literals(code: &str) -> impl Iterator<Item = (usize, &str)> {
 }
 
 /// Whether the literal at `start..end` of `code` is written: a write call
-/// ends just before it, a write mode follows it in the same call, or a
-/// write call starts just after it (`Path('x').write_text(`).
+/// ends just before it, a write mode is the next argument of its call, or
+/// a write call starts just after it (`Path('x').write_text(`).
 fn written(lang: &Language, code: &str, start: usize, end: usize) -> bool {
     let before = floor(code, start.saturating_sub(CALL_GAP + 24));
     let after_end = floor(code, (end + MODE_GAP).min(code.len()));
@@ -379,9 +383,12 @@ fn written(lang: &Language, code: &str, start: usize, end: usize) -> bool {
         .find_iter(&code[before..start])
         .any(|m| start - (before + m.end()) <= CALL_GAP);
     let after = &code[end..after_end];
-    // A mode belongs to the call the literal is in: it comes before its `)`.
-    let in_call = after.find(')').map_or(after, |close| &after[..=close]);
-    calls_before || lang.write_modes.is_match(in_call) || lang.write_calls.is_match(after)
+    // A mode is the next argument of the call the literal is in (`', 'w'`).
+    let mode_next = lang
+        .write_modes
+        .find_iter(after)
+        .any(|m| m.start() <= MODE_START && !after[..m.start()].contains(')'));
+    calls_before || mode_next || lang.write_calls.is_match(after)
 }
 
 /// The largest char boundary of `s` at or below `i`.
@@ -413,7 +420,8 @@ mod tests {
         assert!(looks_like_code_path("/etc/passwd"));
         assert!(!looks_like_code_path("//comment"));
         assert!(!looks_like_code_path("/*"));
-        assert!(!looks_like_code_path(".write"));
+        assert!(looks_like_code_path(".git/hooks/pre-commit"));
+        assert!(!looks_like_code_path("/\\d+/"));
     }
 
     #[test]
