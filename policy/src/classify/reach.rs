@@ -3,6 +3,8 @@
 //! environment makes it load (`[exec_env]`), files and code its options
 //! name (`[[exec_option]]`), and the paths inline code names.
 
+use std::collections::HashSet;
+
 use super::paths::PathClass;
 use super::{Access, Classifier, Fact, Facts, Language, PathUse, literal, sub_word};
 use crate::Tier;
@@ -34,6 +36,8 @@ impl Classifier<'_, '_> {
             }
         }
         let writer = facts.tier.is_some_and(|t| t >= Tier::ReversibleWrite);
+        // Paths the table already placed keep the role it gave them.
+        let mut seen: HashSet<String> = facts.paths.iter().map(|p| p.text.clone()).collect();
         for word in &cmd.args {
             if word.text.contains(char::is_whitespace) || word.text.starts_with(['<', '>']) {
                 continue;
@@ -44,7 +48,7 @@ impl Classifier<'_, '_> {
                 previous = piece;
                 if (piece.starts_with("//") && !after_file_scheme)
                     || !looks_like_path(piece)
-                    || facts.paths.iter().any(|p| p.text == piece)
+                    || !seen.insert(piece.to_owned())
                 {
                     continue;
                 }
