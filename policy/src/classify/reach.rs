@@ -38,7 +38,14 @@ impl Classifier<'_, '_> {
         let writer = facts.tier.is_some_and(|t| t >= Tier::ReversibleWrite);
         // Paths the table already placed keep the role it gave them.
         let mut seen: HashSet<String> = facts.paths.iter().map(|p| p.text.clone()).collect();
-        for word in &cmd.args {
+        // A wrapper's words (`xargs -a FILE`) are read as far as known: only
+        // a secret there counts.
+        let words = cmd
+            .args
+            .iter()
+            .map(|w| (w, true))
+            .chain(cmd.wrapper_options.iter().map(|w| (w, false)));
+        for (word, own) in words {
             if word.text.contains(char::is_whitespace) || word.text.starts_with(['<', '>']) {
                 continue;
             }
@@ -52,7 +59,12 @@ impl Classifier<'_, '_> {
                 {
                     continue;
                 }
-                self.argument_path(&part_of(word, piece), recursive, writer, facts);
+                self.argument_path(
+                    &part_of(word, piece),
+                    recursive && own,
+                    writer && own,
+                    facts,
+                );
             }
         }
     }

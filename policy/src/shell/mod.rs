@@ -101,6 +101,9 @@ pub struct SimpleCommand {
     pub wrappers: Vec<String>,
     /// Reached through `sudo`, `doas`, `su -c`, `pkexec` or similar.
     pub escalated: bool,
+    /// The words the wrappers took before this command (`xargs -a FILE`,
+    /// `sudo -u root`), assignments aside: paths there are judged too.
+    pub wrapper_options: Vec<Word>,
     pub stdin: Feed,
     pub origin: Origin,
 }

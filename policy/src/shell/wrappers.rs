@@ -76,6 +76,9 @@ impl Frontend<'_> {
                     cmd.wrappers.push(cmd.program.clone());
                     cmd.escalated |= escalated;
                     cmd.assignments.extend(assignments);
+                    let taken = args.get(..skip).unwrap_or(args);
+                    cmd.wrapper_options
+                        .extend(taken.iter().filter(|w| as_assignment(w).is_none()).cloned());
                     at += 1 + skip;
                     if at >= words.len() {
                         let program = default.unwrap_or_default();
