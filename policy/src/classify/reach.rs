@@ -18,9 +18,10 @@ const MODE_GAP: usize = 16;
 const MODE_START: usize = 4;
 
 impl Classifier<'_, '_> {
-    /// Paths anywhere in the arguments: a secret named is read, a tree holding
-    /// one read recursively is reading it, and a system path given to a
-    /// program that can write is held as a write.
+    /// Paths anywhere in the arguments: a secret named is read (also inside
+    /// text such as a script or a message), a tree holding one read
+    /// recursively is reading it, and a system path given to a program that
+    /// can write is held as a write.
     pub(super) fn argument_paths(&self, cmd: &SimpleCommand, facts: &mut Facts) {
         let spec = &self.tables.argument_paths;
         let recursive = spec.recursive_programs.contains(&facts.program)
@@ -46,7 +47,16 @@ impl Classifier<'_, '_> {
             .map(|w| (w, true))
             .chain(cmd.wrapper_options.iter().map(|w| (w, false)));
         for (word, own) in words {
-            if word.text.contains(char::is_whitespace) || word.text.starts_with(['<', '>']) {
+            if word.text.starts_with(['<', '>']) && word.dynamic {
+                continue;
+            }
+            if word.text.contains(char::is_whitespace) {
+                // Text (a script, a message, code): only a secret named in it counts.
+                for (_, piece) in code_literals(&word.text) {
+                    if looks_like_code_path(piece) && seen.insert(piece.to_owned()) {
+                        self.argument_path(&part_of(word, piece), false, false, facts);
+                    }
+                }
                 continue;
             }
             let mut previous = "";
