@@ -1105,6 +1105,7 @@ const NEEDS_WRITE_GRANT: Classes =
 /// Every literal path the command changes outside what its profile writes;
 /// a dynamic or globbed one is noted, never granted.
 fn write_grants(f: &Facts, out: &mut Judged) {
+    let mut granted: HashSet<PathBuf> = out.grants.write.iter().cloned().collect();
     for p in f.paths.iter().filter(|p| p.access != Access::Read) {
         if p.classes & NEEDS_WRITE_GRANT == 0 {
             continue;
@@ -1112,7 +1113,7 @@ fn write_grants(f: &Facts, out: &mut Judged) {
         match p.path.as_ref().filter(|_| p.exact) {
             Some(path) => {
                 let path = PathBuf::from(path);
-                if !out.grants.write.contains(&path) {
+                if granted.insert(path.clone()) {
                     out.grants.write.push(path);
                 }
             }
