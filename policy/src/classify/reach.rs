@@ -37,6 +37,7 @@ impl Classifier<'_, '_> {
             }
         }
         let writer = facts.tier.is_some_and(|t| t >= Tier::ReversibleWrite);
+        let stays = |piece: &str| self.stays_in_workspace(piece);
         // Paths the table already placed keep the role it gave them.
         let mut seen: HashSet<String> = facts.paths.iter().map(|p| p.text.clone()).collect();
         // A wrapper's words (`xargs -a FILE`) are read as far as known: only
@@ -53,7 +54,8 @@ impl Classifier<'_, '_> {
             if word.text.contains(char::is_whitespace) {
                 // Text (a script, a message, code): only a secret named in it counts.
                 for (_, piece) in code_literals(&word.text) {
-                    if looks_like_code_path(piece) && seen.insert(piece.to_owned()) {
+                    if looks_like_code_path(piece) && !stays(piece) && seen.insert(piece.to_owned())
+                    {
                         self.argument_path(&part_of(word, piece), false, false, facts);
                     }
                 }
@@ -65,6 +67,7 @@ impl Classifier<'_, '_> {
                 previous = piece;
                 if (piece.starts_with("//") && !after_file_scheme)
                     || !looks_like_path(piece)
+                    || stays(piece)
                     || !seen.insert(piece.to_owned())
                 {
                     continue;
@@ -130,6 +133,19 @@ impl Classifier<'_, '_> {
                 PathClass::BlockDevice.bit(),
             );
         }
+    }
+
+    /// A relative path that does not climb, from a working directory in the
+    /// workspace: it names nothing but the workspace, so there is nothing to
+    /// find by locating it.
+    fn stays_in_workspace(&self, piece: &str) -> bool {
+        !piece.starts_with(['/', '~'])
+            && !piece.contains("..")
+            && self
+                .frame
+                .cwd
+                .zip(self.frame.workspace)
+                .is_some_and(|(cwd, ws)| super::paths::is_within(cwd, ws))
     }
 
     /// Whether a secret of `[paths] secrets` lies inside directory `dir`.
@@ -256,6 +272,9 @@ impl Classifier<'_, '_> {
             let word = literal(piece);
             if written(lang, code, start, start + piece.len()) {
                 self.add_path(facts, &word, Access::Write);
+                continue;
+            }
+            if self.stays_in_workspace(piece) {
                 continue;
             }
             let located = self.tables.paths.locate(&word, self.frame, false);
