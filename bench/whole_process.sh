@@ -75,7 +75,7 @@ if [[ -z ${SKIP_CRITERION:-} ]]; then
   say "criterion: audit_append/normal_8_appenders"
   if "$cargo" bench --quiet -p praxis-bench --bench audit -- --warm-up-time 1 \
        'audit_append/normal_8_appenders' >&2; then
-    est=$root/target/criterion/audit_append/normal_8_appenders/new/estimates.json
+    est=${CARGO_TARGET_DIR:-$root/target}/criterion/audit_append/normal_8_appenders/new/estimates.json
     # Mean time per iteration (ns); each iteration appends a burst of 800.
     ns=$(sed -n 's/^{"mean":{"confidence_interval":{[^}]*},"point_estimate":\([0-9.eE+-]*\).*/\1/p' "$est")
     [[ -n $ns ]] && audit_eps=$(awk -v ns="$ns" 'BEGIN { printf "%.0f", 800 / (ns / 1e9) }')
@@ -87,7 +87,7 @@ fi
 # The harness binary is built beside the benchmarks (std only).
 say "building the harness"
 (cd "$root" && "$cargo" build --quiet --release -p praxis-bench --bin whole_process)
-harness=$root/target/release/whole_process
+harness=${CARGO_TARGET_DIR:-$root/target}/release/whole_process
 rustc_version=$(rustc --version 2>/dev/null || echo unknown)
 
 # --- scratch home and the daemon ------------------------------------------

@@ -11,6 +11,11 @@
 //! `<state dir>/sessions/`, named by the SHA-256 of the key. The state a
 //! boundary leaves is the checkpoint record (a typed snapshot).
 //!
+//! Learned baselines (R8): every window a session finishes is taught to the
+//! ledger `<state dir>/session-baselines.json` under the session's lineage
+//! (workspace and role). A session is seeded at its first judged action,
+//! once, from what its lineage taught so far; the seed is audited.
+//!
 //! Fail open (R12): a session policy that does not load, a state file that
 //! cannot be read or written, or a detector that panics never stops work;
 //! each is audited as `session_failed` and the action goes on unsteered.
@@ -22,8 +27,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use praxis_policy::verdict::{Tier, Verdict as Ruling};
 use praxis_proto::{Command, FileAccess, Subject, Verdict};
 use praxis_session::{
-    Detector, EventKind as Doorway, HookEvent, Judgment, Outcome, ScopeKey, SessionPolicy,
-    SessionState, Status, Transition,
+    Detector, EventKind as Doorway, HookEvent, Judgment, Ledger, Lineage, Outcome, ScopeKey,
+    SessionPolicy, SessionState, Status, Transition,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -37,6 +42,8 @@ use crate::config::Config;
 pub const SESSION_POLICY_FILE: &str = "session.toml";
 /// Where session states live inside the state directory.
 pub const SESSIONS_DIR: &str = "sessions";
+/// The ledger of finished windows that new sessions learn from, in the state directory.
+pub const LEDGER_FILE: &str = "session-baselines.json";
 /// Rule id of a refusal by a role's method rule.
 pub const METHOD_RULE_PREFIX: &str = "session.method.";
 
@@ -80,11 +87,19 @@ pub struct Observed {
     pub block: Option<(String, String)>,
 }
 
+/// One event's transitions, and a failure of the ledger that did not stop them.
+struct Stepped {
+    outcome: Outcome,
+    ledger: Option<SessionError>,
+}
+
 /// The detector and the session states.
 pub struct Sessions {
     detector: Result<Detector, String>,
     dir: PathBuf,
-    /// One event at a time: load, observe and save are one step per session.
+    ledger: PathBuf,
+    /// One event at a time: load, seed, observe, save and teach are one step
+    /// (the ledger is shared by every session).
     lock: Mutex<()>,
 }
 
@@ -98,6 +113,7 @@ impl Sessions {
         Sessions {
             detector,
             dir: config.layout.state_dir.join(SESSIONS_DIR),
+            ledger: config.layout.state_dir.join(LEDGER_FILE),
             lock: Mutex::new(()),
         }
     }
@@ -121,13 +137,16 @@ impl Sessions {
             Ok(outcome) => outcome,
             Err(e) => Err(SessionError::Panicked(e.to_string())),
         };
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
+        let Stepped { outcome, ledger } = match outcome {
+            Ok(stepped) => stepped,
             Err(e) => {
                 failed(audit, &event, request_id, &e).await;
                 return Observed::default();
             }
         };
+        if let Some(e) = ledger {
+            failed(audit, &event, request_id, &e).await;
+        }
         for transition in &outcome.transitions {
             record(audit, redact, &event, request_id, transition).await;
         }
@@ -140,15 +159,15 @@ impl Sessions {
         }
     }
 
-    /// Load, observe, save, under the lock.
-    fn step(&self, event: &HookEvent) -> Result<Outcome, SessionError> {
+    /// Load, seed, observe, save and teach, under the lock.
+    fn step(&self, event: &HookEvent) -> Result<Stepped, SessionError> {
         let detector = self
             .detector
             .as_ref()
             .map_err(|e| SessionError::Policy(e.clone()))?;
         let _one = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let path = self.path_of(&event.scope());
-        let mut stored = match read(&path) {
+        let mut stored = match read_json::<Stored>(&path) {
             Ok(Some(stored)) => stored,
             // This event is audited as failed; the session starts afresh
             // with the next one rather than failing on every event.
@@ -164,7 +183,24 @@ impl Sessions {
                 last_ms: event.at_ms,
             },
         };
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let mut seeded = Outcome::default();
+        let mut ledger_error = None;
+        if stored.state.lineage.is_none()
+            && let Some(lineage) = lineage_of(event)
+        {
+            // An unreadable ledger seeds nothing; the session still runs on static backstops.
+            let learned = match read_json::<Ledger>(&self.ledger) {
+                Ok(ledger) => ledger
+                    .unwrap_or_default()
+                    .baseline(&lineage, &detector.policy().baseline),
+                Err(e) => {
+                    ledger_error = Some(e);
+                    Default::default()
+                }
+            };
+            seeded = detector.seed(&mut stored.state, lineage, learned);
+        }
+        let mut outcome = catch_unwind(AssertUnwindSafe(|| {
             detector.observe(&mut stored.state, event)
         }))
         .map_err(|panic| SessionError::Panicked(panic_text(&panic)))?;
@@ -172,8 +208,52 @@ impl Sessions {
         if event.cwd.is_some() {
             stored.cwd.clone_from(&event.cwd);
         }
-        write(&self.dir, &path, &stored)?;
-        Ok(outcome)
+        write_json(&self.dir, &path, &stored)?;
+        if let Some(lineage) = &stored.state.lineage
+            && let Err(e) = self.teach(detector, lineage, &outcome)
+        {
+            ledger_error = Some(e);
+        }
+        seeded.transitions.append(&mut outcome.transitions);
+        Ok(Stepped {
+            outcome: seeded,
+            ledger: ledger_error,
+        })
+    }
+
+    /// Teaches the ledger the windows this event finished (read and
+    /// written only when one did).
+    fn teach(
+        &self,
+        detector: &Detector,
+        lineage: &Lineage,
+        outcome: &Outcome,
+    ) -> Result<(), SessionError> {
+        let finished: Vec<_> = outcome
+            .transitions
+            .iter()
+            .filter_map(|t| match t {
+                Transition::WindowClosed { record } | Transition::WindowExpired { record } => {
+                    Some(record)
+                }
+                _ => None,
+            })
+            .filter(|record| praxis_session::teaches(record))
+            .collect();
+        if finished.is_empty() {
+            return Ok(());
+        }
+        let mut ledger = match read_json::<Ledger>(&self.ledger) {
+            Ok(ledger) => ledger.unwrap_or_default(),
+            // A damaged ledger is started afresh: it only ever tightens budgets.
+            Err(SessionError::Corrupt { .. }) => Ledger::default(),
+            Err(e) => return Err(e),
+        };
+        for record in finished {
+            let _ = ledger.teach(lineage, record, &detector.policy().baseline);
+        }
+        let dir = self.ledger.parent().unwrap_or(&self.dir);
+        write_json(dir, &self.ledger, &ledger)
     }
 
     fn path_of(&self, scope: &ScopeKey) -> PathBuf {
@@ -196,7 +276,7 @@ impl Sessions {
         for entry in entries.flatten() {
             let path = entry.path();
             if path.extension().is_some_and(|x| x == "json")
-                && let Some(stored) = read(&path)?
+                && let Some(stored) = read_json::<Stored>(&path)?
             {
                 out.push(stored);
             }
@@ -228,7 +308,22 @@ fn io_error(path: &Path, source: std::io::Error) -> SessionError {
     }
 }
 
-fn read(path: &Path) -> Result<Option<Stored>, SessionError> {
+/// The lineage of a session's first judged action: the repository (or, outside
+/// one, the working directory) it works in, and the role the daemon resolved.
+fn lineage_of(event: &HookEvent) -> Option<Lineage> {
+    let cwd = event.cwd.as_deref()?;
+    let role = event.judgment.as_ref()?.role.clone()?;
+    let workspace = Path::new(cwd)
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(Path::new(cwd));
+    Some(Lineage {
+        workspace: workspace.display().to_string(),
+        role,
+    })
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, SessionError> {
     let text = match std::fs::read(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -242,15 +337,15 @@ fn read(path: &Path) -> Result<Option<Stored>, SessionError> {
         })
 }
 
-/// Writes the state whole or not at all (a temporary file renamed over it).
-fn write(dir: &Path, path: &Path, stored: &Stored) -> Result<(), SessionError> {
+/// Writes a state or the ledger whole or not at all (a temporary file renamed over it).
+fn write_json<T: Serialize>(dir: &Path, path: &Path, value: &T) -> Result<(), SessionError> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .map_err(|e| io_error(dir, e))?;
-    let text = serde_json::to_vec(stored).map_err(|source| SessionError::Corrupt {
+    let text = serde_json::to_vec(value).map_err(|source| SessionError::Corrupt {
         path: path.display().to_string(),
         source,
     })?;
@@ -320,6 +415,12 @@ async fn record(
     let reason = match t {
         Transition::Steer { text, .. } => redact(text),
         Transition::Boundary { reason, .. } | Transition::Block { reason, .. } => redact(reason),
+        Transition::BaselineSeeded { lineage, learned } => format!(
+            "seeded for {} as {}: {}",
+            redact(&lineage.workspace),
+            lineage.role,
+            learned.describe()
+        ),
         // The rest read as their fields, so every audit row says something.
         _ => detail
             .iter()
@@ -476,7 +577,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
         std::fs::write(&path, "{not json").unwrap();
-        assert!(matches!(read(&path), Err(SessionError::Corrupt { .. })));
-        assert!(read(&dir.path().join("absent.json")).unwrap().is_none());
+        assert!(matches!(
+            read_json::<Stored>(&path),
+            Err(SessionError::Corrupt { .. })
+        ));
+        assert!(
+            read_json::<Stored>(&dir.path().join("absent.json"))
+                .unwrap()
+                .is_none()
+        );
     }
 }

@@ -15,6 +15,31 @@ pub enum Resolution {
         path: PathBuf,
         in_writable_root: bool,
     },
+    /// Resolved, inside a writable tree, to an entry point of a Python
+    /// virtual environment there (a script whose interpreter is that
+    /// environment's own `python`, as pip and uv write them). It runs the
+    /// environment's code, as `python -m` from the same environment does, so
+    /// it is judged as the program it names rather than as a planted one.
+    VirtualEnvEntry { path: PathBuf },
+}
+
+impl Resolution {
+    /// A program found at `path`. `is_virtualenv_entry` is asked only about
+    /// one inside a writable tree.
+    pub fn found(
+        path: PathBuf,
+        in_writable_root: bool,
+        is_virtualenv_entry: impl FnOnce(&Path) -> bool,
+    ) -> Resolution {
+        if in_writable_root && is_virtualenv_entry(&path) {
+            Resolution::VirtualEnvEntry { path }
+        } else {
+            Resolution::Found {
+                path,
+                in_writable_root,
+            }
+        }
+    }
 }
 
 /// What the host says about a path under a shared scratch tree (`/tmp`,

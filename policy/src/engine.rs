@@ -915,11 +915,13 @@ impl Policy {
         if f.has(Fact::DefinedFunction) {
             // The definition may not run; a program of that name must not hide.
             return match ctx.resolved.get(&cmd.program) {
-                Some(Resolution::Found { path, .. }) => Err(format!(
-                    "`{}` is both a function of this request and {} on PATH",
-                    cmd.program,
-                    path.display()
-                )),
+                Some(Resolution::Found { path, .. } | Resolution::VirtualEnvEntry { path }) => {
+                    Err(format!(
+                        "`{}` is both a function of this request and {} on PATH",
+                        cmd.program,
+                        path.display()
+                    ))
+                }
                 _ => Ok(()),
             };
         }
@@ -933,7 +935,8 @@ impl Policy {
             Some(Resolution::Found {
                 in_writable_root: false,
                 ..
-            }) => Ok(()),
+            })
+            | Some(Resolution::VirtualEnvEntry { .. }) => Ok(()),
             Some(Resolution::Found {
                 path,
                 in_writable_root: true,

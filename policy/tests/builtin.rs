@@ -190,6 +190,12 @@ fn path_resolution_holds_planted_and_unknown_programs_only() {
         },
     );
     context.resolved.insert(
+        "pytest".into(),
+        Resolution::VirtualEnvEntry {
+            path: PathBuf::from("/home/dev/project/.venv/bin/pytest"),
+        },
+    );
+    context.resolved.insert(
         "cat".into(),
         Resolution::Found {
             path: PathBuf::from("/usr/bin/cat"),
@@ -212,6 +218,11 @@ fn path_resolution_holds_planted_and_unknown_programs_only() {
     );
     assert_eq!(judge_in("frobnicate"), Verdict::Hold, "unknown program");
     assert_eq!(judge_in("ls"), Verdict::Hold, "planted binary");
+    assert_eq!(
+        judge_in("pytest -q"),
+        Verdict::Allow,
+        "the workspace's virtual environment runs its own entry points"
+    );
     assert_eq!(judge_in("grep x f"), Verdict::Hold, "not looked up");
     assert_eq!(
         judge_in("frobnicate() { echo hi; }; frobnicate"),

@@ -4,8 +4,8 @@
 use std::fs;
 use std::path::PathBuf;
 
-use praxis_policy::Policy;
 use praxis_policy::rules::cases;
+use praxis_policy::{Policy, Verdict};
 
 #[test]
 fn every_corpus_case_gets_its_expected_decision() {
@@ -53,5 +53,58 @@ fn the_corpus_covers_every_decision() {
     assert_eq!(
         seen.into_iter().collect::<Vec<_>>(),
         ["ALLOW", "HOLD", "STOP"]
+    );
+}
+
+/// Ordinary agent work (`tests/corpus/agent_traffic.toml`) is not held: at most
+/// 1% of it is held or stopped, and every such case is listed with the reason
+/// it stays (`false_block`), or says why it is not ordinary work (`by_design`).
+#[test]
+fn agent_traffic_is_held_at_most_one_percent_of_the_time() {
+    let policy = Policy::builtin().unwrap_or_else(|e| panic!("{e}"));
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/agent_traffic.toml");
+    let text = fs::read_to_string(&file).unwrap();
+    let outcomes =
+        cases::run(&policy, "agent_traffic.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    assert!(outcomes.len() >= 400, "only {} commands", outcomes.len());
+    let mut unlisted = Vec::new();
+    let (mut ordinary, mut false_blocks, mut by_design) = (0usize, Vec::new(), 0usize);
+    for o in &outcomes {
+        let blocked = o.decision != Verdict::Allow;
+        let listed = o.case.false_block.is_some() || o.case.by_design.is_some();
+        if blocked != listed {
+            unlisted.push(o.describe("agent_traffic.toml"));
+        }
+        if o.case.by_design.is_some() {
+            by_design += 1;
+            continue;
+        }
+        ordinary += 1;
+        if blocked {
+            false_blocks.push(format!("`{}`: {}", o.case.command, o.reason));
+        }
+    }
+    assert!(
+        unlisted.is_empty(),
+        "a hold must be listed (false_block or by_design) and a listed case must be held:\n{}",
+        unlisted.join("\n")
+    );
+    // Relabelling ordinary work as by-design must not buy the rate.
+    assert!(
+        by_design * 10 <= outcomes.len(),
+        "{by_design} of {} cases are held by design",
+        outcomes.len()
+    );
+    let rate = false_blocks.len() as f64 / ordinary as f64;
+    eprintln!(
+        "agent traffic: {} of {ordinary} ordinary commands held ({:.2}%)",
+        false_blocks.len(),
+        rate * 100.0
+    );
+    assert!(
+        rate <= 0.01,
+        "{} of {ordinary} ordinary commands are held:\n{}",
+        false_blocks.len(),
+        false_blocks.join("\n")
     );
 }

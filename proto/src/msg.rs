@@ -181,6 +181,10 @@ pub struct ExitFrame {
     pub truncated: bool,
     /// Set when the daemon ended the command: kill switch, cancel, shutdown.
     pub killed_because: Option<String>,
+    /// Advisory text of the session control plane that the command's end
+    /// reached (a failure loop): the client shows it after the output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steer: Option<String>,
 }
 
 /// A refusal at the protocol level (malformed, oversized, wrong version…).

@@ -4,7 +4,7 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The git root of `cwd` (the directory holding `.git`), if any.
@@ -87,6 +87,52 @@ pub fn is_inside_any(path: &Path, roots: &[PathBuf]) -> bool {
     })
 }
 
+/// Whether `path` is an entry point of the Python virtual environment it
+/// sits in: `VENV/bin/NAME` beside a `VENV/pyvenv.cfg`, starting with a `#!`
+/// line whose interpreter is in that same `VENV/bin` (compared by directory
+/// identity, so a symlinked workspace still matches). That is how pip and
+/// uv write console scripts; a script naming another interpreter is not one.
+pub fn is_virtualenv_entry(path: &Path) -> bool {
+    let Ok(path) = fs::canonicalize(path) else {
+        return false;
+    };
+    let Some(bin) = path
+        .parent()
+        .filter(|b| b.file_name() == Some("bin".as_ref()))
+    else {
+        return false;
+    };
+    let Some(venv) = bin.parent() else {
+        return false;
+    };
+    if !fs::metadata(venv.join("pyvenv.cfg")).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = [0u8; 512];
+    let Ok(read) = fs::File::open(&path).and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+    else {
+        return false;
+    };
+    let first_line = head[..read]
+        .split(|b| *b == b'\n')
+        .next()
+        .unwrap_or_default();
+    let Some(interpreter) = first_line
+        .strip_prefix(b"#!")
+        .and_then(|rest| std::str::from_utf8(rest).ok())
+        .and_then(|rest| rest.split_whitespace().next())
+    else {
+        return false;
+    };
+    let same_dir = |a: &Path, b: &Path| match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    };
+    Path::new(interpreter)
+        .parent()
+        .is_some_and(|dir| same_dir(dir, bin))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +168,34 @@ mod tests {
         assert_eq!(found, bin.join("ls"));
         assert!(is_inside_any(&found, &[tmp.path().to_path_buf()]));
         assert!(resolve_program("no-such-program-praxis", &path_var, tmp.path()).is_none());
+    }
+
+    #[test]
+    fn virtualenv_entries_are_scripts_of_their_own_python() {
+        let tmp = tempfile::tempdir().unwrap();
+        let venv = tmp.path().join(".venv");
+        let bin = venv.join("bin");
+        fs::create_dir_all(&bin).unwrap();
+        fs::write(bin.join("python"), "").unwrap();
+        let script = |name: &str, first_line: String| {
+            let path = bin.join(name);
+            fs::write(&path, format!("{first_line}\nimport sys\n")).unwrap();
+            path
+        };
+        let entry = script("pytest", format!("#!{}/python", bin.display()));
+        let foreign = script("git", "#!/bin/sh".to_owned());
+        // A symlinked view of the same environment still matches.
+        let via = tmp.path().join("via");
+        std::os::unix::fs::symlink(&venv, &via).unwrap();
+        let through_link = script("ruff", format!("#!{}/bin/python -E", via.display()));
+        assert!(
+            !is_virtualenv_entry(&entry),
+            "no pyvenv.cfg: not an environment"
+        );
+        fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        assert!(is_virtualenv_entry(&entry));
+        assert!(is_virtualenv_entry(&through_link));
+        assert!(!is_virtualenv_entry(&foreign), "another interpreter");
+        assert!(!is_virtualenv_entry(&bin.join("missing")));
     }
 }

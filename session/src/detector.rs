@@ -3,12 +3,15 @@
 
 use praxis_policy::verdict::{Tier, Verdict};
 
+use crate::baseline::{Baseline, Lineage};
 use crate::event::{EventKind, HookEvent, Judgment, Status, WorkKind};
 use crate::policy::{
     Backstop, Mechanism, MethodBlock, PolicyError, Risk, SessionPolicy, Templates,
 };
 use crate::signal::{SIGNALS, Signal, Telemetry};
-use crate::state::{CHANGED_FILES_KEPT, Mark, OpenCheckpoint, SessionState, Streak, Window};
+use crate::state::{
+    CHANGED_FILES_KEPT, Mark, OpenCheckpoint, SessionState, Streak, Stretch, Window,
+};
 use crate::steer::Slot;
 use crate::transition::{Evidence, Outcome, SkipReason, Transition, WindowEnd, WindowRecord};
 
@@ -70,6 +73,21 @@ impl Detector {
 
     pub fn policy(&self) -> &SessionPolicy {
         &self.policy
+    }
+
+    /// Seeds a session not seeded yet with what its lineage learned (R8):
+    /// windows opened from now on take the learned backstops, and its
+    /// finished windows teach `lineage`. A seeded session keeps its
+    /// baseline (seeding again changes nothing and says nothing).
+    pub fn seed(&self, state: &mut SessionState, lineage: Lineage, learned: Baseline) -> Outcome {
+        if state.lineage.is_some() {
+            return Outcome::default();
+        }
+        state.lineage = Some(lineage.clone());
+        state.learned = (!learned.by_kind.is_empty()).then(|| learned.clone());
+        Outcome {
+            transitions: vec![Transition::BaselineSeeded { lineage, learned }],
+        }
     }
 
     /// Feeds one event of the session whose state is `state`. The daemon
@@ -520,7 +538,7 @@ impl Step<'_, '_> {
             }
             return Vec::new();
         }
-        let closed = self.close_window(WindowEnd::Boundary(signal));
+        self.close_window(WindowEnd::Boundary(signal));
         if let Some(open) = self.st.checkpoint.take() {
             self.out.push(Transition::CheckpointSkipped {
                 checkpoint: open.id,
@@ -533,7 +551,15 @@ impl Step<'_, '_> {
             reason: primary.reason.clone(),
             action: self.st.actions,
         });
-        let (record, changed) = closed.unzip();
+        // The steer and the re-read evidence are about the last stretch
+        // that did work: the window just closed, or, when it was empty (a
+        // prompt or a push right after the turn ended), the one before.
+        let (record, changed) = self
+            .st
+            .last_stretch
+            .clone()
+            .map(|s| (s.record, s.changed))
+            .unzip();
         let changed = changed.unwrap_or_default();
         let text = self.render(
             self.det.templates.for_signal(signal),
@@ -608,9 +634,11 @@ impl Step<'_, '_> {
         });
     }
 
-    /// Closes the open window; returns its record and the files it changed.
-    fn close_window(&mut self, end: WindowEnd) -> Option<(WindowRecord, Vec<String>)> {
-        let w = self.st.window.take()?;
+    /// Closes the open window; one that did work becomes the last stretch.
+    fn close_window(&mut self, end: WindowEnd) {
+        let Some(w) = self.st.window.take() else {
+            return;
+        };
         let record = WindowRecord {
             window: w.id,
             kind: w.kind,
@@ -629,7 +657,12 @@ impl Step<'_, '_> {
                 record: record.clone(),
             }
         });
-        Some((record, w.changed.into_iter().collect()))
+        if record.actions > 0 {
+            self.st.last_stretch = Some(Stretch {
+                record,
+                changed: w.changed.into_iter().collect(),
+            });
+        }
     }
 
     /// The backstop of a window of this kind and risk: static, or learned (R8).

@@ -38,7 +38,7 @@ pub mod state;
 pub mod steer;
 pub mod transition;
 
-pub use baseline::{Baseline, Median, WindowSample, learn};
+pub use baseline::{Baseline, Ledger, Lineage, Median, WindowSample, learn, teaches};
 pub use detector::Detector;
 pub use event::{EventKind, HookEvent, Judgment, ScopeKey, Status, WorkKind};
 pub use policy::{Mechanism, MethodBlock, PolicyError, Posture, Risk, SessionPolicy};

@@ -116,6 +116,8 @@ impl Backstops {
 pub struct BaselinePolicy {
     pub min_windows: usize,
     pub factor_percent: u64,
+    /// How many past windows the ledger keeps per lineage and work kind.
+    pub keep_windows: usize,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -295,6 +297,9 @@ impl SessionPolicy {
         }
         if self.scope.depth == 0 {
             return invalid("scope.depth must be at least 1");
+        }
+        if self.baseline.keep_windows < self.baseline.min_windows.max(1) {
+            return invalid("baseline.keep_windows must be at least baseline.min_windows");
         }
         if self.checkpoint.mechanisms.is_empty() {
             return invalid("checkpoint.mechanisms must name at least one mechanism");

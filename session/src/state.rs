@@ -5,10 +5,11 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::baseline::Baseline;
+use crate::baseline::{Baseline, Lineage};
 use crate::event::{ScopeKey, WorkKind};
 use crate::policy::{Backstop, Risk};
 use crate::signal::{Signal, Telemetry};
+use crate::transition::WindowRecord;
 
 /// How many changed files a window remembers for the re-read checkpoint.
 pub(crate) const CHANGED_FILES_KEPT: usize = 32;
@@ -65,6 +66,15 @@ pub struct Window {
     pub risk_seen: bool,
 }
 
+/// The last window that did work, as it ended: what a steer at the next
+/// boundary reports and a re-read checkpoint offers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stretch {
+    pub record: WindowRecord,
+    /// The files it changed.
+    pub changed: Vec<String>,
+}
+
 /// A checkpoint waiting for evidence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenCheckpoint {
@@ -104,6 +114,8 @@ pub struct SessionState {
     pub repeating: Option<Streak<String>>,
     pub window: Option<Window>,
     pub windows: u32,
+    #[serde(default)]
+    pub last_stretch: Option<Stretch>,
     pub last_boundary: Option<Mark>,
     pub checkpoint: Option<OpenCheckpoint>,
     pub checkpoints: u32,
@@ -113,8 +125,12 @@ pub struct SessionState {
     /// The agent stopped; the next activity begins a new turn.
     pub turn_ended: bool,
     pub recent_calls: Vec<RecentCall>,
-    /// Learned backstops for this session's repository (R8), if any.
+    /// Learned backstops for this session's lineage (R8), if any.
     pub learned: Option<Baseline>,
+    /// Whose past windows seeded this session, and whom its windows teach;
+    /// none until the session was seeded.
+    #[serde(default)]
+    pub lineage: Option<Lineage>,
 }
 
 impl SessionState {

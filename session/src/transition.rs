@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::baseline::{Baseline, Lineage};
 use crate::event::WorkKind;
 use crate::policy::{Backstop, Mechanism, Risk};
 use crate::signal::{Signal, Telemetry};
@@ -116,6 +117,12 @@ pub enum Transition {
     },
     SignalEnabled {
         signal: Signal,
+    },
+    /// The session was seeded with what earlier sessions of its lineage
+    /// taught (R8); an empty `learned` means the static backstops hold.
+    BaselineSeeded {
+        lineage: Lineage,
+        learned: Baseline,
     },
     /// A method rule blocks this action for the caller's role (L15).
     Block {

@@ -3,8 +3,8 @@
 
 use praxis_policy::verdict::{Tier, Verdict};
 use praxis_session::{
-    Baseline, Detector, EventKind, HookEvent, Judgment, Median, Outcome, SessionPolicy,
-    SessionState, Signal, Status, Telemetry, Transition, WorkKind,
+    Baseline, Detector, EventKind, HookEvent, Judgment, Ledger, Lineage, Median, Outcome,
+    SessionPolicy, SessionState, Signal, Status, Telemetry, Transition, WorkKind,
 };
 
 const T0: u64 = 1_763_980_000_000;
@@ -404,4 +404,163 @@ fn a_held_write_changed_nothing_so_it_needs_no_verification() {
     let o = s.act("Bash", "git push", Tier::ExternalSideEffect);
     assert!(o.block().is_none(), "{o:?}");
     assert!(s.state.window.as_ref().unwrap().changed.is_empty());
+}
+
+/// The read windows of a session that reads six files per prompt, taught to
+/// `ledger` as they close, as the daemon does.
+fn teach_read_turns(ledger: &mut Ledger, lineage: &Lineage, turns: usize) {
+    let mut s = Session::new("");
+    let _ = s
+        .detector
+        .seed(&mut s.state, lineage.clone(), Baseline::default());
+    for turn in 0..turns {
+        let prompt = s.event(EventKind::UserPromptSubmit, "", "");
+        let mut outcomes = vec![s.feed(prompt)];
+        for i in 0..6 {
+            outcomes.push(s.act("Read", &format!("src/f{turn}_{i}.rs"), Tier::ReadOnly));
+        }
+        for t in outcomes.iter().flat_map(|o| &o.transitions) {
+            if let Transition::WindowClosed { record } | Transition::WindowExpired { record } = t {
+                let _ = ledger.teach(lineage, record, &s.detector.policy().baseline);
+            }
+        }
+    }
+}
+
+/// The action (1-based) of a run of reads at which a tool budget boundary came.
+fn tool_budget_at(s: &mut Session) -> Option<usize> {
+    (1..=70).find(|i| {
+        let o = s.act("Read", &format!("docs/r{i}.md"), Tier::ReadOnly);
+        boundaries(&o).contains(&Signal::ToolBudget)
+    })
+}
+
+#[test]
+fn a_finished_session_teaches_the_next_one_of_its_lineage() {
+    let lineage = Lineage {
+        workspace: "/w".into(),
+        role: "agent".into(),
+    };
+    let mut ledger = Ledger::default();
+    teach_read_turns(&mut ledger, &lineage, 7);
+    // The first turn's window opened before any work kind was known: it teaches nothing.
+    assert_eq!(ledger.samples.len(), 5, "{:?}", ledger.samples);
+    assert!(ledger.samples.iter().all(|s| s.record.actions == 6));
+
+    let mut next = Session::new("");
+    let learned = ledger.baseline(&lineage, &next.detector.policy().baseline);
+    let seeded = next
+        .detector
+        .seed(&mut next.state, lineage.clone(), learned.clone());
+    assert_eq!(
+        seeded.transitions,
+        [Transition::BaselineSeeded {
+            lineage: lineage.clone(),
+            learned: learned.clone()
+        }]
+    );
+    assert_eq!(learned.by_kind[&WorkKind::Read].actions, 6);
+    // Seeding again (another event of the same session) changes nothing.
+    let again = next
+        .detector
+        .seed(&mut next.state, lineage.clone(), Baseline::default());
+    assert!(again.transitions.is_empty());
+    assert_eq!(next.state.learned.as_ref(), Some(&learned));
+    // Twice the median: the twelfth read fills the window, the thirteenth is a boundary.
+    assert_eq!(tool_budget_at(&mut next), Some(13));
+
+    // Another role learned nothing: the static low-risk backstop (60) holds.
+    let mut other = Session::new("");
+    let director = Lineage {
+        role: "director".into(),
+        ..lineage.clone()
+    };
+    let nothing = ledger.baseline(&director, &other.detector.policy().baseline);
+    let _ = other.detector.seed(&mut other.state, director, nothing);
+    assert_eq!(other.state.learned, None);
+    assert_eq!(tool_budget_at(&mut other), Some(61));
+
+    // The ledger survives a round trip through its stored form and teaches the same.
+    let stored: Ledger = serde_json::from_str(&serde_json::to_string(&ledger).unwrap()).unwrap();
+    assert_eq!(
+        stored.baseline(&lineage, &next.detector.policy().baseline),
+        learned
+    );
+}
+
+#[test]
+fn windows_a_budget_cut_short_do_not_teach() {
+    let lineage = Lineage {
+        workspace: "/w".into(),
+        role: "agent".into(),
+    };
+    let mut s = Session::new(
+        "[backstops.low]\nactions = 5\n[backstops.medium]\nactions = 5\n[backstops.high]\nactions = 5\n",
+    );
+    let _ = s
+        .detector
+        .seed(&mut s.state, lineage.clone(), Baseline::default());
+    let mut ledger = Ledger::default();
+    let mut expired = 0;
+    for i in 0..40 {
+        let o = s.act("Read", &format!("src/f{i}.rs"), Tier::ReadOnly);
+        for t in &o.transitions {
+            match t {
+                Transition::WindowExpired { record } => {
+                    expired += 1;
+                    assert!(!ledger.teach(&lineage, record, &s.detector.policy().baseline));
+                }
+                Transition::WindowClosed { record } => {
+                    let _ = ledger.teach(&lineage, record, &s.detector.policy().baseline);
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(expired >= 5, "{expired}");
+    assert!(ledger.samples.is_empty());
+}
+
+fn steers(o: &Outcome) -> Vec<String> {
+    o.transitions
+        .iter()
+        .filter_map(|t| match t {
+            Transition::Steer { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn after_the_turn_ended_the_steer_reports_the_last_stretch_that_did_work() {
+    let mut s = Session::new("");
+    let _ = s.act("Read", "src/http/header.rs", Tier::ReadOnly);
+    // The third edit is a shift boundary; five more clear the re-arm floor.
+    for _ in 0..8 {
+        let _ = s.act("Edit", "src/http/header.rs", Tier::ReversibleWrite);
+    }
+    let stop = s.event(EventKind::Stop, "", "");
+    let _ = s.feed(stop);
+    s.step_s = 60;
+    let prompt = s.event(EventKind::UserPromptSubmit, "", "");
+    let o = s.feed(prompt);
+    assert_eq!(boundaries(&o), [Signal::Lifecycle]);
+    let text = steers(&o).join("\n");
+    // The window the Stop closed, not the empty one the prompt closed.
+    assert!(
+        text.contains("1 file(s) changed (header.rs)") && !text.contains("was 0 actions"),
+        "{text}"
+    );
+    let o = s.act("Bash", "git push origin fix", Tier::ExternalSideEffect);
+    assert_eq!(boundaries(&o), [Signal::FirstRisk]);
+    let text = steers(&o).join("\n");
+    assert!(text.contains("1 file(s) changed"), "{text}");
+    // Re-reading that file is still evidence of a reassessment.
+    let o = s.act("Read", "src/http/header.rs", Tier::ReadOnly);
+    assert!(
+        o.transitions
+            .iter()
+            .any(|t| matches!(t, Transition::CheckpointSatisfied { .. })),
+        "{o:?}"
+    );
 }

@@ -27,6 +27,9 @@ pub const EXIT_STOP: i32 = 126;
 pub trait Sink {
     fn stdout(&mut self, bytes: &[u8]);
     fn stderr(&mut self, bytes: &[u8]);
+    /// The session control plane's advisory text: with the decision
+    /// (before any output) and with the exit (after it).
+    fn steer(&mut self, text: &str);
 }
 
 /// How a request ended.
@@ -145,13 +148,21 @@ fn replies(
     if decision.decision != Verdict::Allow {
         return Ok(Outcome::Refused(decision));
     }
+    if let Some(text) = &decision.steer {
+        sink.steer(text);
+    }
     client::set_deadline(stream, Some(limit)).map_err(started)?;
     loop {
         match client::recv(stream).map_err(started)? {
             Frame::Stdout(bytes) => sink.stdout(&bytes),
             Frame::Stderr(bytes) => sink.stderr(&bytes),
             message @ Frame::Message(_) => match message.parse_message::<ServerMsg>()? {
-                ServerMsg::Exit(exit) => return Ok(Outcome::Exited(exit)),
+                ServerMsg::Exit(exit) => {
+                    if let Some(text) = &exit.steer {
+                        sink.steer(text);
+                    }
+                    return Ok(Outcome::Exited(exit));
+                }
                 ServerMsg::Error(e) => return Err(ClientError::Refused(e.reason)),
                 _ => {
                     return Err(ClientError::Refused(String::from(

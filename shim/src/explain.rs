@@ -145,10 +145,10 @@ fn gather_context(
         .iter()
         .map(|p| {
             let r = match host::resolve_program(p, &path_var, cwd) {
-                Some(path) => Resolution::Found {
-                    in_writable_root: host::is_inside_any(&path, &writable),
-                    path,
-                },
+                Some(path) => {
+                    let in_writable_root = host::is_inside_any(&path, &writable);
+                    Resolution::found(path, in_writable_root, host::is_virtualenv_entry)
+                }
                 None => Resolution::NotFound,
             };
             (p.clone(), r)

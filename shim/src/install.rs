@@ -105,6 +105,8 @@ impl Plan {
                     events: vec![
                         ("PreToolUse", Some(CLAUDE_MATCHER)),
                         ("PostToolUse", Some(CLAUDE_MATCHER)),
+                        // A failed call comes only as PostToolUseFailure.
+                        ("PostToolUseFailure", Some(CLAUDE_MATCHER)),
                         ("Stop", None),
                         // Lifecycle events feed the session control plane.
                         ("SessionStart", None),

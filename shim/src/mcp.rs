@@ -38,6 +38,7 @@ const INVALID_PARAMS: i64 = -32602;
 struct Collected {
     stdout: Vec<u8>,
     stderr: Vec<u8>,
+    steers: Vec<String>,
 }
 
 impl Sink for Collected {
@@ -47,6 +48,10 @@ impl Sink for Collected {
 
     fn stderr(&mut self, bytes: &[u8]) {
         self.stderr.extend_from_slice(bytes);
+    }
+
+    fn steer(&mut self, text: &str) {
+        self.steers.push(text.to_owned());
     }
 }
 
@@ -329,11 +334,12 @@ impl Server {
                 let timed_out = matches!(&outcome, Outcome::Exited(exit) if exit.status == praxis_proto::ExitStatus::TimedOut);
                 let stdout = String::from_utf8_lossy(&out.stdout);
                 let stderr = String::from_utf8_lossy(&out.stderr);
-                let mut text = if timed_out {
-                    String::from("timed out: the command reached its time limit and was ended\n")
-                } else {
-                    String::new()
-                };
+                // Steers come first, each on its own line, so the agent
+                // reads them before the output they are about.
+                let mut text: String = out.steers.iter().map(|s| format!("{s}\n")).collect();
+                if timed_out {
+                    text.push_str("timed out: the command reached its time limit and was ended\n");
+                }
                 text.push_str(&format!("exit code: {code}\n"));
                 if !stdout.is_empty() {
                     text.push_str(&format!("stdout:\n{stdout}"));
@@ -343,15 +349,19 @@ impl Server {
                 }
                 // The output goes once, in the text; the structure says what
                 // came of it.
+                let mut structured = json!({
+                    "decision": "ALLOW",
+                    "exit_code": code,
+                    "timed_out": timed_out,
+                    "stdout_bytes": out.stdout.len(),
+                    "stderr_bytes": out.stderr.len(),
+                });
+                if !out.steers.is_empty() {
+                    structured["steer"] = out.steers.join("\n").into();
+                }
                 json!({
                     "content": [{ "type": "text", "text": text }],
-                    "structuredContent": {
-                        "decision": "ALLOW",
-                        "exit_code": code,
-                        "timed_out": timed_out,
-                        "stdout_bytes": out.stdout.len(),
-                        "stderr_bytes": out.stderr.len(),
-                    },
+                    "structuredContent": structured,
                     "isError": code != 0,
                 })
             }

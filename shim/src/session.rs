@@ -235,6 +235,7 @@ pub fn timeline_line(e: &Value) -> Option<String> {
         ),
         "session_signal_enabled" => format!("  ┃ signal {} on again", text(&d, "signal")),
         "session_block" => format!("  ┃ BLOCK {}: {}", text(&d, "method"), text(e, "reason")),
+        "session_baseline_seeded" => format!("  ┃ baseline {}", text(e, "reason")),
         "session_failed" => format!("  ┃ detector failed (work went on): {}", text(e, "reason")),
         _ => return None,
     };

@@ -240,3 +240,60 @@ fn the_approver_sees_the_command_exactly_as_the_agent_sent_it() {
     let json = stdout_json(&d.praxis(&["pending", "--json"]));
     assert_eq!(json[0]["command"][0], sent, "{json}");
 }
+
+#[test]
+fn an_activated_virtualenv_runs_its_own_entry_points() {
+    let d = Daemon::start();
+    let venv = d.work().join(".venv");
+    let bin_dir = venv.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("python3");
+    std::os::unix::fs::symlink(python, bin_dir.join("python")).unwrap();
+    let script = |name: &str, body: String| {
+        let path = bin_dir.join(name);
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    };
+    // As pip writes a console script: the environment's own python runs it.
+    script(
+        "pytest",
+        format!(
+            "#!{}/python\nprint('collected 0 items')\n",
+            bin_dir.display()
+        ),
+    );
+    // A shell script named like a system program is not an entry point.
+    script("ls", "#!/bin/sh\necho planted\n".to_owned());
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |program: &str| {
+        d.cmd(&bin("praxis-run"))
+            .env("PATH", &path)
+            .args(["--", program])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let entry = run("pytest");
+    assert_eq!(entry.status.code(), Some(0), "{}", text(&entry));
+    assert!(
+        text(&entry).contains("collected 0 items"),
+        "{}",
+        text(&entry)
+    );
+    let planted = run("ls");
+    assert_ne!(planted.status.code(), Some(0), "{}", text(&planted));
+    assert!(
+        text(&planted).contains("writable tree") && !text(&planted).contains("planted\n"),
+        "{}",
+        text(&planted)
+    );
+}

@@ -154,3 +154,61 @@ fn a_command_past_its_time_limit_is_ended_and_the_result_says_timed_out() {
     );
     assert_eq!(result["isError"], true, "{result}");
 }
+
+/// The session control plane's steer reaches an MCP client as a line before
+/// the tool output, never inside the command's stderr.
+#[test]
+fn an_mcp_steer_is_a_line_before_the_output() {
+    let d = Daemon::start_in_git();
+    let script = repo().join("tests/conformance/mcp_session.py");
+    let failing = "echo compile error >&2; exit 3";
+    let out = d
+        .cmd(std::path::Path::new(&python()))
+        .args([
+            script.display().to_string(),
+            bin("praxis-run").display().to_string(),
+            String::from("mcp-loop-1"),
+            failing.into(),
+            failing.into(),
+            failing.into(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the MCP client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = stdout_json(&out);
+    let texts: Vec<&str> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["text"].as_str().unwrap())
+        .collect();
+    // Two failures are not a loop yet (N = 3): no steer, the output as before.
+    for text in &texts[..2] {
+        assert!(text.starts_with("exit code: 3\n"), "{text}");
+        assert!(!text.contains("Praxis:"), "{text}");
+    }
+    // The third is: the steer is the first line, then the output, whose
+    // stderr is the command's own.
+    let third = texts[2];
+    let (steer, output) = third.split_once('\n').unwrap();
+    assert_eq!(
+        steer,
+        "Praxis: The same praxis-run call failed 3 times in a row. Stop repeating it: re-read the error, re-read the code it points at, and change the approach before running it again."
+    );
+    assert_eq!(output, "exit code: 3\nstderr:\ncompile error\n");
+    assert_eq!(results[2]["structured"]["steer"], steer);
+    assert_eq!(results[2]["structured"]["stderr_bytes"], 14);
+    assert_eq!(results[2]["is_error"], true);
+    // The audit has the steer under the MCP runtime and the session.
+    let steers = d.events_of_kind("session_steer");
+    assert!(
+        steers
+            .iter()
+            .any(|e| e["session"] == "mcp-loop-1" && e["runtime"] == "mcp"),
+        "{steers:?}"
+    );
+}

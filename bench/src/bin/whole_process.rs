@@ -258,17 +258,24 @@ impl Bins {
     }
 }
 
-/// Writes the Claude Code PreToolUse event for `git status` in `workspace`.
-fn write_event(workspace: &Path) -> Result<PathBuf> {
+/// Writes the Claude Code PreToolUse event for `git status` in `workspace`,
+/// in session `session` (empty: no session, so no session control plane).
+fn write_event(workspace: &Path, session: &str) -> Result<PathBuf> {
     let event = format!(
         concat!(
-            r#"{{"session_id":"bench","transcript_path":"/dev/null","cwd":"{}","#,
+            r#"{{"session_id":"{}","transcript_path":"/dev/null","cwd":"{}","#,
             r#""permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","#,
             r#""tool_input":{{"command":"git status","description":"Show working tree status"}}}}"#,
         ),
+        session,
         workspace.display()
     );
-    let path = workspace.join(".bench-event.json");
+    let name = if session.is_empty() {
+        String::from(".bench-event-no-session.json")
+    } else {
+        format!(".bench-event-{session}.json")
+    };
+    let path = workspace.join(name);
     fs::write(&path, event).or_else(|e| fail(format!("{}: {e}", path.display())))?;
     Ok(path)
 }
@@ -535,7 +542,8 @@ fn kill_latency(bins: &Bins, kill_file: &Path, trigger: Trigger) -> Result<KillL
 /// Runs every measurement and renders the report.
 fn report(opts: &Options) -> Result<String> {
     let bins = Bins::new(&opts.bin_dir);
-    let event = write_event(&opts.workspace)?;
+    let event = write_event(&opts.workspace, "bench")?;
+    let event_no_session = write_event(&opts.workspace, "")?;
     let n = opts.rounds;
     let mut rows = Vec::new();
     let mut notes = Vec::new();
@@ -558,7 +566,7 @@ fn report(opts: &Options) -> Result<String> {
     rows.push((shell, "≤ 1.15×", 1.15));
 
     let hook = Probe::new(
-        "praxis-run hook claude-code (git status)",
+        "praxis-run hook claude-code (git status, session)",
         &[&bins.run, "hook", "claude-code"],
         0,
     )
@@ -566,6 +574,24 @@ fn report(opts: &Options) -> Result<String> {
     notes.push(format!("praxis hook answer: `{}`", answer_of(&hook, opts)?));
     let truth = Probe::new("/bin/true", &["/bin/true"], 0).with_stdin(&event);
     rows.push((paired(&hook, &truth, n)?, "≤ 1.5× (checked at 2×)", 1.5));
+    // The same hook without a session id: no session control plane, the
+    // hook as it was before one; both ratios to /bin/true come from this run.
+    let hook_alone = Probe::new(
+        "praxis-run hook claude-code (git status, no session)",
+        &[&bins.run, "hook", "claude-code"],
+        0,
+    )
+    .with_stdin(&event_no_session);
+    rows.push((
+        paired(&hook_alone, &truth, n)?,
+        "≤ 1.5× (checked at 2×)",
+        1.5,
+    ));
+    rows.push((
+        paired(&hook, &hook_alone, n)?,
+        "≤ 1.1× (the session control plane's share)",
+        1.1,
+    ));
 
     let mut peers = Vec::new();
     for (path, label, args) in [

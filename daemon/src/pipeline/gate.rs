@@ -83,6 +83,9 @@ pub struct Permit {
     pub brokered: Vec<Brokered>,
     /// Shown to the agent before the output (a steer-only role's lifted HOLD).
     pub advisory: Option<String>,
+    /// The session control plane's steer, sent with the decision: each
+    /// client shows it before the output in its runtime's own way.
+    pub steer: Option<String>,
     /// The snapshot to take before the command runs, so it can be undone.
     pub undo: Option<Plan>,
 }

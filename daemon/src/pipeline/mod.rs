@@ -142,8 +142,7 @@ pub async fn run(
             )
             .await;
             if let Executed::Ran(ran) = &executed {
-                session::deliver_line(writer, steer).await;
-                execute::report_exit(writer, ran).await;
+                execute::report_exit(writer, ran, steer).await;
             }
         }
         Gate::Held(held) => {
@@ -422,6 +421,7 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
             policy,
             brokered: Vec::new(),
             advisory: None,
+            steer: None,
             undo: None,
         })
     };

@@ -153,10 +153,10 @@ pub fn gather(
         .into_iter()
         .map(|name| {
             let resolution = match host::resolve_program(&name, &path_var, &cwd) {
-                Some(path) => Resolution::Found {
-                    in_writable_root: inside_any(&path, &writable),
-                    path,
-                },
+                Some(path) => {
+                    let in_writable_root = inside_any(&path, &writable);
+                    Resolution::found(path, in_writable_root, host::is_virtualenv_entry)
+                }
                 None => Resolution::NotFound,
             };
             (name, resolution)

@@ -1,24 +1,23 @@
 //! The session stage: an exec request that names a session joins its
-//! trajectory before its intent is recorded (a steer rides along as an
-//! advisory line, a method block refuses it), and its end joins after the
-//! outcome. The detector and the per-session state are below the stages
+//! trajectory before its intent is recorded (a steer rides the decision
+//! frame, a method block refuses it), and its end joins after the outcome
+//! (a steer rides the exit frame). The detector and the per-session state are below the stages
 //! (`crate::session`); this is what one request does with them.
 
 use std::sync::Arc;
 
-use praxis_proto::{Command, ExitStatus, Frame, Verdict};
+use praxis_proto::{Command, ExitStatus, Verdict};
 use praxis_session::{EventKind as Doorway, Status};
 
 use crate::audit::AuditStore;
-use crate::conn::Writer;
 use crate::pipeline::gate::{Executed, Gate, Refusal, Trail};
 use crate::session::{
     METHOD_RULE_PREFIX, Observed, Redact, Sessions, command_text, event, judgment, scope_of,
 };
 
 /// An exec request with a session, before its intent is recorded: the
-/// action joins the trajectory; a steer goes to the agent before the
-/// output (an ALLOW's advisory line); a method block refuses it (STOP).
+/// action joins the trajectory; a steer goes to the agent with an ALLOW's
+/// decision, before the output; a method block refuses it (STOP).
 pub async fn admit(
     sessions: &Arc<Sessions>,
     audit: &AuditStore,
@@ -73,10 +72,7 @@ pub async fn admit(
                 steer: Some(steer), ..
             },
         ) => {
-            permit.advisory = Some(match permit.advisory.take() {
-                Some(earlier) => format!("{earlier}\n{steer}"),
-                None => steer,
-            });
+            permit.steer = Some(steer);
             Gate::Allow(permit)
         }
         (gate, _) => gate,
@@ -85,7 +81,7 @@ pub async fn admit(
 
 /// An exec request with a session has ended: its status joins the
 /// trajectory; the steer it reached (a failure loop) is returned, to go to
-/// the agent as a last line on stderr.
+/// the agent with the exit frame.
 pub async fn finished(
     sessions: &Arc<Sessions>,
     audit: &AuditStore,
@@ -115,13 +111,4 @@ pub async fn finished(
         .observe(audit, redact, hook, Some(&trail.request_id))
         .await
         .steer
-}
-
-/// Sends a steer as a line on the client's stderr (praxis-run shows it as is).
-pub async fn deliver_line(writer: &mut Writer, steer: Option<String>) {
-    if let Some(text) = steer {
-        let _ = writer
-            .frame(&Frame::Stderr(format!("{text}\n").into_bytes()))
-            .await;
-    }
 }

@@ -602,6 +602,7 @@ impl Classifier<'_, '_> {
             .unwrap_or("");
         for raise in &entry.flags {
             let applies = (raise.subs.is_empty() || raise.subs.iter().any(|s| s == first_word))
+                && !raise.not_subs.iter().any(|s| s == first_word)
                 && raise
                     .flags
                     .iter()
@@ -774,19 +775,13 @@ impl Classifier<'_, '_> {
                     }
                 }
                 Some("config") => {
-                    let reads = [
-                        "--get",
-                        "--get-all",
-                        "--get-regexp",
-                        "-l",
-                        "--list",
-                        "--show-origin",
-                        "--get-urlmatch",
-                    ];
-                    if facts.operands.len() >= 2
-                        && !facts.flags.iter().any(|f| reads.contains(&f.as_str()))
-                    {
-                        facts.set(Fact::GitConfigWrite);
+                    match git_config_change(&facts.flags, &facts.operands, self.tables) {
+                        GitConfigChange::None => {}
+                        GitConfigChange::Plain => facts.raise(Tier::ReversibleWrite, || {
+                            "`git config` changes a plain key of the repository's configuration"
+                                .to_owned()
+                        }),
+                        GitConfigChange::Runnable => facts.set(Fact::GitConfigWrite),
                     }
                 }
                 _ => {}
@@ -1409,27 +1404,101 @@ impl Classifier<'_, '_> {
     }
 }
 
+/// Whether `setting` (`key` or `key=value`) names one of the table's plain
+/// keys, which cannot make git run anything.
+fn is_plain_git_key(setting: &str, tables: &Tables) -> bool {
+    let key = setting
+        .split('=')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    tables
+        .git_plain_keys
+        .iter()
+        .any(|p| match p.strip_suffix('.') {
+            Some(section) => key
+                .strip_prefix(section)
+                .is_some_and(|k| k.starts_with('.')),
+            None => key == *p,
+        })
+}
+
+/// What a `git config` run changes.
+enum GitConfigChange {
+    /// Nothing: a read.
+    None,
+    /// A plain key in the repository's own config (`git config user.email a@b`).
+    Plain,
+    /// Configuration that can make git run something: a key that is not
+    /// plain, any key beyond the repository (`--global`, `--system`,
+    /// `--file`), or an edit in the editor.
+    Runnable,
+}
+
+fn git_config_change(flags: &[String], operands: &[String], tables: &Tables) -> GitConfigChange {
+    const READS: [&str; 7] = [
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "-l",
+        "--list",
+        "--show-origin",
+        "--get-urlmatch",
+    ];
+    const WRITES: [&str; 6] = [
+        "--unset",
+        "--unset-all",
+        "--add",
+        "--replace-all",
+        "--rename-section",
+        "--remove-section",
+    ];
+    const BEYOND_REPOSITORY: [&str; 5] = ["--global", "--system", "--file", "-f", "--blob"];
+    // Since git 2.46 the action may be spelled as a word: `git config set k v`.
+    let (action, rest) = match operands.split_first() {
+        Some((first, rest))
+            if matches!(
+                first.as_str(),
+                "get" | "list" | "set" | "unset" | "edit" | "rename-section" | "remove-section"
+            ) =>
+        {
+            (Some(first.as_str()), rest)
+        }
+        _ => (None, operands),
+    };
+    let writes = match action {
+        Some("get" | "list") => false,
+        Some(_) => true,
+        None => {
+            flags.iter().any(|f| WRITES.contains(&f.as_str()))
+                || (rest.len() >= 2 && !flags.iter().any(|f| READS.contains(&f.as_str())))
+        }
+    };
+    // An edit runs the configured editor on the file.
+    let edits = action == Some("edit") || flags.iter().any(|f| f == "-e" || f == "--edit");
+    if edits
+        || (writes
+            && (flags
+                .iter()
+                .any(|f| BEYOND_REPOSITORY.contains(&f.as_str()))
+                || !rest
+                    .first()
+                    .is_some_and(|key| is_plain_git_key(key, tables))))
+    {
+        GitConfigChange::Runnable
+    } else if writes {
+        GitConfigChange::Plain
+    } else {
+        GitConfigChange::None
+    }
+}
+
 /// Whether a git run configures itself with `-c key=value`, `--config-env`,
 /// `--exec-path` or `GIT_*` variables that can run commands (hooks path,
 /// pager, ssh command, aliases …). Only the table's plain keys cannot run
 /// anything.
 fn git_config_override(cmd: &SimpleCommand, tables: &Tables) -> bool {
-    let plain_key = |setting: &str| {
-        let key = setting
-            .split('=')
-            .next()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        tables
-            .git_plain_keys
-            .iter()
-            .any(|p| match p.strip_suffix('.') {
-                Some(section) => key
-                    .strip_prefix(section)
-                    .is_some_and(|k| k.starts_with('.')),
-                None => key == *p,
-            })
-    };
+    let plain_key = |setting: &str| is_plain_git_key(setting, tables);
     let by_option = cmd
         .wrappers
         .iter()

@@ -49,6 +49,7 @@ pub struct FlagRaise {
     /// Destinations added.
     pub connect: Vec<Connect>,
     pub subs: Vec<String>,
+    pub not_subs: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -97,6 +98,7 @@ impl ProgramTable {
                     operands: f.operands,
                     connect: connect(f.connect.as_deref().unwrap_or_default(), spec)?,
                     subs: f.sub.clone(),
+                    not_subs: f.not_sub.clone(),
                 });
             }
             // Stable: among equal lengths the file's order holds.

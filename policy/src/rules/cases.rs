@@ -46,6 +46,13 @@ pub struct Case {
     /// Why the case is in the corpus.
     #[serde(default)]
     pub note: Option<String>,
+    /// Agent traffic held because it is not ordinary work (an effect outside
+    /// the machine or the workspace, one git cannot undo): why.
+    #[serde(default)]
+    pub by_design: Option<String>,
+    /// Ordinary work the policy still holds: why it stays (a false block).
+    #[serde(default)]
+    pub false_block: Option<String>,
 }
 
 /// A shared-scratch state as a case writes it.

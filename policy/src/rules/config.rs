@@ -337,6 +337,10 @@ pub struct FlagSpec {
     /// Only under these subcommands (first word), when given.
     #[serde(default)]
     pub sub: Vec<String>,
+    /// Never under these subcommands (first word): where the flag only
+    /// changes what is shown (`npm list -g`).
+    #[serde(default)]
+    pub not_sub: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

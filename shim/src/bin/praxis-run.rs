@@ -127,6 +127,11 @@ impl Sink for Terminal {
     fn stderr(&mut self, bytes: &[u8]) {
         let _ = std::io::stderr().write_all(bytes);
     }
+
+    /// An advisory line on stderr, between the command's own lines.
+    fn steer(&mut self, text: &str) {
+        let _ = writeln!(std::io::stderr(), "{text}");
+    }
 }
 
 fn run(args: Args) -> i32 {

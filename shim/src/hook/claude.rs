@@ -50,7 +50,9 @@ fn answer(input: &str) -> Result<Answer, HookError> {
     let event = Event::parse(input)?;
     match event.hook_event_name.as_str() {
         "PreToolUse" => pre_tool_use(&event),
-        "PostToolUse" => super::post_tool_use(&event, RUNTIME).map(|s| context("PostToolUse", s)),
+        name @ ("PostToolUse" | "PostToolUseFailure") => {
+            super::post_tool_use(&event, RUNTIME).map(|s| context(name, s))
+        }
         "SessionStart" => {
             super::lifecycle(&event, RUNTIME, "session_started").map(|s| context("SessionStart", s))
         }

@@ -91,6 +91,9 @@ pub struct Event {
     pub cwd: Option<String>,
     #[serde(default)]
     pub stop_hook_active: Option<bool>,
+    /// Claude Code's PostToolUseFailure: the user interrupted the call.
+    #[serde(default)]
+    pub is_interrupt: Option<bool>,
 }
 
 impl Event {
@@ -398,6 +401,14 @@ pub fn post_tool_use(event: &Event, runtime: &str) -> Result<Option<String>, Hoo
     detail.insert("tool_name".into(), event.tool()?.into());
     if let Some(target) = target(event) {
         detail.insert("target".into(), target.into());
+    }
+    // Claude Code sends a failed call as PostToolUseFailure (its
+    // PostToolUse is for successes only); its error text is not kept.
+    if event.hook_event_name == "PostToolUseFailure" {
+        detail.insert("is_error".into(), true.into());
+        if let Some(interrupted) = event.is_interrupt {
+            detail.insert("interrupted".into(), interrupted.into());
+        }
     }
     if let Some(response) = &event.tool_response {
         for key in ["interrupted", "is_error", "exit_code", "success"] {

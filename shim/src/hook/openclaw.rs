@@ -201,6 +201,7 @@ fn shell(event: &Event, text: &str, rewrite: bool) -> Result<Value, HookError> {
         permission_mode: None,
         cwd: event.cwd.clone(),
         stop_hook_active: None,
+        is_interrupt: None,
     };
     let judged = super::pre_tool_use(&as_bash, RUNTIME, rewrite)?;
     let params = match (rewrite, judged.rewrite, judged.frame.decision) {

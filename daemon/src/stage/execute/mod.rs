@@ -16,7 +16,7 @@ use praxis_egress::ConnectionEvent;
 use praxis_policy::redact::Redactor;
 use praxis_policy::{Decision, Profile};
 use praxis_proto::frame::{Frame, MAX_OUTPUT_CHUNK};
-use praxis_proto::{ClientMsg, ExitFrame, ExitStatus, ServerMsg, Verdict};
+use praxis_proto::{ClientMsg, DecisionFrame, ExitFrame, ExitStatus, ServerMsg, Verdict};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::OwnedReadHalf;
 use tokio::net::unix::pipe;
@@ -376,11 +376,10 @@ pub async fn run(
         approvable: false,
     };
     let mut connected = writer
-        .send(&ServerMsg::Decision(decision_frame(
-            trail,
-            Verdict::Allow,
-            &allow,
-        )))
+        .send(&ServerMsg::Decision(DecisionFrame {
+            steer: permit.steer.clone(),
+            ..decision_frame(trail, Verdict::Allow, &allow)
+        }))
         .await
         .is_ok();
     started(running.pgid);
@@ -586,8 +585,9 @@ fn network_note(refused: &[String], offline_failure: bool) -> Option<String> {
     })
 }
 
-/// Tells a still-connected client how the command ended.
-pub async fn report_exit(writer: &mut Writer, ran: &Ran) {
+/// Tells a still-connected client how the command ended, with the steer
+/// its end reached.
+pub async fn report_exit(writer: &mut Writer, ran: &Ran, steer: Option<String>) {
     if !ran.connected {
         return;
     }
@@ -598,6 +598,7 @@ pub async fn report_exit(writer: &mut Writer, ran: &Ran) {
         stderr_bytes: ran.stderr_bytes,
         truncated: ran.truncated,
         killed_because: ran.ended_because.clone(),
+        steer,
     };
     let _ = writer.send(&ServerMsg::Exit(exit)).await;
 }
