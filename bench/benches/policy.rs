@@ -87,7 +87,31 @@ fn adversarial_inputs(size: usize) -> Vec<(&'static str, String)> {
         ("many lists", repeat("rm -rf x; ")),
         ("quotes", repeat("'\"")),
         ("here-doc markers", repeat("cat <<E\n")),
+        // Every argument a distinct system path given to a program that can
+        // write, and inline code writing a distinct system file per call.
+        (
+            "distinct path arguments",
+            format!("python3 x.py {}", numbered("/etc/x", " ", size)),
+        ),
+        (
+            "inline code writing paths",
+            format!(
+                "python3 -c '{}'",
+                numbered("open(\"/etc/x", "\", \"w\");", size)
+            ),
+        ),
     ]
+}
+
+/// `{head}0{tail}{head}1{tail}…`, about `size` bytes.
+fn numbered(head: &str, tail: &str, size: usize) -> String {
+    let mut out = String::with_capacity(size + 32);
+    let mut i = 0;
+    while out.len() < size {
+        out.push_str(&format!("{head}{i}{tail}"));
+        i += 1;
+    }
+    out
 }
 
 fn bench_adversarial(c: &mut Criterion) {

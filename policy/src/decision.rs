@@ -66,8 +66,10 @@ impl Grants {
 
     /// Adds what `other` grants, keeping the first occurrence's order.
     pub fn extend(&mut self, other: &Grants) {
+        // A set keeps this linear in the paths of a request with thousands.
+        let mut seen: std::collections::HashSet<PathBuf> = self.write.iter().cloned().collect();
         for w in &other.write {
-            if !self.write.contains(w) {
+            if seen.insert(w.clone()) {
                 self.write.push(w.clone());
             }
         }

@@ -12,7 +12,9 @@ use crate::classify::paths::{
     Classes, Frame, PathClass, PathLists, PathPattern, keeps_private_tmpdir,
 };
 use crate::classify::table::ProgramTable;
-use crate::classify::{Access, Fact, Facts, GitConfigWriter, Tables, classify_script};
+use crate::classify::{
+    Access, ArgumentPaths, Fact, Facts, GitConfigWriter, Tables, classify_script,
+};
 use crate::context::{Entry, ScratchState};
 use crate::decision::{CommandJudgment, CommandShape, Decision, Destination, Grants};
 use crate::redact::{RedactConfig, Redactor};
@@ -20,7 +22,7 @@ use crate::reversible::Undo;
 use crate::rules::config::{self, OperatorFile, PatternsFile, Posture, RolePosture};
 use crate::rules::{Rule, RuleSet};
 pub use crate::shell::display_command;
-use crate::shell::{self, Script, SimpleCommand, Wrappers};
+use crate::shell::{self, DecisionExample, Launchers, Script, SimpleCommand, Wrappers};
 use crate::{Context, Profile, Resolution, Tier, Verdict};
 
 /// A policy file's name (for error messages) and text.
@@ -224,6 +226,7 @@ fn build_tables(
     source: &Source<'_>,
     file: &PatternsFile,
     registries: &Registries,
+    launchers: &Launchers,
 ) -> Result<Tables, LoadError> {
     let p = &file.paths;
     let paths = PathLists {
@@ -304,7 +307,43 @@ fn build_tables(
                 })
             })
             .collect::<Result<_, _>>()?,
+        argument_paths: ArgumentPaths {
+            read_trees: absolute_dirs(source, &file.argument_paths.read_trees)?,
+            recursive_flags: file.argument_paths.recursive_flags.clone(),
+            recursive_programs: file
+                .argument_paths
+                .recursive_programs
+                .iter()
+                .cloned()
+                .collect(),
+        },
+        launchers: launchers.clone(),
     })
+}
+
+/// `[exec_env]` and `[[exec_option]]`, with every language they name known.
+fn build_launchers(source: &Source<'_>, file: &PatternsFile) -> Result<Launchers, LoadError> {
+    let launchers = Launchers::build(&file.exec_env, &file.exec_options)
+        .map_err(|m| at(source, "[[exec_option]]", m))?;
+    let languages: HashSet<&str> = file
+        .interpreters
+        .languages
+        .iter()
+        .map(|l| l.name.as_str())
+        .collect();
+    if let Some(name) = launchers
+        .entries()
+        .iter()
+        .filter_map(|e| e.language.as_deref())
+        .find(|n| !languages.contains(n))
+    {
+        return Err(at(
+            source,
+            name,
+            format!("exec_option language `{name}` is not in [interpreters]"),
+        ));
+    }
+    Ok(launchers)
 }
 
 /// `[git_config] plain_keys`: git lowercases keys before they are compared.
@@ -461,9 +500,11 @@ impl Policy {
         }
         let registries = destinations::compile_registries(&file.registries)
             .map_err(|m| at(&patterns, "[registries]", m))?;
-        let tables = build_tables(&patterns, &file, &registries)?;
+        let launchers = build_launchers(&patterns, &file)?;
+        let tables = build_tables(&patterns, &file, &registries, &launchers)?;
         let wrappers = Wrappers::build(&file.wrappers)
-            .map_err(|e| at(&patterns, e.subject(), e.to_string()))?;
+            .map_err(|e| at(&patterns, e.subject(), e.to_string()))?
+            .with_launchers(launchers);
         let mut roles = file.roles.clone();
         let mut limits = Limits::from(&file.defaults.limits);
         let mut compiled = Vec::new();
@@ -539,6 +580,13 @@ impl Policy {
             let at_index = ids.iter().position(|x| x == id).map_or(0, |i| origins[i]);
             sources[at_index].unwrap_or(patterns)
         })?;
+        let table_examples = file
+            .argument_paths
+            .examples
+            .iter()
+            .chain(&file.exec_env.examples)
+            .chain(file.exec_options.iter().flat_map(|o| &o.examples));
+        policy.check_decision_examples(&patterns, table_examples)?;
         Ok(policy)
     }
 
@@ -577,6 +625,46 @@ impl Policy {
         match failures.len() {
             0 => Ok(()),
             1 => Err(failures.remove(0)),
+            _ => Err(LoadError::Examples(failures)),
+        }
+    }
+
+    /// Every example of the `[argument_paths]`, `[exec_env]` and
+    /// `[[exec_option]]` tables must get its decision, judged as role `agent`
+    /// in [`example_context`].
+    fn check_decision_examples<'e>(
+        &self,
+        source: &Source<'_>,
+        examples: impl Iterator<Item = &'e DecisionExample>,
+    ) -> Result<(), LoadError> {
+        let mut ctx = example_context::context();
+        let failures: Vec<LoadError> = examples
+            .filter_map(|example| {
+                let request = Request {
+                    command: CommandText::Shell(&example.command),
+                    role: "agent",
+                };
+                let analysis = self.analyze(&request);
+                ctx.scratch = self.scratch_states(&analysis, &ctx, 1000, |_| None);
+                let got = self.decide(&request, &analysis, &ctx);
+                (got.decision != example.decision).then(|| {
+                    at(
+                        source,
+                        &example.command,
+                        format!(
+                            "example `{}` must be {}, is {} ({})",
+                            example.command,
+                            example.decision.as_str(),
+                            got.decision.as_str(),
+                            got.reason
+                        ),
+                    )
+                })
+            })
+            .collect();
+        match failures.len() {
+            0 => Ok(()),
+            1 => Err(failures.into_iter().next().expect("one failure")),
             _ => Err(LoadError::Examples(failures)),
         }
     }
@@ -1051,6 +1139,7 @@ const NEEDS_WRITE_GRANT: Classes =
 /// Every literal path the command changes outside what its profile writes;
 /// a dynamic or globbed one is noted, never granted.
 fn write_grants(f: &Facts, out: &mut Judged) {
+    let mut granted: HashSet<PathBuf> = out.grants.write.iter().cloned().collect();
     for p in f.paths.iter().filter(|p| p.access != Access::Read) {
         if p.classes & NEEDS_WRITE_GRANT == 0 {
             continue;
@@ -1058,7 +1147,7 @@ fn write_grants(f: &Facts, out: &mut Judged) {
         match p.path.as_ref().filter(|_| p.exact) {
             Some(path) => {
                 let path = PathBuf::from(path);
-                if !out.grants.write.contains(&path) {
+                if granted.insert(path.clone()) {
                     out.grants.write.push(path);
                 }
             }

@@ -39,9 +39,11 @@ impl Undo {
         // `{}` is find's or xargs' placeholder, not a file.
         let lost =
             |p: &&PathUse| matches!(p.access, Access::Delete | Access::Write) && p.text != "{}";
+        // A set keeps this linear in the paths of a request with thousands.
+        let mut seen: std::collections::HashSet<String> = self.paths.iter().cloned().collect();
         for used in facts.paths.iter().filter(lost) {
             if let Some(path) = &used.path
-                && !self.paths.contains(path)
+                && seen.insert(path.clone())
             {
                 self.paths.push(path.clone());
             }

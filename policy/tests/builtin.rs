@@ -347,6 +347,64 @@ fn a_command_shape_separates_subcommand_flags_operands_and_paths() {
 }
 
 #[test]
+fn a_table_example_with_the_wrong_decision_is_a_load_error_at_its_line() {
+    let example = "{ command = \"tar -xf a.tar --to-command='rm -rf ~'\", decision = \"STOP\" }";
+    let broken = BUILTIN_PATTERNS.replacen(
+        example,
+        "{ command = \"tar -xf a.tar --to-command='rm -rf ~'\", decision = \"ALLOW\" }",
+        1,
+    );
+    assert_ne!(broken, BUILTIN_PATTERNS, "the example to break is gone");
+    let line = BUILTIN_PATTERNS
+        .lines()
+        .position(|l| l.contains(example))
+        .unwrap()
+        + 1;
+    let err = Policy::load(
+        Source {
+            name: "patterns.toml",
+            text: &broken,
+        },
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with(&format!("patterns.toml:{line}:")), "{err}");
+    assert!(err.contains("must be ALLOW, is STOP"), "{err}");
+}
+
+#[test]
+fn an_exec_option_naming_an_unknown_language_is_refused() {
+    let broken = BUILTIN_PATTERNS.replacen("language = \"javascript\"", "language = \"cobol\"", 1);
+    assert_ne!(broken, BUILTIN_PATTERNS);
+    let err = Policy::load(
+        Source {
+            name: "patterns.toml",
+            text: &broken,
+        },
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("`cobol` is not in [interpreters]"), "{err}");
+}
+
+#[test]
+fn a_command_value_reaches_the_rules_as_a_command_of_its_own() {
+    let policy = Policy::builtin().unwrap();
+    let d = judge(&policy, "GIT_SSH_COMMAND='rm -rf /' git fetch", "agent");
+    assert_eq!(d.decision, Verdict::Stop, "{}", d.reason);
+    let rm = d
+        .commands
+        .iter()
+        .find(|c| c.program == "rm")
+        .expect("the value is judged as its own command");
+    assert_eq!(rm.verdict, Verdict::Stop);
+    let d = judge(&policy, "PAGER=cat git log", "agent");
+    assert_eq!(d.decision, Verdict::Allow, "{}", d.reason);
+}
+
+#[test]
 fn a_hold_from_a_rule_marked_not_relaxable_says_so_and_others_do_not() {
     let policy = Policy::builtin().unwrap();
     let secret = judge(&policy, "cat ~/.ssh/id_rsa", "agent");

@@ -8,6 +8,7 @@
 
 pub mod destinations;
 pub mod paths;
+mod reach;
 pub mod table;
 
 use std::collections::{HashMap, HashSet};
@@ -17,7 +18,7 @@ use aho_corasick::AhoCorasick;
 use crate::Tier;
 use crate::decision::Destination;
 use crate::rules::config::{Interpreters, Operands};
-use crate::shell::{Feed, Origin, RedirectKind, Script, SimpleCommand, Word};
+use crate::shell::{Feed, Launchers, Origin, RedirectKind, Script, SimpleCommand, Word};
 use destinations::{Connect, Target};
 use paths::{Classes, Frame, PathClass, PathLists};
 use table::{Program, ProgramTable, TableTier};
@@ -57,9 +58,17 @@ pub enum Fact {
     StdinOperands,
     /// Calls a shell function the request itself defines.
     DefinedFunction,
+    /// A variable makes the program load code from outside the workspace, or
+    /// from a place only known at run time (`[exec_env]`).
+    ExecEnv,
+    /// An option makes the program run code the policy cannot judge, or load
+    /// code from outside the workspace (`[[exec_option]]`).
+    ExecOption,
+    /// Inline code names a system path.
+    CodeNamesSystemPath,
 }
 
-const FACTS: [(Fact, &str); 19] = [
+const FACTS: [(Fact, &str); 22] = [
     (Fact::Escalated, "escalated"),
     (Fact::ForkBomb, "fork_bomb"),
     (Fact::FetchToInterpreter, "fetch_to_interpreter"),
@@ -79,6 +88,9 @@ const FACTS: [(Fact, &str); 19] = [
     (Fact::FindDelete, "find_delete"),
     (Fact::StdinOperands, "stdin_operands"),
     (Fact::DefinedFunction, "defined_function"),
+    (Fact::ExecEnv, "exec_env"),
+    (Fact::ExecOption, "exec_option"),
+    (Fact::CodeNamesSystemPath, "code_names_system_path"),
 ];
 
 impl Fact {
@@ -194,6 +206,17 @@ pub struct Language {
     pub inline_flags: Vec<String>,
     pub value_flags: Vec<String>,
     pub danger: AhoCorasick,
+    pub write_calls: AhoCorasick,
+    pub write_modes: AhoCorasick,
+    pub in_place_flags: Vec<String>,
+}
+
+/// `[argument_paths]`, compiled.
+#[derive(Clone, Debug, Default)]
+pub struct ArgumentPaths {
+    pub read_trees: Vec<String>,
+    pub recursive_flags: Vec<String>,
+    pub recursive_programs: HashSet<String>,
 }
 
 /// Everything the classifier reads from `patterns.toml`, compiled.
@@ -216,6 +239,9 @@ pub struct Tables {
     /// Git subcommands (words, then at most one flag) that write the
     /// repository's config file.
     pub git_config_writers: Vec<GitConfigWriter>,
+    pub argument_paths: ArgumentPaths,
+    /// `[exec_env]` and `[[exec_option]]`.
+    pub launchers: Launchers,
 }
 
 /// One `[git_config] writers` entry: `remote add`, `branch -u`.
@@ -252,8 +278,9 @@ impl Tables {
         let mut languages = Vec::new();
         let mut language_of = HashMap::new();
         for lang in &spec.languages {
-            let danger = AhoCorasick::new(&lang.danger)
-                .map_err(|e| format!("language {}: {e}", lang.name))?;
+            let automaton = |tokens: &[String]| {
+                AhoCorasick::new(tokens).map_err(|e| format!("language {}: {e}", lang.name))
+            };
             for p in &lang.programs {
                 language_of.insert(p.clone(), languages.len());
             }
@@ -261,7 +288,10 @@ impl Tables {
                 name: lang.name.clone(),
                 inline_flags: lang.inline_flags.clone(),
                 value_flags: lang.value_flags.clone(),
-                danger,
+                danger: automaton(&lang.danger)?,
+                write_calls: automaton(&lang.write_calls)?,
+                write_modes: automaton(&lang.write_modes)?,
+                in_place_flags: lang.in_place_flags.clone(),
             });
         }
         Ok((languages, language_of))
@@ -273,6 +303,11 @@ impl Tables {
             self.language_of.get(stripped)
         })?;
         Some(&self.languages[*idx])
+    }
+
+    /// The language of `[interpreters]` with this name.
+    pub fn language_named(&self, name: &str) -> Option<&Language> {
+        self.languages.iter().find(|l| l.name == name)
     }
 
     fn is_shell(&self, program: &str) -> bool {
@@ -932,15 +967,6 @@ impl Classifier<'_, '_> {
             // What find deletes lies below its start directory.
             self.add_path_as(facts, w, access, false, PathClass::WorkspaceRoot.bit());
         }
-        for (i, a) in args.iter().enumerate() {
-            if matches!(
-                a.text.as_str(),
-                "-fprint" | "-fprint0" | "-fprintf" | "-fls"
-            ) && let Some(target) = args.get(i + 1)
-            {
-                self.add_path(facts, target, Access::Write);
-            }
-        }
     }
 
     fn interpreter(&self, lang: &Language, entry: &Program, args: &[Word], facts: &mut Facts) {
@@ -948,6 +974,8 @@ impl Classifier<'_, '_> {
         let mut code: Vec<&str> = Vec::new();
         let mut script = None;
         let mut flags = Vec::new();
+        // Where the arguments after inline code start.
+        let mut after_code = args.len();
         while i < args.len() {
             let t = args[i].text.as_str();
             i += 1;
@@ -955,6 +983,7 @@ impl Classifier<'_, '_> {
                 if let Some(c) = args.get(i) {
                     code.push(&c.text);
                 }
+                after_code = i + 1;
                 break;
             }
             if let Some(attached) = lang.inline_flags.iter().find_map(|f| {
@@ -962,6 +991,7 @@ impl Classifier<'_, '_> {
                     .filter(|r| f.starts_with("--") && r.starts_with('='))
             }) {
                 code.push(&attached[1..]);
+                after_code = i;
                 break;
             }
             if t == "-m" && lang.value_flags.iter().any(|f| f == "-m") {
@@ -990,12 +1020,22 @@ impl Classifier<'_, '_> {
         facts.flags = flags;
         self.destinations(&entry.connect, &[], &[], args, facts);
         if !code.is_empty() {
-            facts.set(Fact::InlineCode);
-            if code.iter().any(|c| lang.danger.is_match(c)) {
-                facts.set(Fact::InlineCodeDanger);
-            }
             facts.tier = Some(Tier::ReversibleWrite);
             facts.note = format!("inline {} code runs sandboxed", lang.name);
+            for c in &code {
+                self.inline_code(lang, c, facts);
+            }
+            if facts
+                .flags
+                .iter()
+                .any(|f| reach::in_place(f, &lang.in_place_flags))
+            {
+                for file in args.iter().skip(after_code) {
+                    if !file.text.starts_with('-') {
+                        self.add_path(facts, file, Access::Write);
+                    }
+                }
+            }
         } else if let Some(s) = script {
             facts.tier = Some(Tier::ReversibleWrite);
             facts.note = format!("{} script `{}` runs sandboxed", lang.name, s.text);
@@ -1235,7 +1275,11 @@ impl Classifier<'_, '_> {
             self.add_path(&mut facts, &r.target, access);
         }
         self.fed_code(cmd, script, &mut facts);
-        facts.env = environment_names(cmd);
+        let env = crate::shell::environment(cmd);
+        self.exec_env(&env, &mut facts);
+        self.exec_options(cmd, script, &mut facts);
+        self.argument_paths(cmd, &mut facts);
+        facts.env = env.into_iter().map(|(name, _)| name).collect();
         facts
     }
 
@@ -1374,11 +1418,8 @@ impl Classifier<'_, '_> {
                         facts.raise(Tier::ReversibleWrite, || {
                             format!("{} code piped in runs sandboxed", lang.name)
                         });
-                        if sources
-                            .iter()
-                            .any(|s| s.args.iter().any(|a| lang.danger.is_match(&a.text)))
-                        {
-                            facts.set(Fact::InlineCodeDanger);
+                        for arg in sources.iter().flat_map(|s| &s.args) {
+                            self.inline_code(lang, &arg.text, facts);
                         }
                     }
                 }
@@ -1402,34 +1443,12 @@ impl Classifier<'_, '_> {
         if let Some(lang) = lang
             && reads_stdin
         {
-            facts.set(Fact::InlineCode);
             facts.raise(Tier::ReversibleWrite, || {
                 format!("{} here-document runs sandboxed", lang.name)
             });
-            if lang.danger.is_match(body) {
-                facts.set(Fact::InlineCodeDanger);
-            }
+            self.inline_code(lang, body, facts);
         }
     }
-}
-
-/// Names of the environment variables a command sets: its assignments (and
-/// `env`'s), and the operands of `export NAME=value` and its kin.
-fn environment_names(cmd: &SimpleCommand) -> Vec<String> {
-    let mut names: Vec<String> = cmd.assignments.iter().map(|(n, _)| n.clone()).collect();
-    if matches!(
-        cmd.program.as_str(),
-        "export" | "declare" | "typeset" | "readonly" | "local" | "env"
-    ) {
-        names.extend(
-            cmd.args
-                .iter()
-                .filter_map(|a| a.text.split_once('=').map(|(n, _)| n))
-                .filter(|n| !n.is_empty() && !n.starts_with('-'))
-                .map(str::to_owned),
-        );
-    }
-    names
 }
 
 /// Whether `setting` (`key` or `key=value`) names one of the table's plain

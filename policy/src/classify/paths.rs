@@ -146,6 +146,18 @@ impl PathPattern {
     }
 }
 
+impl PathPattern {
+    /// Whether this entry lies strictly inside directory `dir` (normalized, absolute).
+    pub fn lies_within(&self, dir: &str, home: &str) -> bool {
+        if self.under_home && home.is_empty() {
+            return false;
+        }
+        let base = if self.under_home { home } else { "" };
+        let full = format!("{base}/{}", self.rest);
+        full != dir && is_within(&full, dir)
+    }
+}
+
 /// Lexically normalizes `path` (absolute): drops `.` and empty components, resolves `..`.
 pub fn normalize(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();

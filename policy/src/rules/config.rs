@@ -24,6 +24,12 @@ pub struct PatternsFile {
     #[serde(rename = "wrapper")]
     pub wrappers: Vec<crate::shell::WrapperSpec>,
     pub git_config: GitConfig,
+    pub argument_paths: ArgumentPathsSpec,
+    /// Variables that make a program run or load other code.
+    pub exec_env: crate::shell::ExecEnvSpec,
+    /// Options that run a command or code, or touch a file.
+    #[serde(default, rename = "exec_option")]
+    pub exec_options: Vec<crate::shell::ExecOptionSpec>,
     #[serde(default, rename = "rule")]
     pub rules: Vec<RuleSpec>,
     /// The redactor's rules; when absent, the redactor's built-in rules.
@@ -76,6 +82,20 @@ pub struct GitConfig {
     /// Git subcommands (then at most one flag) that write the repository's
     /// config file; a decision on one grants that file.
     pub writers: Vec<String>,
+}
+
+/// `[argument_paths]`: paths found anywhere in a command's arguments.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgumentPathsSpec {
+    /// System trees programs read as tools and libraries: a path there given
+    /// to a program that can write is not taken as a write.
+    pub read_trees: Vec<String>,
+    /// Flags that make a program read the directories it names recursively.
+    pub recursive_flags: Vec<String>,
+    /// Programs that read the directories they name recursively.
+    pub recursive_programs: Vec<String>,
+    pub examples: Vec<crate::shell::DecisionExample>,
 }
 
 /// Shell builtins: commands that need no `PATH` lookup.
@@ -183,6 +203,15 @@ pub struct LanguageSpec {
     pub value_flags: Vec<String>,
     /// Tokens in inline code that reach processes, the network or delete files.
     pub danger: Vec<String>,
+    /// Calls whose path argument follows them (`writeFileSync(`): it is written.
+    #[serde(default)]
+    pub write_calls: Vec<String>,
+    /// Modes that follow a path argument (`open(p, 'w')`): it is written.
+    #[serde(default)]
+    pub write_modes: Vec<String>,
+    /// Flags with which the file operands after the code are rewritten (`perl -pi`).
+    #[serde(default)]
+    pub in_place_flags: Vec<String>,
 }
 
 /// How a program's operands (non-flag arguments) are used.

@@ -101,6 +101,9 @@ pub struct SimpleCommand {
     pub wrappers: Vec<String>,
     /// Reached through `sudo`, `doas`, `su -c`, `pkexec` or similar.
     pub escalated: bool,
+    /// The words the wrappers took before this command (`xargs -a FILE`,
+    /// `sudo -u root`), assignments aside: paths there are judged too.
+    pub wrapper_options: Vec<Word>,
     pub stdin: Feed,
     pub origin: Origin,
 }
@@ -118,6 +121,7 @@ pub struct Script {
     pub holds: Vec<String>,
 }
 
+mod launchers;
 mod scan;
 mod walk;
 mod words;
@@ -127,6 +131,9 @@ mod wrappers;
 #[cfg(test)]
 mod tests;
 
+pub use launchers::{
+    DecisionExample, Effect, ExecEnvSpec, ExecOption, ExecOptionSpec, Launchers, Source, part_of,
+};
 use walk::{Ctx, Frontend, literal};
 pub use wrapper_table::{Unwrap, WrapperError, WrapperExample, WrapperSpec, Wrappers};
 
@@ -210,6 +217,20 @@ pub fn display_command(cmd: &SimpleCommand) -> String {
     for a in &cmd.args {
         out.push(' ');
         out.push_str(&a.text);
+    }
+    out
+}
+
+/// The environment a command sets: its assignments (also those given to `env`
+/// or `sudo`), and the `NAME=value` operands of `export` and its kin (and of
+/// `env` running no command).
+pub fn environment(cmd: &SimpleCommand) -> Vec<(String, Word)> {
+    let mut out = cmd.assignments.clone();
+    if matches!(
+        cmd.program.as_str(),
+        "export" | "declare" | "typeset" | "readonly" | "local" | "env"
+    ) {
+        out.extend(cmd.args.iter().filter_map(wrappers::as_assignment));
     }
     out
 }

@@ -12,6 +12,7 @@ use brush_parser::ast::{
 };
 use brush_parser::{Parser, ParserOptions};
 
+use super::launchers::{Effect, Launchers, Source};
 use super::scan::{ScanError, scan};
 use super::words::{canonicalize, excerpt, substitutions_in};
 use super::wrapper_table::Wrappers;
@@ -502,7 +503,52 @@ impl<'w> Frontend<'w> {
     /// reads its script from stdin is parsed as a script too.
     pub fn push(&mut self, cmd: SimpleCommand, ctx: &Ctx) {
         self.script.commands.push(cmd);
-        self.fed_script(self.script.commands.len() - 1, ctx);
+        let index = self.script.commands.len() - 1;
+        self.fed_script(index, ctx);
+        self.launched(index, ctx);
+    }
+
+    /// Commands a command runs through its environment (`PAGER=…`) or its
+    /// options (`tar --to-command=…`): each value is parsed as a script, or
+    /// held when it is only known at run time.
+    fn launched(&mut self, index: usize, ctx: &Ctx) {
+        let launchers = self.wrappers.launchers();
+        let cmd = &self.script.commands[index];
+        let mut found = env_commands(launchers, cmd);
+        for entry in launchers.for_program(&cmd.program) {
+            if entry.effect != Effect::Command {
+                continue;
+            }
+            let values = match entry.source {
+                Source::Operand(_) if entry.sub_matches(&cmd.args) => cmd.args[entry.sub.len()..]
+                    .iter()
+                    .filter(|a| !a.text.starts_with('-'))
+                    .cloned()
+                    .collect(),
+                _ => entry.option_values(&cmd.args),
+            };
+            let label = format!("{} option", cmd.program);
+            for value in values {
+                match entry.judged_text(&value.text) {
+                    Some(_) if value.dynamic => found.push((
+                        label.clone(),
+                        Err(format!(
+                            "{label} with a command only known at run time `{}`",
+                            excerpt(&value.text)
+                        )),
+                    )),
+                    Some(text) => found.push((label.clone(), Ok(text))),
+                    None => {}
+                }
+            }
+        }
+        let base = Ctx {
+            depth: ctx.depth + 1,
+            origin: Origin::ShellString,
+            wrappers: cmd.wrappers.clone(),
+            escalated: cmd.escalated,
+        };
+        self.judge_launched(found, &base);
     }
 
     fn fed_script(&mut self, index: usize, ctx: &Ctx) {
@@ -536,6 +582,43 @@ impl<'w> Frontend<'w> {
         };
         self.script(&body, &fed);
     }
+
+    /// Parses each found command value as a script (its label added to the
+    /// wrappers), or holds for why it cannot be.
+    pub fn judge_launched(&mut self, found: Vec<(String, Result<String, String>)>, base: &Ctx) {
+        for (label, text) in found {
+            match text {
+                Ok(text) => {
+                    let mut inner = base.clone();
+                    inner.wrappers.push(label);
+                    self.script(&text, &inner);
+                }
+                Err(why) => self.hold(why),
+            }
+        }
+    }
+}
+
+/// The command lines a command's environment makes a program run
+/// (`[exec_env] commands`), each labelled `NAME=`, or why one cannot be known.
+pub fn env_commands(
+    launchers: &Launchers,
+    cmd: &SimpleCommand,
+) -> Vec<(String, Result<String, String>)> {
+    let mut found = Vec::new();
+    for (name, value) in super::environment(cmd) {
+        if !launchers.env_runs_command(&name) {
+            continue;
+        }
+        let text = value.text.trim_start_matches('|').trim();
+        if value.dynamic {
+            let why = format!("`{name}` is set to a command only known at run time");
+            found.push((name, Err(why)));
+        } else if !text.is_empty() && !launchers.is_plain_value(text) {
+            found.push((format!("{name}="), Ok(text.to_owned())));
+        }
+    }
+    found
 }
 
 fn is_substitution(cmd: &SimpleCommand) -> bool {

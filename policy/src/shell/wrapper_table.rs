@@ -9,6 +9,7 @@ use std::sync::LazyLock;
 
 use serde::Deserialize;
 
+use super::launchers::{ExecEnvSpec, ExecOptionSpec, Launchers};
 use super::{Script, display_command, parse_script_with};
 
 /// How a wrapper's command is found; each kind is one parsing routine of the
@@ -171,6 +172,8 @@ pub struct Wrapper {
 pub struct Wrappers {
     entries: Vec<Wrapper>,
     by_name: HashMap<String, usize>,
+    /// Variables and options whose value is a command the program runs.
+    launchers: Launchers,
 }
 
 /// Why a wrapper table is refused. Each names the text to locate it by.
@@ -347,6 +350,18 @@ impl Wrappers {
         self.by_name.get(program).map(|&i| &self.entries[i])
     }
 
+    /// The table with the `[exec_env]` and `[[exec_option]]` tables, whose
+    /// command values the front end judges as commands.
+    #[must_use]
+    pub fn with_launchers(mut self, launchers: Launchers) -> Wrappers {
+        self.launchers = launchers;
+        self
+    }
+
+    pub fn launchers(&self) -> &Launchers {
+        &self.launchers
+    }
+
     /// The table of the built-in `patterns.toml`.
     pub fn builtin() -> &'static Wrappers {
         &BUILTIN
@@ -389,11 +404,13 @@ fn example_problem(
     None
 }
 
-/// The `[[wrapper]]` section alone; the rest of the file is read elsewhere.
+/// The sections the front end reads; the rest of the file is read elsewhere.
 #[derive(Deserialize)]
 struct WrapperSection {
     #[serde(rename = "wrapper")]
     wrappers: Vec<WrapperSpec>,
+    exec_env: ExecEnvSpec,
+    exec_option: Vec<ExecOptionSpec>,
 }
 
 static BUILTIN: LazyLock<Wrappers> = LazyLock::new(|| {
@@ -401,5 +418,9 @@ static BUILTIN: LazyLock<Wrappers> = LazyLock::new(|| {
     // failure here is a broken build, never a run-time condition.
     let section: WrapperSection =
         toml::from_str(crate::BUILTIN_PATTERNS).expect("built-in patterns parse");
-    Wrappers::build(&section.wrappers).expect("built-in wrapper table is valid")
+    let launchers = Launchers::build(&section.exec_env, &section.exec_option)
+        .expect("built-in exec tables are valid");
+    Wrappers::build(&section.wrappers)
+        .expect("built-in wrapper table is valid")
+        .with_launchers(launchers)
 });

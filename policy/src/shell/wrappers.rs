@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use super::walk::{Ctx, Frontend};
+use super::walk::{Ctx, Frontend, env_commands};
 use super::words::excerpt;
 use super::wrapper_table::{Options, Unwrap, Wrapper, Wrappers};
 use super::{Feed, MAX_NESTING, Origin, SimpleCommand, Word};
@@ -76,6 +76,9 @@ impl Frontend<'_> {
                     cmd.wrappers.push(cmd.program.clone());
                     cmd.escalated |= escalated;
                     cmd.assignments.extend(assignments);
+                    let taken = args.get(..skip).unwrap_or(args);
+                    cmd.wrapper_options
+                        .extend(taken.iter().filter(|w| as_assignment(w).is_none()).cloned());
                     at += 1 + skip;
                     if at >= words.len() {
                         let program = default.unwrap_or_default();
@@ -92,8 +95,11 @@ impl Frontend<'_> {
                 } => {
                     let mut inner = ctx.with_origin(Origin::ShellString);
                     inner.wrappers = cmd.wrappers.clone();
-                    inner.wrappers.push(wrapper);
                     inner.escalated = cmd.escalated || escalated;
+                    // The wrapper's environment reaches the script's commands.
+                    let launched = env_commands(self.wrappers.launchers(), &cmd);
+                    self.judge_launched(launched, &inner);
+                    inner.wrappers.push(wrapper);
                     self.script_with_io(&text, &inner, cmd);
                     return;
                 }
@@ -159,6 +165,7 @@ impl Frontend<'_> {
             }
             found = true;
             c.redirects.extend(wrapper.redirects.iter().cloned());
+            c.assignments.extend(wrapper.assignments.iter().cloned());
             if c.stdin == Feed::Inherited {
                 c.stdin = wrapper.stdin.clone();
             }
@@ -342,7 +349,7 @@ fn command_step(w: &Wrapper, args: &[Word]) -> Step {
 }
 
 /// `NAME=value` as `env` and `sudo` read it.
-fn as_assignment(w: &Word) -> Option<(String, Word)> {
+pub(super) fn as_assignment(w: &Word) -> Option<(String, Word)> {
     let (name, value) = w.text.split_once('=')?;
     let valid = !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())

@@ -1,0 +1,321 @@
+//! Variables and options through which a program runs or loads other code, or
+//! touches a file: the `[exec_env]` and `[[exec_option]]` tables of
+//! `patterns.toml`, compiled. The front end judges a command value
+//! (`PAGER='less -R'`, `tar --to-command=…`) as commands of their own; the
+//! classifier reads every other effect.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use super::Word;
+use crate::Verdict;
+
+/// A command and the decision it must get, judged when the policy loads.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionExample {
+    pub command: String,
+    pub decision: Verdict,
+}
+
+/// `[exec_env]` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecEnvSpec {
+    /// Variables whose value is a command line a program runs.
+    pub commands: Vec<String>,
+    /// Values of those that are a plain editor, pager or shell.
+    pub plain_values: Vec<String>,
+    /// Variables whose value lists files or directories of code a program loads.
+    pub code_paths: Vec<String>,
+    /// Variables whose value is an interpreter's options.
+    pub options: Vec<String>,
+    pub examples: Vec<DecisionExample>,
+}
+
+/// What an option's value (or an operand) is to its program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// A command line, judged command by command.
+    Command,
+    /// Inline code of a language of `[interpreters]`.
+    Code,
+    /// Runs something the policy cannot see whole.
+    Hold,
+    /// A path code is loaded from.
+    CodePath,
+    Read,
+    Write,
+    Create,
+}
+
+/// One `[[exec_option]]` entry as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecOptionSpec {
+    pub programs: Vec<String>,
+    #[serde(default)]
+    pub sub: Vec<String>,
+    #[serde(default)]
+    pub options: Vec<String>,
+    #[serde(default)]
+    pub operand: Option<usize>,
+    #[serde(default)]
+    pub stdin: bool,
+    #[serde(default)]
+    pub attached_only: bool,
+    #[serde(default)]
+    pub prefixes: Vec<String>,
+    #[serde(default)]
+    pub separator: Option<String>,
+    pub effect: Effect,
+    #[serde(default)]
+    pub language: Option<String>,
+    pub examples: Vec<DecisionExample>,
+}
+
+/// Where an entry finds its values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// After these options.
+    Options {
+        words: Vec<String>,
+        attached_only: bool,
+    },
+    /// The Nth operand after the subcommand (1-based); 0 is every operand.
+    Operand(usize),
+    /// Each line fed on standard input.
+    Stdin,
+}
+
+/// One compiled `[[exec_option]]` entry.
+#[derive(Clone, Debug)]
+pub struct ExecOption {
+    pub sub: Vec<String>,
+    pub source: Source,
+    pub prefixes: Vec<String>,
+    pub separator: Option<String>,
+    pub effect: Effect,
+    pub language: Option<String>,
+}
+
+/// The compiled `[exec_env]` and `[[exec_option]]` tables.
+#[derive(Clone, Debug, Default)]
+pub struct Launchers {
+    pub env_commands: Vec<String>,
+    pub plain_values: Vec<String>,
+    pub env_code_paths: Vec<String>,
+    pub env_options: Vec<String>,
+    entries: Vec<ExecOption>,
+    by_program: HashMap<String, Vec<usize>>,
+}
+
+impl Launchers {
+    /// Compiles the tables; Err names the entry (its first program) and the problem.
+    pub fn build(env: &ExecEnvSpec, options: &[ExecOptionSpec]) -> Result<Launchers, String> {
+        let mut out = Launchers {
+            env_commands: env.commands.clone(),
+            plain_values: env.plain_values.clone(),
+            env_code_paths: env.code_paths.clone(),
+            env_options: env.options.clone(),
+            ..Launchers::default()
+        };
+        for spec in options {
+            let name = spec.programs.first().cloned().unwrap_or_default();
+            let problem = |p: &str| format!("exec_option `{name}`: {p}");
+            let source = match (spec.options.is_empty(), spec.operand, spec.stdin) {
+                (false, None, false) => Source::Options {
+                    words: spec.options.clone(),
+                    attached_only: spec.attached_only,
+                },
+                (true, Some(n), false) => Source::Operand(n),
+                (true, None, true) => Source::Stdin,
+                _ => return Err(problem("needs exactly one of options, operand, stdin")),
+            };
+            if spec
+                .options
+                .iter()
+                .any(|o| !o.starts_with('-') || o.len() < 2)
+            {
+                return Err(problem("options must be `-x`, `-name` or `--name`"));
+            }
+            if (spec.effect == Effect::Code) != spec.language.is_some() {
+                return Err(problem(
+                    "`language` goes with effect = \"code\", and only there",
+                ));
+            }
+            let by_prefix_only = matches!(source, Source::Operand(0) | Source::Stdin);
+            if by_prefix_only && spec.prefixes.is_empty() {
+                return Err(problem("every operand, or stdin, needs prefixes"));
+            }
+            if spec.effect == Effect::Command && matches!(source, Source::Operand(n) if n > 0) {
+                return Err(problem(
+                    "a command operand is found by its prefixes: operand = 0",
+                ));
+            }
+            if spec.examples.is_empty() {
+                return Err(problem("needs at least one example"));
+            }
+            let index = out.entries.len();
+            out.entries.push(ExecOption {
+                sub: spec.sub.clone(),
+                source,
+                prefixes: spec.prefixes.clone(),
+                separator: spec.separator.clone(),
+                effect: spec.effect,
+                language: spec.language.clone(),
+            });
+            for program in &spec.programs {
+                out.by_program
+                    .entry(program.clone())
+                    .or_default()
+                    .push(index);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The entries for a program name.
+    pub fn for_program<'a>(&'a self, program: &str) -> impl Iterator<Item = &'a ExecOption> {
+        self.by_program
+            .get(program)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.entries[i])
+    }
+
+    /// Every entry, in file order.
+    pub fn entries(&self) -> &[ExecOption] {
+        &self.entries
+    }
+
+    /// Whether a variable's value is a command line a program runs.
+    pub fn env_runs_command(&self, name: &str) -> bool {
+        self.env_commands.iter().any(|n| n == name)
+    }
+
+    /// Whether a value of such a variable is a plain editor, pager or shell.
+    pub fn is_plain_value(&self, value: &str) -> bool {
+        self.plain_values.iter().any(|v| v == value)
+    }
+}
+
+impl ExecOption {
+    /// Whether the command's leading operands are this entry's subcommand.
+    pub fn sub_matches(&self, args: &[Word]) -> bool {
+        self.sub.len() <= args.len() && self.sub.iter().zip(args).all(|(s, a)| *s == a.text)
+    }
+
+    /// The values of this entry's options among `args` (after the subcommand).
+    pub fn option_values(&self, args: &[Word]) -> Vec<Word> {
+        let Source::Options {
+            words,
+            attached_only,
+        } = &self.source
+        else {
+            return Vec::new();
+        };
+        if !self.sub_matches(args) {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let mut i = self.sub.len();
+        while let Some(word) = args.get(i) {
+            let t = word.text.as_str();
+            i += 1;
+            if t == "--" {
+                break;
+            }
+            for option in words {
+                if let Some(value) = option_value(t, option, *attached_only) {
+                    match value {
+                        Some(v) => out.push(part_of(word, v)),
+                        None => {
+                            if let Some(next) = args.get(i) {
+                                out.push(next.clone());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The text a value stands for: after one of the prefixes (None when it
+    /// starts with none of them), separators as spaces.
+    pub fn judged_text(&self, value: &str) -> Option<String> {
+        let rest = if self.prefixes.is_empty() {
+            value
+        } else {
+            let trimmed = value.trim_start();
+            self.prefixes
+                .iter()
+                .find_map(|p| trimmed.strip_prefix(p.as_str()))?
+        };
+        Some(match &self.separator {
+            Some(sep) => rest.replace(sep.as_str(), " "),
+            None => rest.to_owned(),
+        })
+    }
+}
+
+/// Whether word `t` gives `option`: Some(Some(value)) when the value is in
+/// the word (`--opt=v`, `-opt=v`, `-Pv`, `-O'v'`), Some(None) when it is the
+/// next word (`--opt v`, `-ae v` with `-e` last in a cluster).
+fn option_value<'t>(t: &'t str, option: &str, attached_only: bool) -> Option<Option<&'t str>> {
+    if t == option {
+        return (!attached_only).then_some(None);
+    }
+    let short = option.len() == 2 && !option.starts_with("--");
+    if let Some(rest) = t.strip_prefix(option) {
+        return match rest.strip_prefix('=') {
+            Some(v) => Some(Some(v)),
+            None if short && !rest.is_empty() => Some(Some(rest)),
+            None => None,
+        };
+    }
+    if !short || attached_only {
+        return None;
+    }
+    let cluster = t.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
+    (cluster.len() > 1
+        && cluster.ends_with(&option[1..])
+        && cluster.bytes().all(|b| b.is_ascii_alphabetic()))
+    .then_some(None)
+}
+
+/// A piece of a word, dynamic when the piece holds an expansion.
+pub fn part_of(word: &Word, text: &str) -> Word {
+    Word {
+        text: text.to_owned(),
+        dynamic: word.dynamic && text.contains(['$', '`']),
+        glob: word.glob && text.contains(['*', '?', '[']),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_values_in_every_spelling() {
+        assert_eq!(
+            option_value("--to-command=id", "--to-command", false),
+            Some(Some("id"))
+        );
+        assert_eq!(
+            option_value("--to-command", "--to-command", false),
+            Some(None)
+        );
+        assert_eq!(option_value("-Pless", "-P", false), Some(Some("less")));
+        assert_eq!(option_value("-ae", "-e", false), Some(None));
+        assert_eq!(option_value("-exec", "-ex", false), None);
+        assert_eq!(option_value("-ex=x", "-ex", false), Some(Some("x")));
+        assert_eq!(option_value("-O", "-O", true), None);
+        assert_eq!(option_value("-Ovim", "-O", true), Some(Some("vim")));
+        assert_eq!(option_value("-av", "-e", false), None);
+    }
+}
