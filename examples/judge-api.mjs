@@ -118,3 +118,49 @@ export function keyed(prefix, actionId, verdict) {
   const digest = createHash("sha256").update(basis).digest("hex").slice(0, 12);
   return { decisionId: `${prefix}/${actionId}/${digest}`, idempotencyKey: `${prefix}/${actionId}/${digest}` };
 }
+
+/** Runs an example over its proposals: for each, recalls (with the extra
+ * recall fields `recallFields(proposal)` gives: `targetSystem`, `entities`),
+ * decides with `judge(proposal, recalled)`, and writes the decision back.
+ * Prints one line per action on stderr and, on stdout, one JSON object
+ * with each action's decision. */
+export async function decideAll({ example, prefix, workspace, project, task, proposals, judge, recallFields }) {
+  const decisions = [];
+  for (const proposal of proposals) {
+    const recalled = await recall(
+      recallRequest({
+        requestId: `recall/${proposal.action_id}`,
+        workspace,
+        project,
+        taskId: task,
+        actionId: proposal.action_id,
+        summary: proposal.summary,
+        actionType: proposal.action_type,
+        tool: proposal.tool,
+        ...recallFields(proposal),
+      }),
+    );
+    const verdict = judge(proposal, recalled);
+    const written = await writeDecision(
+      decisionRecord({
+        workspace,
+        project,
+        taskId: task,
+        actionId: proposal.action_id,
+        ...keyed(prefix, proposal.action_id, verdict),
+        ...verdict,
+      }),
+    );
+    console.error(`${verdict.decision.toUpperCase()} ${proposal.action_id}: ${verdict.why}`);
+    decisions.push({
+      action_id: proposal.action_id,
+      decision: verdict.decision,
+      recalled: recalled.memories.map((m) => m.memory_id),
+      memory_used: (verdict.memoryUsed ?? []).map((m) => m.memory_id),
+      decision_id: written.decision_id,
+      replayed: written.replayed,
+      memories_proposed: written.memories_proposed,
+    });
+  }
+  console.log(JSON.stringify({ example, workspace, decisions }));
+}

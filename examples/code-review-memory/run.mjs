@@ -12,7 +12,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { byUse, decisionRecord, keyed, mentioning, recall, recallRequest, writeDecision } from "../judge-api.mjs";
+import { byUse, decideAll, mentioning } from "../judge-api.mjs";
 
 const args = process.argv.slice(2);
 const at = args.indexOf("--workspace");
@@ -57,42 +57,16 @@ function judge(proposal, recalled) {
   };
 }
 
-const decisions = [];
-for (const proposal of proposals) {
-  const recalled = await recall(
-    recallRequest({
-      requestId: `recall/${proposal.action_id}`,
-      workspace,
-      project,
-      taskId: task,
-      actionId: proposal.action_id,
-      summary: proposal.summary,
-      actionType: proposal.action_type,
-      tool: proposal.tool,
-      targetSystem: proposal.target_system,
-      entities: { repos: [path.basename(workspace)], topics: proposal.topics ?? [] },
-    }),
-  );
-  const verdict = judge(proposal, recalled);
-  const written = await writeDecision(
-    decisionRecord({
-      workspace,
-      project,
-      taskId: task,
-      actionId: proposal.action_id,
-      ...keyed("code-review", proposal.action_id, verdict),
-      ...verdict,
-    }),
-  );
-  console.error(`${verdict.decision.toUpperCase()} ${proposal.action_id}: ${verdict.why}`);
-  decisions.push({
-    action_id: proposal.action_id,
-    decision: verdict.decision,
-    recalled: recalled.memories.map((m) => m.memory_id),
-    memory_used: (verdict.memoryUsed ?? []).map((m) => m.memory_id),
-    decision_id: written.decision_id,
-    replayed: written.replayed,
-    memories_proposed: written.memories_proposed,
-  });
-}
-console.log(JSON.stringify({ example: "code-review-memory", workspace, decisions }));
+await decideAll({
+  example: "code-review-memory",
+  prefix: "code-review",
+  workspace,
+  project,
+  task,
+  proposals,
+  judge,
+  recallFields: (proposal) => ({
+    targetSystem: proposal.target_system,
+    entities: { repos: [path.basename(workspace)], topics: proposal.topics ?? [] },
+  }),
+});

@@ -3,6 +3,19 @@
 use praxis_policy::engine::example_context;
 use praxis_policy::{BUILTIN_PATTERNS, CommandText, Policy, Request, Source, Verdict};
 
+/// Why `patterns` (an edited copy of the built-in file) fails to load.
+fn builtin_load_error(patterns: &str) -> String {
+    Policy::load(
+        Source {
+            name: "patterns.toml",
+            text: patterns,
+        },
+        None,
+    )
+    .unwrap_err()
+    .to_string()
+}
+
 fn judge(policy: &Policy, command: &str, role: &str) -> praxis_policy::Decision {
     let request = Request {
         command: CommandText::Shell(command),
@@ -27,15 +40,7 @@ fn a_broken_example_is_a_load_error_naming_rule_and_example() {
         1,
     );
     assert_ne!(broken, BUILTIN_PATTERNS, "the example to break is gone");
-    let err = Policy::load(
-        Source {
-            name: "patterns.toml",
-            text: &broken,
-        },
-        None,
-    )
-    .unwrap_err()
-    .to_string();
+    let err = builtin_load_error(&broken);
     assert!(
         err.contains("host-power") && err.contains("ls -la"),
         "{err}"
@@ -55,15 +60,7 @@ fn an_unknown_key_is_a_load_error_with_its_line() {
         .position(|l| l.starts_with("surprise"))
         .unwrap()
         + 1;
-    let err = Policy::load(
-        Source {
-            name: "patterns.toml",
-            text: &text,
-        },
-        None,
-    )
-    .unwrap_err()
-    .to_string();
+    let err = builtin_load_error(&text);
     assert!(err.starts_with(&format!("patterns.toml:{line}:")), "{err}");
     assert!(err.contains("surprise"), "{err}");
 }
@@ -271,15 +268,7 @@ fn connect_lists_are_validated_at_load() {
         1,
     );
     assert_ne!(unknown, BUILTIN_PATTERNS);
-    let err = Policy::load(
-        Source {
-            name: "patterns.toml",
-            text: &unknown,
-        },
-        None,
-    )
-    .unwrap_err()
-    .to_string();
+    let err = builtin_load_error(&unknown);
     assert!(err.contains("unknown registry `gopher`"), "{err}");
     let operator = r#"
 [[rule]]
@@ -360,15 +349,7 @@ fn a_table_example_with_the_wrong_decision_is_a_load_error_at_its_line() {
         .position(|l| l.contains(example))
         .unwrap()
         + 1;
-    let err = Policy::load(
-        Source {
-            name: "patterns.toml",
-            text: &broken,
-        },
-        None,
-    )
-    .unwrap_err()
-    .to_string();
+    let err = builtin_load_error(&broken);
     assert!(err.starts_with(&format!("patterns.toml:{line}:")), "{err}");
     assert!(err.contains("must be ALLOW, is STOP"), "{err}");
 }
@@ -377,15 +358,7 @@ fn a_table_example_with_the_wrong_decision_is_a_load_error_at_its_line() {
 fn an_exec_option_naming_an_unknown_language_is_refused() {
     let broken = BUILTIN_PATTERNS.replacen("language = \"javascript\"", "language = \"cobol\"", 1);
     assert_ne!(broken, BUILTIN_PATTERNS);
-    let err = Policy::load(
-        Source {
-            name: "patterns.toml",
-            text: &broken,
-        },
-        None,
-    )
-    .unwrap_err()
-    .to_string();
+    let err = builtin_load_error(&broken);
     assert!(err.contains("`cobol` is not in [interpreters]"), "{err}");
 }
 
@@ -431,15 +404,7 @@ fn not_relaxable_on_a_rule_that_does_not_hold_is_a_load_error() {
         1,
     );
     assert_ne!(broken, BUILTIN_PATTERNS, "the rule to mark is gone");
-    let err = Policy::load(
-        Source {
-            name: "patterns.toml",
-            text: &broken,
-        },
-        None,
-    )
-    .unwrap_err()
-    .to_string();
+    let err = builtin_load_error(&broken);
     assert!(
         err.contains("host-power") && err.contains("not_relaxable"),
         "{err}"

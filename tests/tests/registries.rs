@@ -153,18 +153,18 @@ fn pip_installs_into_a_venv() {
     // PyPI and its files host granted, nothing else.
     let install = ". venv/bin/activate && pip install --no-cache-dir -r requirements.txt";
     ok(&d.run(&["-c", install]));
-    let imported = d.run(&[
-        "--",
-        "venv/bin/python",
-        "-c",
-        "import six; print(six.__version__)",
-    ]);
+    six_is_installed(&d, "venv/bin/python");
+    reached(&d, &["pypi.org", "files.pythonhosted.org"]);
+}
+
+/// The project's `python` imports the `six` that was installed.
+fn six_is_installed(d: &Daemon, python: &str) {
+    let imported = d.run(&["--", python, "-c", "import six; print(six.__version__)"]);
     assert_eq!(
         String::from_utf8_lossy(&imported.stdout),
         "1.17.0\n",
         "{imported:?}"
     );
-    reached(&d, &["pypi.org", "files.pythonhosted.org"]);
 }
 
 /// uv: the one on PATH, else the one `make test` installs into the project
@@ -193,17 +193,7 @@ fn uv_syncs_a_project_from_pypi() {
     .unwrap();
     let out = d.run(&["--", uv.to_str().unwrap(), "sync", "--no-python-downloads"]);
     ok(&out);
-    let imported = d.run(&[
-        "--",
-        ".venv/bin/python",
-        "-c",
-        "import six; print(six.__version__)",
-    ]);
-    assert_eq!(
-        String::from_utf8_lossy(&imported.stdout),
-        "1.17.0\n",
-        "{imported:?}"
-    );
+    six_is_installed(&d, ".venv/bin/python");
     reached(&d, &["pypi.org", "files.pythonhosted.org"]);
 }
 
