@@ -20,8 +20,10 @@
 //! cannot be read or written, or a detector that panics never stops work;
 //! each is audited as `session_failed` and the action goes on unsteered.
 
+use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use praxis_policy::verdict::{Tier, Verdict as Ruling};
@@ -44,6 +46,9 @@ pub const SESSION_POLICY_FILE: &str = "session.toml";
 pub const SESSIONS_DIR: &str = "sessions";
 /// The ledger of finished windows that new sessions learn from, in the state directory.
 pub const LEDGER_FILE: &str = "session-baselines.json";
+/// How many sessions stay live in memory; the least recently active one beyond
+/// this is dropped from memory and read back from its state file when it returns.
+pub const LIVE_SESSIONS: usize = 1024;
 /// Rule id of a refusal by a role's method rule.
 pub const METHOD_RULE_PREFIX: &str = "session.method.";
 
@@ -98,9 +103,37 @@ pub struct Sessions {
     detector: Result<Detector, String>,
     dir: PathBuf,
     ledger: PathBuf,
-    /// One event at a time: load, seed, observe, save and teach are one step
-    /// (the ledger is shared by every session).
-    lock: Mutex<()>,
+    /// Live session states by state file, at most [`LIVE_SESSIONS`]. One
+    /// event at a time: load, seed, observe and teach are one step under
+    /// this lock (the ledger is shared by every session).
+    live: Mutex<HashMap<PathBuf, Stored>>,
+    /// The write-behind queue: states are saved after the reply, in the
+    /// order their events were observed, by one writer thread.
+    writes: mpsc::Sender<Write>,
+}
+
+/// One job of the writer thread.
+enum Write {
+    State(PathBuf, Box<Stored>),
+    /// Answered once every write queued before it is on disk.
+    Flush(mpsc::Sender<()>),
+}
+
+/// Saves states in queue order; a failure is logged (the event was audited
+/// and answered already), and the next event of that session rewrites it whole.
+fn write_behind(dir: &Path, queue: &mpsc::Receiver<Write>) {
+    for job in queue {
+        match job {
+            Write::State(path, stored) => {
+                if let Err(e) = write_json(dir, &path, &stored) {
+                    tracing::error!("session state not saved: {e}");
+                }
+            }
+            Write::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
 }
 
 impl Sessions {
@@ -110,11 +143,31 @@ impl Sessions {
         if let Err(why) = &detector {
             tracing::error!("session control plane off: {why}");
         }
+        let dir = config.layout.state_dir.join(SESSIONS_DIR);
+        let (writes, queue) = mpsc::channel();
+        let writer_dir = dir.clone();
+        // The thread ends when the queue's sender (these Sessions) is dropped.
+        if let Err(e) = std::thread::Builder::new()
+            .name("session-writer".into())
+            .spawn(move || write_behind(&writer_dir, &queue))
+        {
+            tracing::error!("session states will not be saved: {e}");
+        }
         Sessions {
             detector,
-            dir: config.layout.state_dir.join(SESSIONS_DIR),
+            dir,
             ledger: config.layout.state_dir.join(LEDGER_FILE),
-            lock: Mutex::new(()),
+            live: Mutex::new(HashMap::new()),
+            writes,
+        }
+    }
+
+    /// Waits until every state queued so far is on disk, so that reading a
+    /// state file never sees one older than the live state.
+    fn flush(&self) {
+        let (done, wait) = mpsc::channel();
+        if self.writes.send(Write::Flush(done)).is_ok() {
+            let _ = wait.recv();
         }
     }
 
@@ -128,16 +181,9 @@ impl Sessions {
         request_id: Option<&str>,
     ) -> Observed {
         event.at_ms = u64::try_from(clock::now_ms()).unwrap_or(0);
-        let sessions = Arc::clone(self);
-        let step = {
-            let event = event.clone();
-            tokio::task::spawn_blocking(move || sessions.step(&event))
-        };
-        let outcome = match step.await {
-            Ok(outcome) => outcome,
-            Err(e) => Err(SessionError::Panicked(e.to_string())),
-        };
-        let Stepped { outcome, ledger } = match outcome {
+        // In memory and µs-fast for a live session; the file is read only
+        // for a session not live, and saved behind the reply.
+        let Stepped { outcome, ledger } = match self.step(&event) {
             Ok(stepped) => stepped,
             Err(e) => {
                 failed(audit, &event, request_id, &e).await;
@@ -159,15 +205,21 @@ impl Sessions {
         }
     }
 
-    /// Load, seed, observe, save and teach, under the lock.
+    /// Load, seed, observe, queue the save and teach, under the lock.
     fn step(&self, event: &HookEvent) -> Result<Stepped, SessionError> {
         let detector = self
             .detector
             .as_ref()
             .map_err(|e| SessionError::Policy(e.clone()))?;
-        let _one = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         let path = self.path_of(&event.scope());
-        let mut stored = match read_json::<Stored>(&path) {
+        let mut stored = match live.remove(&path).map_or_else(
+            || {
+                self.flush();
+                read_json::<Stored>(&path)
+            },
+            |stored| Ok(Some(stored)),
+        ) {
             Ok(Some(stored)) => stored,
             // This event is audited as failed; the session starts afresh
             // with the next one rather than failing on every event.
@@ -208,11 +260,21 @@ impl Sessions {
         if event.cwd.is_some() {
             stored.cwd.clone_from(&event.cwd);
         }
-        write_json(&self.dir, &path, &stored)?;
+        let saved = self
+            .writes
+            .send(Write::State(path.clone(), Box::new(stored.clone())));
         if let Some(lineage) = &stored.state.lineage
             && let Err(e) = self.teach(detector, lineage, &outcome)
         {
             ledger_error = Some(e);
+        }
+        evict_idle(&mut live);
+        live.insert(path.clone(), stored);
+        if saved.is_err() {
+            return Err(io_error(
+                &path,
+                std::io::Error::other("the session writer is gone"),
+            ));
         }
         seeded.transitions.append(&mut outcome.transitions);
         Ok(Stepped {
@@ -267,6 +329,7 @@ impl Sessions {
 
     /// Every stored session, most recently active first.
     pub fn list(&self) -> Result<Vec<Stored>, SessionError> {
+        self.flush();
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -287,6 +350,21 @@ impl Sessions {
                 .then(a.state.scope.cmp(&b.state.scope))
         });
         Ok(out)
+    }
+}
+
+/// Drops the least recently active session from memory when full; its
+/// state is on disk (or queued to be) and is read back when it returns.
+fn evict_idle(live: &mut HashMap<PathBuf, Stored>) {
+    if live.len() < LIVE_SESSIONS {
+        return;
+    }
+    let idle = live
+        .iter()
+        .min_by_key(|(_, stored)| stored.last_ms)
+        .map(|(path, _)| path.clone());
+    if let Some(idle) = idle {
+        live.remove(&idle);
     }
 }
 

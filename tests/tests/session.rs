@@ -298,6 +298,10 @@ fn praxis_run_with_a_session_gets_an_advisory_line_on_a_failing_loop() {
     assert!(!run(&d, 1).contains("Praxis:"));
     assert!(!run(&d, 2).contains("Praxis:"));
     // The state is in the state dir: a restarted praxisd goes on where it was.
+    // States are saved behind the reply; listing waits for the queued saves,
+    // so the last outcome is on disk before the SIGKILL.
+    let listed = d.praxis(&["session", "list"]);
+    assert!(listed.status.success(), "{listed:?}");
     d.kill9();
     d.spawn();
     let third = run(&d, 3);
