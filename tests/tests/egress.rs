@@ -265,20 +265,7 @@ fn a_bound_credential_reaches_only_its_destination_and_never_the_child() {
     let bound = Host::start("bound\n", None);
     let other = Host::start("other\n", None);
     let to = format!("127.0.0.1:{}", bound.port);
-    let added = d.praxis(&[
-        "cred",
-        "add",
-        "api",
-        "--env",
-        "API_TOKEN",
-        "--from-env",
-        "PRAXIS_E2E_API_SECRET",
-        "--header",
-        "Authorization: Bearer {}",
-        "--to",
-        &to,
-    ]);
-    assert!(added.status.success(), "{added:?}");
+    d.bind_api_credential(&to);
 
     let out = d.run(&["--", "curl", "-sS", &bound.url("/")]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");

@@ -116,20 +116,7 @@ fn daemon(roots: &[&Path], host: &TlsHost) -> Daemon {
         &[("PRAXIS_E2E_API_SECRET", SECRET)],
     );
     let to = format!("127.0.0.1:{}", host.port);
-    let added = d.praxis(&[
-        "cred",
-        "add",
-        "api",
-        "--env",
-        "API_TOKEN",
-        "--from-env",
-        "PRAXIS_E2E_API_SECRET",
-        "--header",
-        "Authorization: Bearer {}",
-        "--to",
-        &to,
-    ]);
-    assert!(added.status.success(), "{added:?}");
+    d.bind_api_credential(&to);
     d
 }
 

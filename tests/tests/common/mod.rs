@@ -281,6 +281,25 @@ impl Daemon {
         assert!(approved.status.success(), "{approved:?}");
         self.run(args)
     }
+
+    /// Adds the credential `api` (from the daemon's `PRAXIS_E2E_API_SECRET`,
+    /// as `API_TOKEN`), bound to `to` (`host:port`) as a bearer header.
+    pub fn bind_api_credential(&self, to: &str) {
+        let added = self.praxis(&[
+            "cred",
+            "add",
+            "api",
+            "--env",
+            "API_TOKEN",
+            "--from-env",
+            "PRAXIS_E2E_API_SECRET",
+            "--header",
+            "Authorization: Bearer {}",
+            "--to",
+            to,
+        ]);
+        assert!(added.status.success(), "{added:?}");
+    }
 }
 
 impl Drop for Daemon {
