@@ -15,22 +15,33 @@ pub fn python() -> String {
     std::env::var("PRAXIS_PYTHON").unwrap_or_else(|_| String::from("python3"))
 }
 
-#[test]
-fn an_mcp_session_lists_the_tool_and_runs_only_what_is_allowed() {
-    let d = Daemon::start_in_git();
-    let script = repo().join("tests/conformance/mcp_client.py");
-    let praxis_run = bin("praxis-run").display().to_string();
+/// Runs the Python SDK client `tests/conformance/SCRIPT` against
+/// `praxis-run mcp`, with `args` after the praxis-run path; what it prints.
+fn python_client(d: &Daemon, script: &str, args: &[&str]) -> serde_json::Value {
     let out = d
         .cmd(Path::new(&python()))
-        .args([script.display().to_string(), praxis_run])
+        .arg(repo().join("tests/conformance").join(script))
+        .arg(bin("praxis-run"))
+        .args(args)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "the MCP client failed (needs `pip install mcp`): {}",
+        "the MCP client {script} failed (needs `pip install mcp`): {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = stdout_json(&out);
+    stdout_json(&out)
+}
+
+/// The first JSON-RPC message praxis-run's MCP server wrote.
+fn first_reply(out: &Output) -> serde_json::Value {
+    serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap()
+}
+
+#[test]
+fn an_mcp_session_lists_the_tool_and_runs_only_what_is_allowed() {
+    let d = Daemon::start_in_git();
+    let v = python_client(&d, "mcp_client.py", &[]);
     assert_eq!(v["protocol_version"], "2025-06-18");
     assert_eq!(
         v["tools"],
@@ -101,21 +112,7 @@ fn calls_ran_at_once_and_the_cancel_ended_one(d: &Daemon, v: &serde_json::Value)
 #[test]
 fn mcp_calls_run_concurrently_and_a_cancel_ends_the_command() {
     let d = Daemon::start_in_git();
-    let script = repo().join("tests/conformance/mcp_concurrency.py");
-    let out = d
-        .cmd(Path::new(&python()))
-        .args([
-            script.display().to_string(),
-            bin("praxis-run").display().to_string(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the MCP client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = stdout_json(&out);
+    let v = python_client(&d, "mcp_concurrency.py", &[]);
     calls_ran_at_once_and_the_cancel_ended_one(&d, &v);
 }
 
@@ -132,9 +129,7 @@ fn mcp_answers_with_the_clients_protocol_revision_when_it_speaks_it() {
             r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{asked}","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
         );
         let out = d.praxis_run(&["mcp"], &format!("{init}\n"));
-        let reply: serde_json::Value =
-            serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap())
-                .unwrap();
+        let reply = first_reply(&out);
         assert_eq!(
             reply["result"]["protocolVersion"], answered,
             "asked {asked}"
@@ -152,8 +147,7 @@ fn a_command_past_its_time_limit_is_ended_and_the_result_says_timed_out() {
         started.elapsed() < std::time::Duration::from_secs(15),
         "the sleep was ended at its limit"
     );
-    let reply: serde_json::Value =
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    let reply = first_reply(&out);
     let result = &reply["result"];
     let text = result["content"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("timed out"), "{result}");
@@ -172,26 +166,12 @@ fn a_command_past_its_time_limit_is_ended_and_the_result_says_timed_out() {
 #[test]
 fn an_mcp_steer_is_a_line_before_the_output() {
     let d = Daemon::start_in_git();
-    let script = repo().join("tests/conformance/mcp_session.py");
     let failing = "echo compile error >&2; exit 3";
-    let out = d
-        .cmd(std::path::Path::new(&python()))
-        .args([
-            script.display().to_string(),
-            bin("praxis-run").display().to_string(),
-            String::from("mcp-loop-1"),
-            failing.into(),
-            failing.into(),
-            failing.into(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the MCP client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let results = python_client(
+        &d,
+        "mcp_session.py",
+        &["mcp-loop-1", failing, failing, failing],
     );
-    let results = stdout_json(&out);
     let texts: Vec<&str> = results
         .as_array()
         .unwrap()
