@@ -7,7 +7,7 @@ mod common;
 use common::Daemon;
 use std::os::unix::fs::PermissionsExt;
 
-use common::judge::{call, exchange, fixture, validator};
+use common::judge::{call, exchange, fixture, inspect, validator};
 use serde_json::json;
 
 #[test]
@@ -111,13 +111,7 @@ fn a_decision_written_twice_with_one_key_is_one_decision() {
     let (status, bad) = call(&d, "POST", &path, Some(&json!({"action": "bless"})));
     assert_eq!(status, 409, "{bad}");
 
-    let (status, inspected) = call(
-        &d,
-        "GET",
-        &format!("/v1/memories/{encoded}/inspector"),
-        None,
-    );
-    assert_eq!(status, 200, "{inspected}");
+    let inspected = inspect(&d, &encoded);
     assert_eq!(inspected["review_status"], "evidence_only", "{inspected}");
     assert_eq!(
         inspected["created_by"]["decision_id"], "dec-0001",

@@ -5,7 +5,7 @@
 mod common;
 
 use common::judge::{
-    call, fixture, held, last_decision, ok, push, pushable_repo, remembered, schema_errors,
+    call, fixture, held, inspect, last_decision, ok, push, pushable_repo, remembered, schema_errors,
 };
 use common::{Daemon, stdout_json};
 use serde_json::{Value, json};
@@ -191,13 +191,7 @@ fn criterion_05_the_inspector_shows_what_was_recalled_used_decided_and_written()
     let used_by = last_decision(&d)["request_id"].as_str().unwrap().to_owned();
 
     let encoded = lesson.replace('/', "%2F");
-    let (status, inspected) = call(
-        &d,
-        "GET",
-        &format!("/v1/memories/{encoded}/inspector"),
-        None,
-    );
-    assert_eq!(status, 200, "{inspected}");
+    let inspected = inspect(&d, &encoded);
     let retrieved: Vec<&str> = inspected["retrieved_by"]
         .as_array()
         .unwrap()

@@ -17,6 +17,19 @@ pub fn call(d: &Daemon, method: &str, path: &str, body: Option<&Value>) -> (u16,
     exchange(stream, method, path, body, None)
 }
 
+/// The inspector's answer on the memory `encoded_id` (its id with `/` as
+/// `%2F`), which must be 200.
+pub fn inspect(d: &Daemon, encoded_id: &str) -> Value {
+    let (status, inspected) = call(
+        d,
+        "GET",
+        &format!("/v1/memories/{encoded_id}/inspector"),
+        None,
+    );
+    assert_eq!(status, 200, "{inspected}");
+    inspected
+}
+
 /// One HTTP/1.1 request on `stream` (with a bearer token when given): the
 /// status and the JSON body.
 pub fn exchange(
