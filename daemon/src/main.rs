@@ -258,10 +258,6 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
         tracing::warn!("{why}");
     }
 
-    // We hold the instance lock, so a socket file left here is stale.
-    let _ = fs::remove_file(&layout.socket);
-    let listener = tokio::net::UnixListener::bind(&layout.socket)
-        .map_err(|e| format!("cannot bind {}: {e}", layout.socket.display()))?;
     // System mode: any local user may submit requests (operator requests are
     // checked by uid); user mode: the directory is already private.
     let socket_mode = if layout.mode == Mode::System {
@@ -269,16 +265,9 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
     } else {
         0o600
     };
-    fs::set_permissions(&layout.socket, fs::Permissions::from_mode(socket_mode))
-        .map_err(|e| format!("cannot set permissions on {}: {e}", layout.socket.display()))?;
-    tracing::info!(
-        "praxisd serving on {} ({} mode)",
-        layout.socket.display(),
-        layout.mode.as_str()
-    );
-
     // The judge API: HTTP/1.1 JSON beside the request socket, every peer
-    // checked by its kernel credentials.
+    // checked by its kernel credentials. It comes up first, so a client that
+    // sees the request socket finds every listener ready.
     let api_socket = layout.socket.with_file_name("praxisd-api.sock");
     let _ = fs::remove_file(&api_socket);
     let api = tokio::net::UnixListener::bind(&api_socket)
@@ -300,6 +289,18 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
             token,
         ));
     }
+
+    // We hold the instance lock, so a socket file left here is stale.
+    let _ = fs::remove_file(&layout.socket);
+    let listener = tokio::net::UnixListener::bind(&layout.socket)
+        .map_err(|e| format!("cannot bind {}: {e}", layout.socket.display()))?;
+    fs::set_permissions(&layout.socket, fs::Permissions::from_mode(socket_mode))
+        .map_err(|e| format!("cannot set permissions on {}: {e}", layout.socket.display()))?;
+    tracing::info!(
+        "praxisd serving on {} ({} mode)",
+        layout.socket.display(),
+        layout.mode.as_str()
+    );
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let serving = tokio::spawn(server::serve(Arc::clone(&daemon), listener, stop_rx));
