@@ -11,6 +11,13 @@
 //! (`chmod` and friends, and file creation), and for sockets the network
 //! setting forbids. Both parts kill the process on a foreign architecture.
 //!
+//! Between the two, a comparison tree on the call number lets every call the
+//! rules do not name through after a few comparisons and sends the others
+//! to the rules. When a filter is attached the kernel runs it once for every
+//! call number to find the calls it can let through without running it;
+//! through the rules' linear chain that walk took about a fifth of a
+//! millisecond per command, through the tree it is a few comparisons.
+//!
 //! One program instead of two stacked filters gives the same verdicts (the
 //! guard's refusals are KILL, or an errno where the rules allow or refuse
 //! with EPERM, and a later-installed filter's errno won ties) while the
@@ -164,15 +171,18 @@ pub(crate) fn program(sockets: Sockets) -> Result<&'static [libc::sock_filter], 
     if let Some(program) = cell.get() {
         return Ok(program);
     }
-    let compiled = combine(&rules_program(sockets)?);
+    let rules = rules_program(sockets)?;
+    let compiled = combine(&dispatch(&rules.named), &rules.program);
     Ok(cell.get_or_init(|| compiled))
 }
 
-/// The guard, then the rules: the guard's jumps past its last check land on
-/// the rules' first instruction.
-fn combine(rules: &[sock_filter]) -> Vec<libc::sock_filter> {
+/// The guard, the dispatch, then the rules: the guard's jumps past its last
+/// check land on the dispatch, whose jumps past its end land on the rules'
+/// first instruction.
+fn combine(dispatch: &[sock_filter], rules: &[sock_filter]) -> Vec<libc::sock_filter> {
     guard()
         .iter()
+        .chain(dispatch)
         .chain(rules)
         .map(|f| libc::sock_filter {
             code: f.code,
@@ -251,8 +261,15 @@ fn private_net_socket_rules() -> Result<Vec<SeccompRule>, FilterError> {
     Ok(rules)
 }
 
+/// The rules part for one socket setting, and the calls it names.
+struct Rules {
+    program: BpfProgram,
+    /// Ascending call numbers: every other call passes the rules.
+    named: Vec<u32>,
+}
+
 /// Compiles the rules part for one socket setting.
-fn rules_program(sockets: Sockets) -> Result<BpfProgram, FilterError> {
+fn rules_program(sockets: Sockets) -> Result<Rules, FilterError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         ALWAYS_DENIED.iter().map(|&nr| (nr, Vec::new())).collect();
     rules.insert(
@@ -290,13 +307,19 @@ fn rules_program(sockets: Sockets) -> Result<BpfProgram, FilterError> {
         libc::SYS_socketpair,
         vec![rule(vec![cond(0, SeccompCmpOp::Ne, af_unix)?])?],
     );
+    // Call numbers are small and non-negative, so they fit the 32-bit
+    // `nr` field the dispatch compares.
+    let named = rules.keys().map(|&nr| nr as u32).collect();
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
         ARCH,
     )?;
-    Ok(BpfProgram::try_from(filter)?)
+    Ok(Rules {
+        program: BpfProgram::try_from(filter)?,
+        named,
+    })
 }
 
 const fn stmt(code: u16, k: u32) -> sock_filter {
@@ -326,6 +349,10 @@ const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const JGE: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
 const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+const JA: u16 = (libc::BPF_JMP | libc::BPF_JA) as u16;
+
+/// Most names a dispatch leaf compares one after the other.
+const LEAF: usize = 4;
 
 /// The guard: it returns only to refuse, and falls through past its end
 /// (into the rules) for everything else.
@@ -342,6 +369,50 @@ fn guard() -> [sock_filter; 10] {
         jump(JEQ, libc::SYS_openat2 as u32, 0, 1),
         stmt(RET, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
     ]
+}
+
+/// The dispatch for `named` (ascending call numbers), run with the call
+/// number in the accumulator: a call not named returns ALLOW, a named one
+/// jumps just past the dispatch's end. It halves the names at each `JGE`
+/// (a `JA` reaches the lower half, whatever its length) down to leaves of
+/// at most [`LEAF`] `JEQ`s, so every conditional jump is short.
+fn dispatch(named: &[u32]) -> Vec<sock_filter> {
+    /// An instruction, or a `JA` to the rules whose offset is known last.
+    enum Step {
+        Insn(sock_filter),
+        ToRules,
+    }
+    fn tree(named: &[u32], out: &mut Vec<Step>) {
+        if named.len() <= LEAF {
+            // Each JEQ jumps over the rest and the ALLOW onto the JA.
+            let n = named.len();
+            for (i, &nr) in named.iter().enumerate() {
+                out.push(Step::Insn(jump(JEQ, nr, (n - i) as u8, 0)));
+            }
+            out.push(Step::Insn(stmt(RET, libc::SECCOMP_RET_ALLOW)));
+            out.push(Step::ToRules);
+            return;
+        }
+        let (lower, upper) = named.split_at(named.len() / 2);
+        out.push(Step::Insn(jump(JGE, upper[0], 1, 0)));
+        let to_lower = out.len();
+        out.push(Step::Insn(stmt(JA, 0)));
+        tree(upper, out);
+        let skip = (out.len() - to_lower - 1) as u32;
+        out[to_lower] = Step::Insn(stmt(JA, skip));
+        tree(lower, out);
+    }
+    let mut steps = Vec::new();
+    tree(named, &mut steps);
+    let end = steps.len();
+    steps
+        .into_iter()
+        .enumerate()
+        .map(|(i, step)| match step {
+            Step::Insn(insn) => insn,
+            Step::ToRules => stmt(JA, (end - i - 1) as u32),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -363,34 +434,131 @@ mod tests {
     }
 
     #[test]
-    fn the_guard_falls_through_into_the_rules() {
+    fn the_guard_falls_through_into_the_dispatch_and_it_into_the_rules() {
         let guard = guard();
         let rules = rules_program(Sockets::None).unwrap();
+        let dispatch = dispatch(&rules.named);
         let combined = program(Sockets::None).unwrap();
         let same = |a: &libc::sock_filter, b: &sock_filter| {
             (a.code, a.jt, a.jf, a.k) == (b.code, b.jt, b.jf, b.k)
         };
-        assert_eq!(combined.len(), guard.len() + rules.len());
+        assert_eq!(
+            combined.len(),
+            guard.len() + dispatch.len() + rules.program.len()
+        );
         assert!(
             combined
                 .iter()
-                .zip(guard.iter().chain(rules.iter()))
+                .zip(guard.iter().chain(&dispatch).chain(&rules.program))
                 .all(|(a, b)| same(a, b))
         );
-        // No guard jump leaves it except onto the rules' first instruction,
-        // and no guard return lets a call through.
-        for (i, f) in guard.iter().enumerate() {
-            if f.code & 0x07 == libc::BPF_JMP as u16 {
-                for off in [f.jt, f.jf] {
-                    assert!(i + 1 + usize::from(off) <= guard.len(), "jump at {i}");
+        // No jump of either part leaves it except onto the next part's
+        // first instruction; the guard lets no call through, the dispatch
+        // only calls the rules do not name.
+        for (part, allows) in [(&guard[..], false), (&dispatch[..], true)] {
+            for (i, f) in part.iter().enumerate() {
+                if f.code == JA {
+                    assert!(i + 1 + f.k as usize <= part.len(), "jump at {i}");
+                } else if f.code & 0x07 == libc::BPF_JMP as u16 {
+                    for off in [f.jt, f.jf] {
+                        assert!(i + 1 + usize::from(off) <= part.len(), "jump at {i}");
+                    }
+                }
+                if f.code == RET {
+                    assert_eq!(f.k == libc::SECCOMP_RET_ALLOW, allows, "return at {i}");
                 }
             }
-            if f.code == RET {
-                assert_ne!(f.k, libc::SECCOMP_RET_ALLOW, "return at {i}");
+        }
+        // The guard's last check's fall-through is the dispatch's start.
+        assert_eq!(guard[guard.len() - 2].jf, 1);
+    }
+
+    /// What a classic BPF program returns for one call, and how many
+    /// instructions it ran: the subset of opcodes the filter uses.
+    fn run(program: &[libc::sock_filter], data: &libc::seccomp_data) -> (u32, usize) {
+        let word = |offset: u32| -> u32 {
+            // SAFETY: seccomp_data is plain data; offsets are checked in bounds.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(
+                    (data as *const libc::seccomp_data).cast::<u8>(),
+                    std::mem::size_of::<libc::seccomp_data>(),
+                )
+            };
+            let at = offset as usize;
+            u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap())
+        };
+        let (mut acc, mut pc, mut steps) = (0u32, 0usize, 0usize);
+        loop {
+            let f = program[pc];
+            steps += 1;
+            pc += 1;
+            let taken = |cond: bool| usize::from(if cond { f.jt } else { f.jf });
+            match f.code {
+                LD_W_ABS => acc = word(f.k),
+                RET => return (f.k, steps),
+                JA => pc += f.k as usize,
+                JEQ => pc += taken(acc == f.k),
+                JGE => pc += taken(acc >= f.k),
+                c if c == (libc::BPF_JMP | libc::BPF_JGT | libc::BPF_K) as u16 => {
+                    pc += taken(acc > f.k)
+                }
+                c if c == (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16 => {
+                    pc += taken(acc & f.k != 0)
+                }
+                c if c == (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16 => acc &= f.k,
+                other => panic!("opcode {other:#x} at {}", pc - 1),
             }
         }
-        // The last check's fall-through is the rules' start.
-        assert_eq!(guard[guard.len() - 2].jf, 1);
+    }
+
+    #[test]
+    fn the_dispatch_changes_no_verdict_and_lets_unnamed_calls_through_quickly() {
+        for sockets in [
+            Sockets::None,
+            Sockets::PrivateNetNoUnix,
+            Sockets::PrivateNet,
+        ] {
+            let rules = rules_program(sockets).unwrap();
+            let combined = program(sockets).unwrap();
+            let without: Vec<libc::sock_filter> = guard()
+                .iter()
+                .chain(&rules.program)
+                .map(|f| libc::sock_filter {
+                    code: f.code,
+                    jt: f.jt,
+                    jf: f.jf,
+                    k: f.k,
+                })
+                .collect();
+            let depth = guard().len() + 2 * (rules.named.len().ilog2() as usize + 1) + LEAF + 1;
+            // Arguments that trip each kind of rule: namespace flags, set-id
+            // modes with and without O_CREAT, socket families and types.
+            let samples: [[u64; 6]; 6] = [
+                [0; 6],
+                [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0],
+                [0, 0o4755, 0o4755, 0o4755, 0, 0],
+                [0, libc::O_CREAT as u64, libc::O_CREAT as u64, 0o2755, 0, 0],
+                [libc::AF_INET as u64, libc::SOCK_RAW as u64, 0, 0, 0, 0],
+                [libc::AF_UNIX as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0],
+            ];
+            for nr in (0..600).chain([libc::SYS_clone3 as i32, X32_BIT as i32 | 1]) {
+                for args in samples {
+                    for arch in [AUDIT_ARCH, 0x4000_0003] {
+                        let data = libc::seccomp_data {
+                            nr,
+                            arch,
+                            instruction_pointer: 0,
+                            args,
+                        };
+                        let (verdict, steps) = run(combined, &data);
+                        assert_eq!(verdict, run(&without, &data).0, "call {nr} {args:?}");
+                        if arch == AUDIT_ARCH && !rules.named.contains(&(nr as u32)) {
+                            assert!(steps <= depth, "call {nr}: {steps} steps");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn errno_of(rc: libc::c_long) -> i32 {
