@@ -59,13 +59,18 @@ pub fn sandboxed(
     let pgid = child.pid();
     let (tx, exited) = oneshot::channel();
     tokio::task::spawn_blocking(move || {
-        let waited = match child.wait() {
+        let (waited, leftovers) = child.wait_leaving();
+        let waited = match waited {
             Ok(praxis_sandbox::ExitStatus::Code(code)) => Ok((Some(code), None)),
             Ok(praxis_sandbox::ExitStatus::Signal(sig)) => Ok((None, Some(sig))),
             Err(e) => Err(errors::one_line(&e)),
         };
-        drop(child);
+        // Every process of the command is killed: the exit is reported now,
+        // the cgroups and scratch dir are removed after.
         let _ = tx.send(waited);
+        if let Err(e) = leftovers.remove() {
+            tracing::warn!("after a command: {}", errors::one_line(&e));
+        }
     });
     Ok(Running {
         pgid,

@@ -175,7 +175,7 @@ pub use filter::FilterError;
 pub use fs_rules::RulesError;
 pub use pins::PinError;
 pub use probe::{SelfTestReport, Support, self_test, support};
-pub use process::{Child, ExitStatus, Prepared, Waited, prepare, spawn};
+pub use process::{Child, ExitStatus, Leftovers, Prepared, Waited, prepare, spawn};
 
 /// Minimum Landlock ABI: 6 brings the abstract-unix-socket and signal scopes.
 pub const MIN_LANDLOCK_ABI: i32 = 6;

@@ -1100,6 +1100,22 @@ impl Child {
         self.reap()
     }
 
+    /// Like [`Child::wait`], but what is left to tidy (the command's
+    /// cgroups, whose processes are killed before this returns, and its
+    /// scratch dir) comes back as [`Leftovers`] instead of being removed
+    /// here: the caller can report the exit first and tidy after.
+    pub fn wait_leaving(mut self) -> (Result<ExitStatus, SandboxError>, Leftovers) {
+        let cgroup = self.cgroup.take();
+        let waited = self.wait();
+        let killed = cgroup.as_ref().map_or(Ok(()), CommandCgroup::kill);
+        let waited = waited.and_then(|status| killed.map(|()| status).map_err(Into::into));
+        let leftovers = Leftovers {
+            cgroup,
+            scratch: self.scratch.take(),
+        };
+        (waited, leftovers)
+    }
+
     /// The status if the leader has exited (leftover group members are then
     /// killed), else `None`.
     pub fn try_wait(&mut self) -> Result<Option<ExitStatus>, SandboxError> {
@@ -1167,6 +1183,26 @@ impl Child {
             status: self.terminate_group(grace)?,
             timed_out: true,
         })
+    }
+}
+
+/// A finished command's cgroups (its processes already killed) and scratch
+/// dir, removed on drop: waiting for the cgroups to empty and removing them
+/// takes a few system calls per hierarchy that need not delay the exit.
+#[derive(Debug)]
+#[must_use = "dropping it removes the command's cgroups and scratch dir"]
+pub struct Leftovers {
+    cgroup: Option<CommandCgroup>,
+    scratch: Option<ScratchDir>,
+}
+
+impl Leftovers {
+    /// Removes the cgroups once empty, then the scratch dir.
+    pub fn remove(mut self) -> Result<(), SandboxError> {
+        let removed = self.cgroup.take().map_or(Ok(()), CommandCgroup::remove);
+        // Only now can no process of the command still write there.
+        drop(self.scratch.take());
+        removed.map_err(Into::into)
     }
 }
 

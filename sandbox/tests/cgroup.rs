@@ -103,6 +103,22 @@ fn leftovers_in_another_session_die_with_the_command() {
 }
 
 #[test]
+fn wait_leaving_kills_leftovers_before_it_returns_and_leaves_only_the_removal() {
+    if !tracked() {
+        return;
+    }
+    let fx = Fixture::new();
+    let (child, pid) = start(&fx, &escaping("exit 3"));
+    let cgroup = child.cgroup().expect("a cgroup").to_path_buf();
+    let (waited, leftovers) = child.wait_leaving();
+    assert_eq!(waited.unwrap().shell_code(), 3);
+    assert_dies(pid);
+    assert!(cgroup.exists(), "removed only by the leftovers");
+    leftovers.remove().unwrap();
+    assert!(!cgroup.exists(), "the cgroup is removed once empty");
+}
+
+#[test]
 fn terminate_group_reaches_other_sessions() {
     if !tracked() {
         return;
