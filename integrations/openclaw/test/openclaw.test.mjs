@@ -211,9 +211,14 @@ describe("the praxis plugin in OpenClaw", { skip: !configPath || !workspace ? "O
       await new Promise((resolve) => silent.listen(path.join(dir, "praxis/praxisd.sock"), resolve));
       process.env.XDG_RUNTIME_DIR = dir;
       const started = Date.now();
-      const result = await exec.execute("oc-silent-1", { command: "echo should-not-run > silent.txt" });
+      let result;
+      try {
+        result = await exec.execute("oc-silent-1", { command: "echo should-not-run > silent.txt" });
+      } finally {
+        process.env.XDG_RUNTIME_DIR = saved;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
       const took = Date.now() - started;
-      process.env.XDG_RUNTIME_DIR = saved;
       assert.equal(result.details.status, "blocked", JSON.stringify(result));
       assert.equal(JSON.parse(result.details.reason).execution_prevented, true);
       assert.ok(took <= DECISION_TIMEOUT_MS + 1000, `blocked after ${took} ms`);

@@ -24,11 +24,16 @@ test("a praxis-run that cannot be started is an error, so a block", async () => 
 test("a praxis-run that outlives the deadline is killed and the call blocked", async () => {
   const started = Date.now();
   // A client stuck before it answers (a connect, a lock).
-  const stuck = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "praxis-stuck-")), "praxis-run");
-  fs.writeFileSync(stuck, "#!/bin/sh\nexec sleep 30\n", { mode: 0o755 });
-  const err = await callHook(event, { praxisRun: stuck, deadlineMs: 700 }).catch((e) => e);
-  assert.match(err.message, /did not decide within 700 ms/);
-  assert.ok(Date.now() - started < 2000);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "praxis-stuck-"));
+  try {
+    const stuck = path.join(dir, "praxis-run");
+    fs.writeFileSync(stuck, "#!/bin/sh\nexec sleep 30\n", { mode: 0o755 });
+    const err = await callHook(event, { praxisRun: stuck, deadlineMs: 700 }).catch((e) => e);
+    assert.match(err.message, /did not decide within 700 ms/);
+    assert.ok(Date.now() - started < 2000);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("only a well-formed ALLOW with exit 0 allows", () => {
