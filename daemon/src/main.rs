@@ -209,6 +209,9 @@ fn start(layout: Layout) -> Result<i32, String> {
     if let Err(why) = &self_test {
         tracing::error!("sandbox self-test failed, serving only HOLD: {why}");
     }
+    // Each command's scratch dir, ruleset and cgroups are made while the
+    // previous one runs (removed again at shutdown).
+    praxis_sandbox::keep_spares();
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -331,6 +334,7 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
     if let Ok(store) = &daemon.memory {
         store.flush();
     }
+    praxis_sandbox::discard_spare();
     let _ = daemon
         .record(
             Event {

@@ -240,6 +240,16 @@ pub(crate) fn carve(
     Ok(carved)
 }
 
+/// Whether `carved` is the carve kept for `key` (a later command with the
+/// same key may reuse it).
+pub(crate) fn is_kept(key: &Key, carved: &Arc<Carved>) -> bool {
+    CACHE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .any(|(k, c)| k == key && Arc::ptr_eq(c, carved))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

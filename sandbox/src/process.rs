@@ -19,7 +19,7 @@ use crate::env::{self, EnvBlock};
 use crate::filter::{self, Sockets};
 use crate::fs_rules::{self, Exclusion, Grant};
 use crate::pins::{self, PinPlan, UserNsMaps};
-use crate::{Network, Profile, SandboxError, Spec, Stdio, carve_cache};
+use crate::{Network, Profile, SandboxError, Spec, Stdio, carve_cache, spare};
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): denials after exec are audited.
 const LOG_NEW_EXEC_ON: u32 = 2;
@@ -38,11 +38,17 @@ const DEVICES: &[&str] = &[
 pub(crate) struct ScratchDir(pub(crate) PathBuf);
 
 impl ScratchDir {
+    /// A fresh dir under `root`, which is made first if missing.
     pub(crate) fn create(
         root: &Path,
         owner: Option<(u32, u32)>,
     ) -> Result<ScratchDir, SandboxError> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        ScratchDir::make_root(root)?;
+        ScratchDir::create_in(root, owner)
+    }
+
+    /// Makes the scratch root if it is missing.
+    pub(crate) fn make_root(root: &Path) -> Result<(), SandboxError> {
         if !root.is_dir() {
             // Traversable by the uids commands run as, listable by none of them.
             DirBuilder::new()
@@ -51,6 +57,15 @@ impl ScratchDir {
                 .create(root)
                 .map_err(|e| SandboxError::os("creating the scratch root", e))?;
         }
+        Ok(())
+    }
+
+    /// A fresh dir under `root`, which must exist.
+    pub(crate) fn create_in(
+        root: &Path,
+        owner: Option<(u32, u32)>,
+    ) -> Result<ScratchDir, SandboxError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
         loop {
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -363,16 +378,6 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         }
     };
     let owner = spec.run_as.as_ref().map(|r| (r.uid, r.gid));
-    let scratch = ScratchDir::create(&spec.scratch_root, owner)?;
-    let env = env::build(
-        &spec.env,
-        &spec.extra_env_allow,
-        &spec.home,
-        &scratch.0,
-        spec.profile,
-        egress_port,
-    )?;
-
     let restricted = spec.profile != Profile::Full;
     // Without CAP_SYS_ADMIN, mounts need a user namespace of our own.
     let can_mount = privileged || pins::user_namespaces_work();
@@ -418,12 +423,21 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     } else {
         PinPlan::default()
     };
-    let mut scratch_rules = Vec::new();
+    // The scratch dir, the ruleset with the carve's rules and the scratch
+    // dir's grant, and the cgroups: made ahead when they can be (see
+    // `spare`); the command's own write grants are added here.
+    ScratchDir::make_root(&spec.scratch_root)?;
+    let inputs = spare::Inputs {
+        carve: key,
+        scratch_root: spec.scratch_root.clone(),
+        owner,
+        network_off: spec.network.is_off(),
+        limits: spec.limits,
+    };
+    let made = spare::take_or_make(&inputs, &carved)?;
+    let mut rule_count = made.rule_count;
     if restricted {
-        let mut grants = vec![Grant {
-            path: scratch.0.clone(),
-            access: fs_rules::write_rights(),
-        }];
+        let mut grants = Vec::new();
         for path in &spec.write_grants {
             absolute(path, "write grant")?;
             grants.push(Grant {
@@ -431,12 +445,18 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
                 access: fs_rules::write_rights(),
             });
         }
-        scratch_rules = fs_rules::carve(&grants, &carved.write_exclusions, &mut Vec::new())?;
+        let grant_rules = fs_rules::carve(&grants, &carved.write_exclusions, &mut Vec::new())?;
+        fs_rules::add_rules(&made.ruleset, &grant_rules)?;
+        rule_count += grant_rules.len();
     }
-    let rule_count = carved.rules.len() + scratch_rules.len();
-    let ruleset = fs_rules::ruleset(restricted, spec.network.is_off())?;
-    fs_rules::add_rules(&ruleset, &carved.rules)?;
-    fs_rules::add_rules(&ruleset, &scratch_rules)?;
+    let env = env::build(
+        &spec.env,
+        &spec.extra_env_allow,
+        &spec.home,
+        &made.scratch.0,
+        spec.profile,
+        egress_port,
+    )?;
 
     let limits_by_rlimit = !crate::limiting().by_cgroup();
     let namespaces = !pin_plan.is_empty() || egress_port.is_some();
@@ -473,7 +493,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     Ok(Prepared {
         profile: spec.profile,
         egress_port,
-        ruleset,
+        ruleset: made.ruleset,
         landlock_flags: if abi >= 7 { LOG_NEW_EXEC_ON } else { 0 },
         filter,
         env,
@@ -485,8 +505,8 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         last_cap: last_cap()?,
         pins: pin_plan,
         rule_count,
-        scratch,
-        cgroup: CommandCgroup::create(&spec.limits)?,
+        scratch: made.scratch,
+        cgroup: made.cgroup,
     })
 }
 

@@ -1,0 +1,182 @@
+//! The next command's scratch dir, Landlock ruleset and cgroups, made ahead.
+//!
+//! Most of `prepare`'s time went to adding the carve's rules to a fresh
+//! ruleset (one system call per opened inode, a few hundred of them) and to
+//! making the command's cgroups. Once spares are on ([`keep_spares`]), each
+//! `prepare` asks a background thread to make the same pieces for the next
+//! command with the same inputs: a scratch dir, a fresh ruleset holding the
+//! carve's rules and that dir's grant, and fresh cgroups. The next
+//! `prepare` takes them only when its inputs are equal and its carve is the
+//! very one they were made from (the carve cache has just checked that it is
+//! current); otherwise it makes its own, as before. A spare is used once,
+//! exactly as a freshly made one would be, so a command gets the same rules
+//! either way; the command's write grants are added after it is taken.
+//!
+//! Off by default: a process that turns spares on removes the last one with
+//! [`discard_spare`] before it ends (the guardian sweeps its cgroup if it
+//! dies first).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+
+use crate::carve_cache::{self, Carved};
+use crate::cgroup::CommandCgroup;
+use crate::fs_rules::{self, Grant};
+use crate::process::ScratchDir;
+use crate::{Limits, SandboxError};
+
+/// What the pieces are made from, besides the carve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Inputs {
+    pub(crate) carve: carve_cache::Key,
+    pub(crate) scratch_root: PathBuf,
+    /// Owner of the scratch dir (the command's uid and gid when it runs as another user).
+    pub(crate) owner: Option<(u32, u32)>,
+    pub(crate) network_off: bool,
+    pub(crate) limits: Limits,
+}
+
+/// A command's scratch dir, its ruleset with the carve's rules and the
+/// scratch grant, and its cgroups.
+#[derive(Debug)]
+pub(crate) struct Made {
+    pub(crate) scratch: ScratchDir,
+    pub(crate) ruleset: OwnedFd,
+    pub(crate) rule_count: usize,
+    pub(crate) cgroup: Option<CommandCgroup>,
+}
+
+impl Made {
+    /// Makes the pieces; the scratch root must exist (it is never made here,
+    /// so a spare cannot bring back a root removed meanwhile).
+    pub(crate) fn new(inputs: &Inputs, carved: &Carved) -> Result<Made, SandboxError> {
+        let scratch = ScratchDir::create_in(&inputs.scratch_root, inputs.owner)?;
+        let restricted = inputs.carve.restricted;
+        let scratch_rules = if restricted {
+            let grant = Grant {
+                path: scratch.0.clone(),
+                access: fs_rules::write_rights(),
+            };
+            fs_rules::carve(&[grant], &carved.write_exclusions, &mut Vec::new())?
+        } else {
+            Vec::new()
+        };
+        let ruleset = fs_rules::ruleset(restricted, inputs.network_off)?;
+        fs_rules::add_rules(&ruleset, &carved.rules)?;
+        fs_rules::add_rules(&ruleset, &scratch_rules)?;
+        Ok(Made {
+            scratch,
+            ruleset,
+            rule_count: carved.rules.len() + scratch_rules.len(),
+            cgroup: CommandCgroup::create(&inputs.limits)?,
+        })
+    }
+}
+
+/// A spare: its inputs, the carve it was made from, and the pieces.
+type Spare = (Inputs, Arc<Carved>, Made);
+
+/// The spare kept, and the inputs of the one being made.
+struct Kept {
+    spare: Option<Spare>,
+    making: Option<Inputs>,
+}
+
+static ON: AtomicBool = AtomicBool::new(false);
+static KEPT: Mutex<Kept> = Mutex::new(Kept {
+    spare: None,
+    making: None,
+});
+/// Signalled when a spare being made is kept (or given up).
+static MADE: Condvar = Condvar::new();
+static MAKER: OnceLock<SyncSender<(Inputs, Arc<Carved>)>> = OnceLock::new();
+
+/// How long a command waits for a spare being made for its inputs before
+/// making its own (making one takes about a millisecond).
+const WAIT_FOR_SPARE: Duration = Duration::from_millis(20);
+
+/// Turns spares on for this process (praxisd, once its self-test is done).
+pub fn keep_spares() {
+    ON.store(true, Ordering::Relaxed);
+}
+
+/// Turns spares off and removes the one kept, if any: its scratch dir and
+/// its cgroups.
+pub fn discard_spare() {
+    ON.store(false, Ordering::Relaxed);
+    // Dropping the pieces removes the dir and the (empty) cgroups.
+    let spare = lock().spare.take();
+    drop(spare);
+}
+
+fn lock() -> MutexGuard<'static, Kept> {
+    KEPT.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The pieces for a command with `inputs` and the carve `carved`: the spare
+/// when it was made from both, else made now. Then, with spares on and the
+/// carve kept for later commands, the next spare is asked for.
+pub(crate) fn take_or_make(inputs: &Inputs, carved: &Arc<Carved>) -> Result<Made, SandboxError> {
+    let mut kept = lock();
+    if kept.making.as_ref() == Some(inputs) {
+        kept = MADE
+            .wait_timeout_while(kept, WAIT_FOR_SPARE, |k| k.making.is_some())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+    }
+    let taken = kept.spare.take();
+    let ask = ON.load(Ordering::Relaxed)
+        && kept.making.is_none()
+        && carve_cache::is_kept(&inputs.carve, carved);
+    if ask {
+        kept.making = Some(inputs.clone());
+    }
+    drop(kept);
+    if ask
+        && maker()
+            .try_send((inputs.clone(), Arc::clone(carved)))
+            .is_err()
+    {
+        lock().making = None;
+    }
+    match taken {
+        Some((was, from, made)) if was == *inputs && Arc::ptr_eq(&from, carved) => Ok(made),
+        // Another command's spare: dropped here (its dir and cgroups go).
+        _ => Made::new(inputs, carved),
+    }
+}
+
+/// The thread that makes spares, started on first use.
+fn maker() -> &'static SyncSender<(Inputs, Arc<Carved>)> {
+    MAKER.get_or_init(|| {
+        let (asks, asked) = mpsc::sync_channel::<(Inputs, Arc<Carved>)>(1);
+        let started = std::thread::Builder::new()
+            .name(String::from("praxis-spare"))
+            .spawn(move || {
+                for (inputs, carved) in asked {
+                    // A failure only means the next command makes its own.
+                    let made = Made::new(&inputs, &carved);
+                    let mut kept = lock();
+                    kept.making = None;
+                    // Turned off meanwhile: nothing may be left behind.
+                    if let Ok(made) = made
+                        && ON.load(Ordering::Relaxed)
+                    {
+                        kept.spare = Some((inputs, carved, made));
+                    }
+                    drop(kept);
+                    MADE.notify_all();
+                }
+            });
+        if started.is_err() {
+            ON.store(false, Ordering::Relaxed);
+        }
+        asks
+    })
+}
