@@ -71,6 +71,7 @@ pub fn sandboxed(
         if let Err(e) = leftovers.remove() {
             tracing::warn!("after a command: {}", errors::one_line(&e));
         }
+        praxis_sandbox::make_spare();
     });
     Ok(Running {
         pgid,

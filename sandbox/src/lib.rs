@@ -177,7 +177,7 @@ pub use fs_rules::RulesError;
 pub use pins::PinError;
 pub use probe::{SelfTestReport, Support, self_test, support};
 pub use process::{Child, ExitStatus, Leftovers, Prepared, Waited, prepare, spawn};
-pub use spare::{discard_spare, keep_spares};
+pub use spare::{discard_spare, keep_spares, make_spare};
 
 /// Minimum Landlock ABI: 6 brings the abstract-unix-socket and signal scopes.
 pub const MIN_LANDLOCK_ABI: i32 = 6;

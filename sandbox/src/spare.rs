@@ -3,8 +3,9 @@
 //! Most of `prepare`'s time went to adding the carve's rules to a fresh
 //! ruleset (one system call per opened inode, a few hundred of them) and to
 //! making the command's cgroups. Once spares are on ([`keep_spares`]), each
-//! `prepare` asks a background thread to make the same pieces for the next
-//! command with the same inputs: a scratch dir, a fresh ruleset holding the
+//! `prepare` leaves word of the same pieces for the next command with the
+//! same inputs, which a background thread makes when asked ([`make_spare`],
+//! after the command's exit is reported): a scratch dir, a fresh ruleset holding the
 //! carve's rules and that dir's grant, and fresh cgroups. The next
 //! `prepare` takes them only when its inputs are equal and its carve is the
 //! very one they were made from (the carve cache has just checked that it is
@@ -81,15 +82,18 @@ impl Made {
 /// A spare: its inputs, the carve it was made from, and the pieces.
 type Spare = (Inputs, Arc<Carved>, Made);
 
-/// The spare kept, and the inputs of the one being made.
+/// The spare kept, the one the last command wants made next, and the
+/// inputs of the one being made.
 struct Kept {
     spare: Option<Spare>,
+    wanted: Option<(Inputs, Arc<Carved>)>,
     making: Option<Inputs>,
 }
 
 static ON: AtomicBool = AtomicBool::new(false);
 static KEPT: Mutex<Kept> = Mutex::new(Kept {
     spare: None,
+    wanted: None,
     making: None,
 });
 /// Signalled when a spare being made is kept (or given up).
@@ -109,9 +113,31 @@ pub fn keep_spares() {
 /// its cgroups.
 pub fn discard_spare() {
     ON.store(false, Ordering::Relaxed);
+    let mut kept = lock();
+    kept.wanted = None;
     // Dropping the pieces removes the dir and the (empty) cgroups.
-    let spare = lock().spare.take();
+    let spare = kept.spare.take();
+    drop(kept);
     drop(spare);
+}
+
+/// Makes, in the background, the spare the last `prepare` wants for the
+/// next command. praxisd calls it once a command's exit is reported: made
+/// then, the spare does not compete with a command starting (making
+/// cgroups and joining one take the same kernel lock).
+pub fn make_spare() {
+    let mut kept = lock();
+    let Some((inputs, carved)) = kept.wanted.take() else {
+        return;
+    };
+    if !ON.load(Ordering::Relaxed) || kept.making.is_some() {
+        return;
+    }
+    kept.making = Some(inputs.clone());
+    drop(kept);
+    if maker().try_send((inputs, carved)).is_err() {
+        lock().making = None;
+    }
 }
 
 fn lock() -> MutexGuard<'static, Kept> {
@@ -120,8 +146,9 @@ fn lock() -> MutexGuard<'static, Kept> {
 }
 
 /// The pieces for a command with `inputs` and the carve `carved`: the spare
-/// when it was made from both, else made now. Then, with spares on and the
-/// carve kept for later commands, the next spare is asked for.
+/// when it was made from both, else made now. With spares on and the carve
+/// kept for later commands, a spare like it is wanted next
+/// ([`make_spare`]).
 pub(crate) fn take_or_make(inputs: &Inputs, carved: &Arc<Carved>) -> Result<Made, SandboxError> {
     let mut kept = lock();
     if kept.making.as_ref() == Some(inputs) {
@@ -131,20 +158,10 @@ pub(crate) fn take_or_make(inputs: &Inputs, carved: &Arc<Carved>) -> Result<Made
             .0;
     }
     let taken = kept.spare.take();
-    let ask = ON.load(Ordering::Relaxed)
-        && kept.making.is_none()
-        && carve_cache::is_kept(&inputs.carve, carved);
-    if ask {
-        kept.making = Some(inputs.clone());
+    if ON.load(Ordering::Relaxed) && carve_cache::is_kept(&inputs.carve, carved) {
+        kept.wanted = Some((inputs.clone(), Arc::clone(carved)));
     }
     drop(kept);
-    if ask
-        && maker()
-            .try_send((inputs.clone(), Arc::clone(carved)))
-            .is_err()
-    {
-        lock().making = None;
-    }
     match taken {
         Some((was, from, made)) if was == *inputs && Arc::ptr_eq(&from, carved) => Ok(made),
         // Another command's spare: dropped here (its dir and cgroups go).

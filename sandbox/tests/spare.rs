@@ -72,12 +72,14 @@ fn a_spare_serves_only_equal_inputs_gives_the_same_sandbox_and_is_removed_when_o
     let root = fx.scratch_root.clone();
 
     let first = praxis_sandbox::prepare(&spec).unwrap();
+    praxis_sandbox::make_spare();
     let spare = spare_dir(&root, &[first.scratch_dir()]);
 
     // Equal inputs take the spare, with the same rules as made on the spot.
     let second = praxis_sandbox::prepare(&spec).unwrap();
     assert_eq!(second.scratch_dir(), spare);
     assert_eq!(second.restrictions(), first.restrictions());
+    praxis_sandbox::make_spare();
     let next = spare_dir(&root, &[first.scratch_dir(), second.scratch_dir()]);
     drop((first, second));
 
@@ -99,6 +101,7 @@ fn a_spare_serves_only_equal_inputs_gives_the_same_sandbox_and_is_removed_when_o
     let mut with_grant = spec.clone();
     with_grant.write_grants = vec![granted.clone()];
     sh(&with_grant, "true");
+    praxis_sandbox::make_spare();
     spare_dir(&root, &[]);
     let ran = sh(
         &with_grant,
@@ -115,11 +118,13 @@ fn a_spare_serves_only_equal_inputs_gives_the_same_sandbox_and_is_removed_when_o
     assert_eq!(fs::read_to_string(granted.join("f")).unwrap(), "g\n");
 
     // Off: the spare's dir and cgroups are removed; nothing of ours stays.
+    praxis_sandbox::make_spare();
     spare_dir(&root, &[]);
     praxis_sandbox::discard_spare();
     assert_eq!(scratch_dirs(&root), Vec::<PathBuf>::new());
     assert_eq!(command_cgroups(), cgroups_before);
     drop(praxis_sandbox::prepare(&spec).unwrap());
+    praxis_sandbox::make_spare();
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(scratch_dirs(&root), Vec::<PathBuf>::new(), "off stays off");
 }
