@@ -59,8 +59,9 @@ fn source_of(kind: &str, text: String) -> Option<CredentialSource> {
 }
 
 fn rows(daemon: &Daemon) -> Result<Vec<Row>, AuditError> {
+    // Cached statements: every request looks up its grants.
     daemon.audit.read(|conn| {
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT name, env, source_kind, source, roles, programs, revoked FROM credentials ORDER BY name",
         )?;
         let rows = stmt
@@ -84,7 +85,7 @@ fn rows(daemon: &Daemon) -> Result<Vec<Row>, AuditError> {
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut stmt = conn.prepare("SELECT name, binding FROM credential_bindings")?;
+        let mut stmt = conn.prepare_cached("SELECT name, binding FROM credential_bindings")?;
         let bindings = stmt
             .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
