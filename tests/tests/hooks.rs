@@ -5,6 +5,8 @@
 mod common;
 
 use std::io::Write;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use common::{Daemon, bin, stdout_json};
 use serde_json::{Value, json};
@@ -716,6 +718,48 @@ fn garbage_is_blocked_never_let_through() {
             stdout_json(&out)["hookSpecificOutput"]["permissionDecision"],
             "deny",
             "{input:?}"
+        );
+    }
+}
+
+/// A hook stuck before it could ask (its stdin never closes) still gives
+/// the runtime's deny when its deadline passes, never the runtime's timeout
+/// (after which the tool would run undecided).
+#[test]
+fn a_hook_stuck_on_its_input_answers_deny_at_its_deadline() {
+    let d = Daemon::start_in_git();
+    for (runtime, code) in [("claude-code", 2), ("codex", 0)] {
+        let started = Instant::now();
+        let mut child = d
+            .cmd(&bin("praxis-run"))
+            .args(["hook", runtime])
+            .env("PRAXIS_DECISION_TIMEOUT", "0.2")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Held open, nothing written: the hook waits for an event that never ends.
+        let stdin = child.stdin.take();
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let took = started.elapsed();
+        assert_eq!(out.status.code(), Some(code), "{runtime}: {out:?}");
+        assert!(
+            took >= Duration::from_secs(2) && took < Duration::from_secs(10),
+            "{runtime} answered after {took:?}"
+        );
+        let said = match runtime {
+            "codex" => {
+                let v = stdout_json(&out)["hookSpecificOutput"].clone();
+                assert_eq!(v["permissionDecision"], "deny");
+                v["permissionDecisionReason"].as_str().unwrap().to_owned()
+            }
+            _ => String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        assert!(
+            said.contains("did not decide within 2.2 s"),
+            "{runtime}: {said}"
         );
     }
 }
