@@ -722,6 +722,54 @@ fn garbage_is_blocked_never_let_through() {
     }
 }
 
+/// How the hook's caller leaves `SIGALRM` for it.
+#[derive(Clone, Copy, Debug)]
+enum CallerAlarm {
+    Default,
+    Ignored,
+    Blocked,
+}
+
+/// Runs a hook whose stdin is held open with nothing written (an event that
+/// never ends) under a 0.2 s decision deadline; its output and how long it took.
+fn stuck_hook(d: &Daemon, runtime: &str, alarm: CallerAlarm) -> (std::process::Output, Duration) {
+    use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, signal, sigprocmask};
+    use std::os::unix::process::CommandExt;
+    let mut cmd = d.cmd(&bin("praxis-run"));
+    cmd.args(["hook", runtime])
+        .env("PRAXIS_DECISION_TIMEOUT", "0.2")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: between fork and exec only signal(2) and sigprocmask(2) run,
+    // both async-signal-safe; an ignored disposition and the mask survive exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set = SigSet::empty();
+            set.add(Signal::SIGALRM);
+            match alarm {
+                CallerAlarm::Default => {}
+                CallerAlarm::Ignored => {
+                    signal(Signal::SIGALRM, SigHandler::SigIgn)?;
+                }
+                CallerAlarm::Blocked => sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None)?,
+            }
+            Ok(())
+        })
+    };
+    let started = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    // Closed only after 8 s, so a hook whose deadline never fires ends
+    // (answering an empty event) and the test fails instead of hanging.
+    let stdin = child.stdin.take();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(8));
+        drop(stdin);
+    });
+    let out = child.wait_with_output().unwrap();
+    (out, started.elapsed())
+}
+
 /// A hook stuck before it could ask (its stdin never closes) still gives
 /// the runtime's deny when its deadline passes, never the runtime's timeout
 /// (after which the tool would run undecided).
@@ -729,21 +777,7 @@ fn garbage_is_blocked_never_let_through() {
 fn a_hook_stuck_on_its_input_answers_deny_at_its_deadline() {
     let d = Daemon::start_in_git();
     for (runtime, code) in [("claude-code", 2), ("codex", 0)] {
-        let started = Instant::now();
-        let mut child = d
-            .cmd(&bin("praxis-run"))
-            .args(["hook", runtime])
-            .env("PRAXIS_DECISION_TIMEOUT", "0.2")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Held open, nothing written: the hook waits for an event that never ends.
-        let stdin = child.stdin.take();
-        let out = child.wait_with_output().unwrap();
-        drop(stdin);
-        let took = started.elapsed();
+        let (out, took) = stuck_hook(&d, runtime, CallerAlarm::Default);
         assert_eq!(out.status.code(), Some(code), "{runtime}: {out:?}");
         assert!(
             took >= Duration::from_secs(2) && took < Duration::from_secs(10),
@@ -760,6 +794,22 @@ fn a_hook_stuck_on_its_input_answers_deny_at_its_deadline() {
         assert!(
             said.contains("did not decide within 2.2 s"),
             "{runtime}: {said}"
+        );
+    }
+}
+
+/// The deadline is the hook's own: a caller that ignores or blocks the
+/// signal it runs on does not turn it off.
+#[test]
+fn a_callers_ignored_or_blocked_alarm_does_not_turn_the_hook_deadline_off() {
+    let d = Daemon::start_in_git();
+    for alarm in [CallerAlarm::Ignored, CallerAlarm::Blocked] {
+        let (out, took) = stuck_hook(&d, "claude-code", alarm);
+        assert_eq!(out.status.code(), Some(2), "{alarm:?}: {out:?}");
+        assert!(took < Duration::from_secs(10), "{alarm:?}: {took:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("did not decide within 2.2 s"),
+            "{alarm:?}: {out:?}"
         );
     }
 }
