@@ -25,6 +25,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use praxis_policy::verdict::{Tier, Verdict as Ruling};
 use praxis_proto::{Command, FileAccess, Subject, Verdict};
@@ -107,8 +108,8 @@ pub struct Sessions {
     /// event at a time: load, seed, observe and teach are one step under
     /// this lock (the ledger is shared by every session).
     live: Mutex<HashMap<PathBuf, Stored>>,
-    /// The write-behind queue: states are saved after the reply, in the
-    /// order their events were observed, by one writer thread.
+    /// The write-behind queue: states are saved after the reply, the latest
+    /// of each session, by one writer thread.
     writes: mpsc::Sender<Write>,
 }
 
@@ -119,19 +120,59 @@ enum Write {
     Flush(mpsc::Sender<()>),
 }
 
-/// Saves states in queue order; a failure is logged (the event was audited
-/// and answered already), and the next event of that session rewrites it whole.
+/// How long a queued state waits for later ones: a burst of events (a hook
+/// per tool call) costs one file write per session, not one each (renaming
+/// over the old file is most of a hook's work on the writer's core).
+const SAVE_DELAY: Duration = Duration::from_millis(50);
+
+/// Saves the latest queued state of each session [`SAVE_DELAY`] after the
+/// first one was queued, at once on a flush and when the queue closes. A
+/// failure is logged (the event was audited and answered already), and the
+/// next save of that session rewrites it whole.
 fn write_behind(dir: &Path, queue: &mpsc::Receiver<Write>) {
-    for job in queue {
+    // The latest state per file, and when the oldest of them was queued.
+    let mut pending: Vec<(PathBuf, Box<Stored>)> = Vec::new();
+    let mut since = Instant::now();
+    loop {
+        let job = if pending.is_empty() {
+            queue.recv().ok()
+        } else {
+            let left = (since + SAVE_DELAY).saturating_duration_since(Instant::now());
+            match queue.recv_timeout(left) {
+                Ok(job) => Some(job),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    save_all(dir, &mut pending);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => None,
+            }
+        };
         match job {
-            Write::State(path, stored) => {
-                if let Err(e) = write_json(dir, &path, &stored) {
-                    tracing::error!("session state not saved: {e}");
+            Some(Write::State(path, stored)) => {
+                if pending.is_empty() {
+                    since = Instant::now();
+                }
+                match pending.iter_mut().find(|(queued, _)| *queued == path) {
+                    Some(slot) => slot.1 = stored,
+                    None => pending.push((path, stored)),
                 }
             }
-            Write::Flush(done) => {
+            Some(Write::Flush(done)) => {
+                save_all(dir, &mut pending);
                 let _ = done.send(());
             }
+            None => {
+                save_all(dir, &mut pending);
+                return;
+            }
+        }
+    }
+}
+
+fn save_all(dir: &Path, pending: &mut Vec<(PathBuf, Box<Stored>)>) {
+    for (path, stored) in pending.drain(..) {
+        if let Err(e) = write_json(dir, &path, &stored) {
+            tracing::error!("session state not saved: {e}");
         }
     }
 }
