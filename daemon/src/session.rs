@@ -204,8 +204,9 @@ impl Sessions {
     }
 
     /// Waits until every state queued so far is on disk, so that reading a
-    /// state file never sees one older than the live state.
-    fn flush(&self) {
+    /// state file never sees one older than the live state (and so that a
+    /// daemon shutting down leaves none unsaved).
+    pub fn flush(&self) {
         let (done, wait) = mpsc::channel();
         if self.writes.send(Write::Flush(done)).is_ok() {
             let _ = wait.recv();
