@@ -117,6 +117,16 @@ self_test=$("$bin/praxis" status --json | sed -n 's/.*"self_test":"\([^"]*\)".*/
 # 444 on every architecture that has it.
 landlock=$(python3 -c 'import ctypes; print(ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1))' 2>/dev/null || echo unknown)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+# A dynamically linked praxis-run (plain `cargo build --release`) pays the
+# loader on every hook; `make release` links it statically. Results of the
+# two are not comparable, so the report says which one ran.
+if ! command -v readelf >/dev/null; then
+  linkage=unknown
+elif readelf -l "$bin/praxis-run" | grep -q 'program interpreter'; then
+  linkage=dynamic
+else
+  linkage=static
+fi
 date=$(date -u +%F)
 mkdir -p "$root/bench/results"
 out=$root/bench/results/$date.md
@@ -132,6 +142,7 @@ out=$root/bench/results/$date.md
   echo "| sandbox self-test | ${self_test:-unknown} |"
   echo "| rustc | $rustc_version |"
   echo "| praxis | $("$bin/praxis" --version) |"
+  echo "| praxis-run linking | $linkage |"
   echo
   echo "$table"
 } >"$out"

@@ -80,14 +80,35 @@ pub async fn run(
     writer: &mut Writer,
 ) {
     daemon.counters.requests.fetch_add(1, Ordering::Relaxed);
-    let (trail, verdict, details, token) = match equivalent(&request.subject) {
+    let Judged {
+        trail,
+        verdict,
+        details,
+        token,
+        unrecorded,
+    } = match equivalent(&request.subject) {
         Some(command) => judged(daemon, peer, &request, command, cwd_dir).await,
         None => {
             let (trail, verdict, details) = unjudgeable(daemon, peer, &request).await;
-            (trail, verdict, details, None)
+            Judged {
+                trail,
+                verdict,
+                details,
+                token: None,
+                unrecorded: None,
+            }
         }
     };
-    let observed = observe(daemon, &request, &trail, verdict, &details).await;
+    let (observed, recorded) =
+        observe(daemon, &request, &trail, verdict, &details, unrecorded).await;
+    // An ALLOW whose record did not commit is HOLD.
+    let verdict = match recorded {
+        Some(Err(e)) => {
+            tracing::error!("audit of a judged ALLOW failed, answering HOLD: {e}");
+            Verdict::Hold
+        }
+        _ => verdict,
+    };
     // A role's method rule refuses what the policy allowed; the block is
     // audited as the session's transition, after the decision record.
     let (verdict, details) = match observed.block {
@@ -116,17 +137,36 @@ pub async fn run(
     let _ = writer.send(&ServerMsg::Decision(frame)).await;
 }
 
-/// The judged tool call joins its session's trajectory (a PreToolUse).
+/// A judged request. An ALLOW's decision record may still be `unrecorded`:
+/// it is written before the reply, in one batch with the session's events.
+struct Judged {
+    trail: Trail,
+    verdict: Verdict,
+    details: Refusal,
+    /// The one-time approval token of an attended HOLD.
+    token: Option<String>,
+    unrecorded: Option<Event>,
+}
+
+/// The judged tool call joins its session's trajectory (a PreToolUse), and
+/// the decision record still `unrecorded` is written first, with the
+/// session's events; its outcome is returned. The session sees the verdict
+/// as judged: an ALLOW whose record fails is then answered HOLD.
 async fn observe(
     daemon: &Arc<Daemon>,
     request: &JudgeRequest,
     trail: &Trail,
     verdict: Verdict,
     details: &Refusal,
-) -> session::Observed {
+    unrecorded: Option<Event>,
+) -> (session::Observed, Option<Result<(), String>>) {
     let Some(scope) = session::scope_of(request.runtime.as_deref(), request.session.as_deref())
     else {
-        return session::Observed::default();
+        let recorded = match unrecorded {
+            Some(event) => Some(daemon.record(event, Durability::Normal).await.map(drop)),
+            None => None,
+        };
+        return (session::Observed::default(), recorded);
     };
     let (tool, target) = session::tool_and_target(&request.subject, request.tool.as_deref());
     let mut event = session::event(scope, SessionDoorway::PreToolUse, Some(tool), target);
@@ -138,15 +178,18 @@ async fn observe(
         &details.rule_ids,
         &trail.role,
     ));
-    daemon
+    let (observed, recorded) = daemon
         .sessions
-        .observe(
+        .observe_after(
             &daemon.audit,
             &|t| daemon.redact(t),
             event,
             Some(&trail.request_id),
+            unrecorded.map(|e| (e, Durability::Normal)),
         )
-        .await
+        .await;
+    let recorded = recorded.map(|r| r.map(drop).map_err(|e| errors::one_line(&e)));
+    (observed, recorded)
 }
 
 /// The exec pipeline up to its audit intent: role, judging, approval and
@@ -161,7 +204,14 @@ async fn judged(
     request: &JudgeRequest,
     command: Command,
     cwd_dir: OwnedFd,
-) -> (Trail, Verdict, Refusal, Option<String>) {
+) -> Judged {
+    let settled = |trail, verdict, details, token| Judged {
+        trail,
+        verdict,
+        details,
+        token,
+        unrecorded: None,
+    };
     // Only a command has a rewrite that can carry the token to a run.
     let attended = request.attended && matches!(request.subject, Subject::Command { .. });
     let exec = ExecRequest {
@@ -181,7 +231,7 @@ async fn judged(
         Err(e) => {
             let trail = trail_of(peer, request, &exec);
             let r = Refusal::unclassified(format!("cannot open /dev/null: {e}"));
-            return (trail, Verdict::Hold, r, None);
+            return settled(trail, Verdict::Hold, r, None);
         }
     };
     let inbound = Inbound {
@@ -195,8 +245,14 @@ async fn judged(
         Gate::Allow(permit) => {
             let mut details = Refusal::of(&permit.decision);
             let Some(approval) = &ticket.approval else {
-                let verdict = record_allow(daemon, &trail, request, &details).await;
-                return (trail, verdict, details, None);
+                let unrecorded = decided_event(&trail, request, Verdict::Allow, &details, None);
+                return Judged {
+                    trail,
+                    verdict: Verdict::Allow,
+                    details,
+                    token: None,
+                    unrecorded: Some(unrecorded),
+                };
             };
             // A command runs through praxis-run, whose intent consumes the
             // approval; a file or fetch the runtime does itself on this ALLOW.
@@ -220,7 +276,7 @@ async fn judged(
                     verdict
                 }
             };
-            return (trail, verdict, details, None);
+            return settled(trail, verdict, details, None);
         }
         refused => pipeline::record_intent(daemon, refused, &trail, &ticket).await,
     };
@@ -228,7 +284,7 @@ async fn judged(
         Gate::Held(held) if attended => {
             let mut details = held.into_refusal();
             match token::mint(daemon, &trail, &ticket).await {
-                Ok(token) => return (trail, Verdict::Hold, details, Some(token)),
+                Ok(token) => return settled(trail, Verdict::Hold, details, Some(token)),
                 // Still HOLD, the operator's approval still open: only the prompt is lost.
                 Err(why) => {
                     details.reason = format!("{} (no approval token: {why})", details.reason)
@@ -247,7 +303,7 @@ async fn judged(
             )),
         ),
     };
-    (trail, verdict, details, None)
+    settled(trail, verdict, details, None)
 }
 
 fn trail_of(peer: Peer, request: &JudgeRequest, exec: &ExecRequest) -> Trail {
@@ -472,30 +528,8 @@ async fn record(
     details: &Refusal,
     bound: Option<(&Ticket, TxOp)>,
 ) -> Result<(), String> {
-    let mut detail = serde_json::Map::new();
-    detail.insert("judge_only".into(), true.into());
-    detail.insert("subject".into(), subject_kind(&request.subject).into());
-    if let Some(id) = &request.tool_call_id {
-        detail.insert("tool_call_id".into(), id.clone().into());
-    }
     let ticket = bound.as_ref().map(|(ticket, _)| *ticket);
-    if let Some(digest) = ticket.and_then(|t| t.digest.as_ref()) {
-        detail.insert("request_digest".into(), digest.clone().into());
-    }
-    let approval = ticket.and_then(|t| t.approval.as_ref());
-    if let Some(approval) = approval {
-        detail.insert("approved_by".into(), approval.by.label().into());
-    }
-    let event = Event {
-        tier: Some(details.tier.as_str().to_owned()),
-        decision: Some(verdict.as_str().to_owned()),
-        reason: Some(details.reason.clone()),
-        rule_ids: Some(details.rule_ids.clone()),
-        profile: Some(details.profile.as_str().to_owned()),
-        approval_id: approval.map(|a| a.id.clone()),
-        detail: Some(detail),
-        ..trail.event(EventKind::Decided)
-    };
+    let event = decided_event(trail, request, verdict, details, ticket);
     let recorded = match bound {
         Some((_, op)) => daemon
             .audit
@@ -512,6 +546,40 @@ async fn record(
         tracing::error!("audit of a judged request failed: {e}");
     }
     recorded
+}
+
+/// The decision record of a judge-only request, with the approval state
+/// of its `ticket` when one binds it.
+fn decided_event(
+    trail: &Trail,
+    request: &JudgeRequest,
+    verdict: Verdict,
+    details: &Refusal,
+    ticket: Option<&Ticket>,
+) -> Event {
+    let mut detail = serde_json::Map::new();
+    detail.insert("judge_only".into(), true.into());
+    detail.insert("subject".into(), subject_kind(&request.subject).into());
+    if let Some(id) = &request.tool_call_id {
+        detail.insert("tool_call_id".into(), id.clone().into());
+    }
+    if let Some(digest) = ticket.and_then(|t| t.digest.as_ref()) {
+        detail.insert("request_digest".into(), digest.clone().into());
+    }
+    let approval = ticket.and_then(|t| t.approval.as_ref());
+    if let Some(approval) = approval {
+        detail.insert("approved_by".into(), approval.by.label().into());
+    }
+    Event {
+        tier: Some(details.tier.as_str().to_owned()),
+        decision: Some(verdict.as_str().to_owned()),
+        reason: Some(details.reason.clone()),
+        rule_ids: Some(details.rule_ids.clone()),
+        profile: Some(details.profile.as_str().to_owned()),
+        approval_id: approval.map(|a| a.id.clone()),
+        detail: Some(detail),
+        ..trail.event(EventKind::Decided)
+    }
 }
 
 /// Records an adapter's note and acknowledges it.

@@ -334,6 +334,8 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
     if let Ok(store) = &daemon.memory {
         store.flush();
     }
+    // So are the session states still waiting to be saved.
+    daemon.sessions.flush();
     praxis_sandbox::discard_spare();
     let _ = daemon
         .record(

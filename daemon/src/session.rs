@@ -25,6 +25,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use praxis_policy::verdict::{Tier, Verdict as Ruling};
 use praxis_proto::{Command, FileAccess, Subject, Verdict};
@@ -36,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::audit::{AuditStore, Durability, Event, EventKind};
+use crate::audit::{Appended, AuditError, AuditStore, Durability, Event, EventKind};
 use crate::clock;
 use crate::config::Config;
 
@@ -107,8 +108,8 @@ pub struct Sessions {
     /// event at a time: load, seed, observe and teach are one step under
     /// this lock (the ledger is shared by every session).
     live: Mutex<HashMap<PathBuf, Stored>>,
-    /// The write-behind queue: states are saved after the reply, in the
-    /// order their events were observed, by one writer thread.
+    /// The write-behind queue: states are saved after the reply, the latest
+    /// of each session, by one writer thread.
     writes: mpsc::Sender<Write>,
 }
 
@@ -119,19 +120,59 @@ enum Write {
     Flush(mpsc::Sender<()>),
 }
 
-/// Saves states in queue order; a failure is logged (the event was audited
-/// and answered already), and the next event of that session rewrites it whole.
+/// How long a queued state waits for later ones: a burst of events (a hook
+/// per tool call) costs one file write per session, not one each (renaming
+/// over the old file is most of a hook's work on the writer's core).
+const SAVE_DELAY: Duration = Duration::from_millis(50);
+
+/// Saves the latest queued state of each session [`SAVE_DELAY`] after the
+/// first one was queued, at once on a flush and when the queue closes. A
+/// failure is logged (the event was audited and answered already), and the
+/// next save of that session rewrites it whole.
 fn write_behind(dir: &Path, queue: &mpsc::Receiver<Write>) {
-    for job in queue {
+    // The latest state per file, and when the oldest of them was queued.
+    let mut pending: Vec<(PathBuf, Box<Stored>)> = Vec::new();
+    let mut since = Instant::now();
+    loop {
+        let job = if pending.is_empty() {
+            queue.recv().ok()
+        } else {
+            let left = (since + SAVE_DELAY).saturating_duration_since(Instant::now());
+            match queue.recv_timeout(left) {
+                Ok(job) => Some(job),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    save_all(dir, &mut pending);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => None,
+            }
+        };
         match job {
-            Write::State(path, stored) => {
-                if let Err(e) = write_json(dir, &path, &stored) {
-                    tracing::error!("session state not saved: {e}");
+            Some(Write::State(path, stored)) => {
+                if pending.is_empty() {
+                    since = Instant::now();
+                }
+                match pending.iter_mut().find(|(queued, _)| *queued == path) {
+                    Some(slot) => slot.1 = stored,
+                    None => pending.push((path, stored)),
                 }
             }
-            Write::Flush(done) => {
+            Some(Write::Flush(done)) => {
+                save_all(dir, &mut pending);
                 let _ = done.send(());
             }
+            None => {
+                save_all(dir, &mut pending);
+                return;
+            }
+        }
+    }
+}
+
+fn save_all(dir: &Path, pending: &mut Vec<(PathBuf, Box<Stored>)>) {
+    for (path, stored) in pending.drain(..) {
+        if let Err(e) = write_json(dir, &path, &stored) {
+            tracing::error!("session state not saved: {e}");
         }
     }
 }
@@ -163,8 +204,9 @@ impl Sessions {
     }
 
     /// Waits until every state queued so far is on disk, so that reading a
-    /// state file never sees one older than the live state.
-    fn flush(&self) {
+    /// state file never sees one older than the live state (and so that a
+    /// daemon shutting down leaves none unsaved).
+    pub fn flush(&self) {
         let (done, wait) = mpsc::channel();
         if self.writes.send(Write::Flush(done)).is_ok() {
             let _ = wait.recv();
@@ -177,32 +219,80 @@ impl Sessions {
         self: &Arc<Self>,
         audit: &AuditStore,
         redact: &Redact<'_>,
-        mut event: HookEvent,
+        event: HookEvent,
         request_id: Option<&str>,
     ) -> Observed {
+        self.observe_after(audit, redact, event, request_id, None)
+            .await
+            .0
+    }
+
+    /// [`Sessions::observe`] for an action whose own audit record, `first`,
+    /// is not written yet: it is appended before the transitions' events,
+    /// in one batch with them (one commit, not one each), and its outcome
+    /// is returned.
+    pub async fn observe_after(
+        self: &Arc<Self>,
+        audit: &AuditStore,
+        redact: &Redact<'_>,
+        mut event: HookEvent,
+        request_id: Option<&str>,
+        first: Option<(Event, Durability)>,
+    ) -> (Observed, Option<Result<Appended, AuditError>>) {
         event.at_ms = u64::try_from(clock::now_ms()).unwrap_or(0);
+        let (observed, events) = self.audited_step(redact, &event, request_id);
+        let has_first = first.is_some();
+        let batch = first
+            .into_iter()
+            .chain(events.into_iter().map(|e| (e, Durability::Normal)))
+            .collect();
+        let mut outcomes = audit.append_all_async(batch).await.into_iter();
+        let first = if has_first { outcomes.next() } else { None };
+        for outcome in outcomes {
+            if let Err(e) = outcome {
+                tracing::error!("audit of a session event failed: {e}");
+            }
+        }
+        (observed, first)
+    }
+
+    /// One step and the audit events it leaves: its transitions, or the
+    /// failure that left the event unsteered.
+    fn audited_step(
+        &self,
+        redact: &Redact<'_>,
+        event: &HookEvent,
+        request_id: Option<&str>,
+    ) -> (Observed, Vec<Event>) {
         // In memory and µs-fast for a live session; the file is read only
         // for a session not live, and saved behind the reply.
-        let Stepped { outcome, ledger } = match self.step(&event) {
+        let Stepped { outcome, ledger } = match self.step(event) {
             Ok(stepped) => stepped,
             Err(e) => {
-                failed(audit, &event, request_id, &e).await;
-                return Observed::default();
+                return (
+                    Observed::default(),
+                    vec![failed_event(event, request_id, &e)],
+                );
             }
         };
-        if let Some(e) = ledger {
-            failed(audit, &event, request_id, &e).await;
-        }
-        for transition in &outcome.transitions {
-            record(audit, redact, &event, request_id, transition).await;
-        }
-        Observed {
+        let events = ledger
+            .iter()
+            .map(|e| failed_event(event, request_id, e))
+            .chain(
+                outcome
+                    .transitions
+                    .iter()
+                    .map(|t| transition_event(redact, event, request_id, t)),
+            )
+            .collect();
+        let observed = Observed {
             steer: outcome.steer(),
             block: outcome.transitions.iter().find_map(|t| match t {
                 Transition::Block { method, reason } => Some((method.clone(), reason.clone())),
                 _ => None,
             }),
-        }
+        };
+        (observed, events)
     }
 
     /// Load, seed, observe, queue the save and teach, under the lock.
@@ -472,13 +562,13 @@ fn redact_value(redact: &Redact<'_>, value: &mut serde_json::Value) {
     }
 }
 
-async fn record(
-    audit: &AuditStore,
+/// The audit event of one transition.
+fn transition_event(
     redact: &Redact<'_>,
     hook: &HookEvent,
     request_id: Option<&str>,
     t: &Transition,
-) {
+) -> Event {
     let mut value = serde_json::to_value(t).unwrap_or_default();
     redact_value(redact, &mut value);
     let mut detail = match value {
@@ -510,26 +600,21 @@ async fn record(
             .collect::<Vec<_>>()
             .join(" "),
     };
-    let event = Event {
+    Event {
         reason: Some(reason),
         // The action the transition came with, as the audit tail's command.
         argv_redacted: hook.target.as_deref().map(|target| vec![redact(target)]),
         detail: Some(detail),
         ..event_of(hook, request_id, audit_kind(t))
-    };
-    if let Err(e) = audit.append_async(event, Durability::Normal).await {
-        tracing::error!("audit of a session transition failed: {e}");
     }
 }
 
-async fn failed(audit: &AuditStore, hook: &HookEvent, request_id: Option<&str>, e: &SessionError) {
+/// The audit event of a failure that left an event unsteered (logged too).
+fn failed_event(hook: &HookEvent, request_id: Option<&str>, e: &SessionError) -> Event {
     tracing::warn!("session control plane: {e}");
-    let event = Event {
+    Event {
         reason: Some(crate::errors::one_line(e)),
         ..event_of(hook, request_id, String::from("session_failed"))
-    };
-    if let Err(e) = audit.append_async(event, Durability::Normal).await {
-        tracing::error!("audit of a session failure failed: {e}");
     }
 }
 

@@ -14,6 +14,7 @@ use crate::egress::EgressHub;
 use crate::kill_switch::KillSwitch;
 use crate::memory::store::MemoryStore;
 use crate::session::Sessions;
+use crate::stage::credentials::cache::RowCache;
 
 /// The policy in force. `Err` when no policy has ever loaded (a bad file at
 /// start-up): the daemon then serves nothing but HOLD with that reason.
@@ -60,6 +61,8 @@ pub struct Daemon {
     /// Judgment memory. `Err`: nothing is remembered or recalled, and
     /// every HOLD stands.
     pub memory: Result<MemoryStore, String>,
+    /// The operator's credential rows as last read (told of every change).
+    pub credential_rows: RowCache,
 }
 
 /// The shipped secret rules, compiled and checked against their examples.
@@ -110,6 +113,7 @@ impl Daemon {
             self_test,
             draining: AtomicBool::new(false),
             redactor: base_redactor(),
+            credential_rows: RowCache::default(),
         }
     }
 

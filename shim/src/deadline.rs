@@ -3,9 +3,11 @@
 //! never answers must give a HOLD (or the runtime's deny) in bounded time, not
 //! a hook timeout after which the runtime runs the tool undecided.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
+
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 
 /// The variable that sets the decision deadline, in seconds (`2.5` works).
 pub const ENV: &str = "PRAXIS_DECISION_TIMEOUT";
@@ -60,17 +62,133 @@ impl Drop for Watchdog {
     }
 }
 
-/// Whether the process has answered its caller yet.
-static ANSWERED: Mutex<bool> = Mutex::new(false);
+/// Whether the process has answered its caller yet. An atomic, not a lock:
+/// the alarm's signal handler reads it too.
+static ANSWERED: AtomicBool = AtomicBool::new(false);
 
-/// Writes the process's one answer: the first caller (the main thread or the
+/// Writes the process's one answer: the first caller (the main thread or a
 /// watchdog) prints; a later one finds it done and returns false.
 pub fn answer_once(print: impl FnOnce()) -> bool {
-    let mut answered = ANSWERED.lock().unwrap_or_else(|e| e.into_inner());
-    if *answered {
+    if ANSWERED.swap(true, Ordering::SeqCst) {
         return false;
     }
     print();
-    *answered = true;
     true
+}
+
+/// What a process says when its deadline passes: the bytes for stdout and
+/// stderr, and its exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastWord {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub code: i32,
+}
+
+/// The last word the alarm says; replaced (the old one leaked, as the
+/// handler may be reading it) when the caller knows better.
+static LAST_WORD: AtomicPtr<LastWord> = AtomicPtr::new(std::ptr::null_mut());
+
+#[derive(Debug, thiserror::Error)]
+pub enum AlarmError {
+    #[error("cannot install the deadline's signal handler: {0}")]
+    Handler(nix::Error),
+    #[error("cannot start the deadline's timer: {0}")]
+    Timer(std::io::Error),
+}
+
+/// A watchdog over a whole single-threaded process that costs no thread (a
+/// thread's start-up is a good part of a hook's whole run): a one-shot
+/// `SIGALRM` timer whose handler, unless the process answered already,
+/// writes the [`LastWord`] rendered in advance and exits with its code.
+/// Disarmed when dropped.
+#[must_use = "the alarm is disarmed when dropped"]
+pub struct Alarm(());
+
+impl Alarm {
+    pub fn arm(limit: Duration, last_word: LastWord) -> Result<Alarm, AlarmError> {
+        Alarm::say(last_word);
+        let action = SigAction::new(
+            SigHandler::Handler(on_alarm),
+            SaFlags::SA_RESTART,
+            SigSet::empty(),
+        );
+        // SAFETY: the handler only reads atomics and the leaked LastWord,
+        // and calls write(2) and _exit(2), which are async-signal-safe.
+        unsafe { sigaction(Signal::SIGALRM, &action) }.map_err(AlarmError::Handler)?;
+        // A mask inherited from the caller must not hold the alarm back.
+        let mut alarm = SigSet::empty();
+        alarm.add(Signal::SIGALRM);
+        alarm.thread_unblock().map_err(AlarmError::Handler)?;
+        set_timer(limit).map_err(AlarmError::Timer)?;
+        Ok(Alarm(()))
+    }
+
+    /// Replaces what the alarm says (once the caller knows the shape its
+    /// answer must take).
+    pub fn say(last_word: LastWord) {
+        LAST_WORD.store(Box::into_raw(Box::new(last_word)), Ordering::SeqCst);
+    }
+}
+
+impl Drop for Alarm {
+    fn drop(&mut self) {
+        let _ = set_timer(Duration::ZERO);
+    }
+}
+
+/// Starts (or, with zero, stops) the process's one-shot real-time timer.
+fn set_timer(after: Duration) -> std::io::Result<()> {
+    let value = libc::timeval {
+        tv_sec: libc::time_t::try_from(after.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_usec: libc::suseconds_t::from(after.subsec_micros()),
+    };
+    let timer = libc::itimerval {
+        it_interval: libc::timeval {
+            tv_sec: 0,
+            tv_usec: 0,
+        },
+        it_value: value,
+    };
+    // SAFETY: both pointers are valid for the call (the old value is not asked for).
+    let rc = unsafe { libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+extern "C" fn on_alarm(_: libc::c_int) {
+    if ANSWERED.swap(true, Ordering::SeqCst) {
+        // The process answered; it is on its way out.
+        return;
+    }
+    // SAFETY: LAST_WORD is set before the handler is installed and only ever
+    // to a leaked Box, never freed.
+    let code = match unsafe { LAST_WORD.load(Ordering::SeqCst).as_ref() } {
+        Some(word) => {
+            write_all(libc::STDOUT_FILENO, &word.stdout);
+            write_all(libc::STDERR_FILENO, &word.stderr);
+            word.code
+        }
+        None => 125,
+    };
+    // SAFETY: _exit is async-signal-safe and ends the process at once.
+    unsafe { libc::_exit(code) }
+}
+
+/// write(2) until all of `bytes` is written or the descriptor fails.
+fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: the pointer and length describe the live slice.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        match usize::try_from(n) {
+            Ok(0) => return,
+            Ok(n) => bytes = &bytes[n..],
+            Err(_) if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {
+            }
+            Err(_) => return,
+        }
+    }
 }

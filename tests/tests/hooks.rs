@@ -5,6 +5,8 @@
 mod common;
 
 use std::io::Write;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use common::{Daemon, bin, stdout_json};
 use serde_json::{Value, json};
@@ -716,6 +718,98 @@ fn garbage_is_blocked_never_let_through() {
             stdout_json(&out)["hookSpecificOutput"]["permissionDecision"],
             "deny",
             "{input:?}"
+        );
+    }
+}
+
+/// How the hook's caller leaves `SIGALRM` for it.
+#[derive(Clone, Copy, Debug)]
+enum CallerAlarm {
+    Default,
+    Ignored,
+    Blocked,
+}
+
+/// Runs a hook whose stdin is held open with nothing written (an event that
+/// never ends) under a 0.2 s decision deadline; its output and how long it took.
+fn stuck_hook(d: &Daemon, runtime: &str, alarm: CallerAlarm) -> (std::process::Output, Duration) {
+    use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, signal, sigprocmask};
+    use std::os::unix::process::CommandExt;
+    let mut cmd = d.cmd(&bin("praxis-run"));
+    cmd.args(["hook", runtime])
+        .env("PRAXIS_DECISION_TIMEOUT", "0.2")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: between fork and exec only signal(2) and sigprocmask(2) run,
+    // both async-signal-safe; an ignored disposition and the mask survive exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set = SigSet::empty();
+            set.add(Signal::SIGALRM);
+            match alarm {
+                CallerAlarm::Default => {}
+                CallerAlarm::Ignored => {
+                    signal(Signal::SIGALRM, SigHandler::SigIgn)?;
+                }
+                CallerAlarm::Blocked => sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None)?,
+            }
+            Ok(())
+        })
+    };
+    let started = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    // Closed only after 8 s, so a hook whose deadline never fires ends
+    // (answering an empty event) and the test fails instead of hanging.
+    let stdin = child.stdin.take();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(8));
+        drop(stdin);
+    });
+    let out = child.wait_with_output().unwrap();
+    (out, started.elapsed())
+}
+
+/// A hook stuck before it could ask (its stdin never closes) still gives
+/// the runtime's deny when its deadline passes, never the runtime's timeout
+/// (after which the tool would run undecided).
+#[test]
+fn a_hook_stuck_on_its_input_answers_deny_at_its_deadline() {
+    let d = Daemon::start_in_git();
+    for (runtime, code) in [("claude-code", 2), ("codex", 0)] {
+        let (out, took) = stuck_hook(&d, runtime, CallerAlarm::Default);
+        assert_eq!(out.status.code(), Some(code), "{runtime}: {out:?}");
+        assert!(
+            took >= Duration::from_secs(2) && took < Duration::from_secs(10),
+            "{runtime} answered after {took:?}"
+        );
+        let said = match runtime {
+            "codex" => {
+                let v = stdout_json(&out)["hookSpecificOutput"].clone();
+                assert_eq!(v["permissionDecision"], "deny");
+                v["permissionDecisionReason"].as_str().unwrap().to_owned()
+            }
+            _ => String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        assert!(
+            said.contains("did not decide within 2.2 s"),
+            "{runtime}: {said}"
+        );
+    }
+}
+
+/// The deadline is the hook's own: a caller that ignores or blocks the
+/// signal it runs on does not turn it off.
+#[test]
+fn a_callers_ignored_or_blocked_alarm_does_not_turn_the_hook_deadline_off() {
+    let d = Daemon::start_in_git();
+    for alarm in [CallerAlarm::Ignored, CallerAlarm::Blocked] {
+        let (out, took) = stuck_hook(&d, "claude-code", alarm);
+        assert_eq!(out.status.code(), Some(2), "{alarm:?}: {out:?}");
+        assert!(took < Duration::from_secs(10), "{alarm:?}: {took:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("did not decide within 2.2 s"),
+            "{alarm:?}: {out:?}"
         );
     }
 }

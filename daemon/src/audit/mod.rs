@@ -376,6 +376,39 @@ impl AuditStore {
         durability: Durability,
         op: Option<TxOp>,
     ) -> Result<Appended, AuditError> {
+        self.enqueue(event, durability, op)?.await
+    }
+
+    /// Appends `events` in order and waits (without blocking the runtime)
+    /// until each is committed; one outcome per event, in order. All are
+    /// queued before the first is awaited, so the writer usually commits
+    /// them in one transaction: an action's record and what came with it
+    /// cost one commit, not one each.
+    pub async fn append_all_async(
+        &self,
+        events: Vec<(Event, Durability)>,
+    ) -> Vec<Result<Appended, AuditError>> {
+        let queued: Vec<_> = events
+            .into_iter()
+            .map(|(event, durability)| self.enqueue(event, durability, None))
+            .collect();
+        let mut outcomes = Vec::with_capacity(queued.len());
+        for job in queued {
+            outcomes.push(match job {
+                Ok(committed) => committed.await,
+                Err(e) => Err(e),
+            });
+        }
+        outcomes
+    }
+
+    /// Queues an append; the returned future resolves once it is committed.
+    fn enqueue(
+        &self,
+        event: Event,
+        durability: Durability,
+        op: Option<TxOp>,
+    ) -> Result<impl Future<Output = Result<Appended, AuditError>> + use<>, AuditError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.submit(Job {
             event,
@@ -383,7 +416,7 @@ impl AuditStore {
             op,
             reply: Reply::Async(tx),
         })?;
-        rx.await.map_err(|_| AuditError::WriterGone)?
+        Ok(async move { rx.await.map_err(|_| AuditError::WriterGone)? })
     }
 
     fn submit(&self, job: Job) -> Result<(), AuditError> {

@@ -81,7 +81,9 @@ pub fn add(daemon: &Daemon, peer: &Peer, mut spec: CredentialSpec) -> OperatorRe
         }
     );
     let event = cred_event(EventKind::CredentialAdded, peer, &spec.name, reason.clone());
-    match daemon.audit.append_with(event, Durability::Full, op) {
+    let committed = daemon.audit.append_with(event, Durability::Full, op);
+    daemon.credential_rows.changed();
+    match committed {
         Ok(_) => OperatorReply::Done { message: reason },
         Err(e) => refused(errors::one_line(&e)),
     }
@@ -108,7 +110,9 @@ pub fn revoke(daemon: &Daemon, peer: &Peer, name: &str) -> OperatorReply {
     };
     let reason = format!("credential `{name}` revoked");
     let event = cred_event(EventKind::CredentialRevoked, peer, name, reason.clone());
-    match daemon.audit.append_with(event, Durability::Full, op) {
+    let committed = daemon.audit.append_with(event, Durability::Full, op);
+    daemon.credential_rows.changed();
+    match committed {
         Ok(_) => OperatorReply::Done { message: reason },
         Err(e) => OperatorReply::Refused {
             reason: errors::one_line(&e),

@@ -194,9 +194,6 @@ fn run(args: Args) -> i32 {
 type HookFn = fn(&str) -> hook::Answer;
 type FailFn = fn(Option<&str>, String) -> hook::Answer;
 
-/// The event the hook is answering, once read: the watchdog answers in its shape.
-static HOOK_EVENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
 /// `praxis-run hook claude-code|codex|openclaw`: one event on stdin, the answer on stdout.
 fn run_hook(rest: &[String]) -> i32 {
     let (handle, fail): (HookFn, FailFn) = match rest {
@@ -211,35 +208,55 @@ fn run_hook(rest: &[String]) -> i32 {
     // A backstop past the socket deadline: whatever the hook is stuck in, it
     // answers the runtime's deny before the runtime's own timeout.
     let limit = deadline::decision() + HOOK_SLACK;
-    let _watchdog = deadline::Watchdog::arm(limit, move || {
-        let answer = fail(
-            HOOK_EVENT.get().map(String::as_str),
+    let expired = |event: Option<&str>| {
+        last_word(&fail(
+            event,
             format!(
                 "praxisd did not decide within {} s, so the tool does not run (set {} to change the deadline)",
                 limit.as_secs_f64(),
                 deadline::ENV
             ),
-        );
-        deadline::answer_once(|| print_answer(&answer));
-        std::process::exit(answer.code);
-    });
+        ))
+    };
+    let _alarm = match deadline::Alarm::arm(limit, expired(None)) {
+        Ok(alarm) => alarm,
+        Err(e) => {
+            let answer = fail(None, e.to_string());
+            print_answer(&answer);
+            return answer.code;
+        }
+    };
     let mut input = String::new();
     let answer = match std::io::stdin().read_to_string(&mut input) {
         Ok(_) => {
             if let Some(name) = hook::event_name(&input) {
-                let _ = HOOK_EVENT.set(name);
+                deadline::Alarm::say(expired(Some(&name)));
             }
             handle(&input)
         }
         Err(e) => fail(None, format!("unreadable hook event on stdin: {e}")),
     };
     if !deadline::answer_once(|| print_answer(&answer)) {
-        // The watchdog answered and is ending the process.
+        // The alarm answered and is ending the process.
         loop {
             std::thread::park();
         }
     }
     answer.code
+}
+
+/// An answer as the bytes [`print_answer`] writes, for the alarm.
+fn last_word(answer: &hook::Answer) -> deadline::LastWord {
+    let line = |text: &Option<String>| {
+        text.as_ref()
+            .map(|t| format!("{t}\n").into_bytes())
+            .unwrap_or_default()
+    };
+    deadline::LastWord {
+        stdout: line(&answer.stdout),
+        stderr: line(&answer.stderr),
+        code: answer.code,
+    }
 }
 
 /// The socket deadline fires first with its own reason; the watchdog only

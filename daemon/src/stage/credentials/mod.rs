@@ -3,6 +3,7 @@
 //! holds the references), held in zeroizing buffers, and put into the
 //! permit, whose command gets them in its environment only.
 
+pub mod cache;
 pub mod store;
 
 use std::io::Read;

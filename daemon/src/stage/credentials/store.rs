@@ -9,10 +9,13 @@
 //! (every process of a command inherits its environment, so a pipeline with
 //! one unlisted program would hand the secret to that program too).
 
+use std::sync::Arc;
+
 use praxis_policy::Decision;
 use praxis_proto::{CredentialSource, CredentialSpec};
 use rusqlite::params;
 
+use super::cache::Row;
 use crate::audit::{AuditError, TxOp};
 use crate::state::Daemon;
 use crate::{clock, errors};
@@ -35,12 +38,6 @@ CREATE TABLE IF NOT EXISTS credential_bindings (
 );
 ";
 
-/// A row of the table: a spec, or a revocation when `revoked`.
-struct Row {
-    spec: CredentialSpec,
-    revoked: bool,
-}
-
 fn source_parts(source: &CredentialSource) -> (&'static str, &str) {
     match source {
         CredentialSource::File(s) | CredentialSource::Env(s) | CredentialSource::Command(s) => {
@@ -58,9 +55,14 @@ fn source_of(kind: &str, text: String) -> Option<CredentialSource> {
     }
 }
 
-fn rows(daemon: &Daemon) -> Result<Vec<Row>, AuditError> {
+/// The operator's rows, read from the table only after a change.
+fn rows(daemon: &Daemon) -> Result<Arc<Vec<Row>>, AuditError> {
+    daemon.credential_rows.get(|| read_rows(daemon))
+}
+
+fn read_rows(daemon: &Daemon) -> Result<Vec<Row>, AuditError> {
     daemon.audit.read(|conn| {
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT name, env, source_kind, source, roles, programs, revoked FROM credentials ORDER BY name",
         )?;
         let rows = stmt
@@ -84,7 +86,7 @@ fn rows(daemon: &Daemon) -> Result<Vec<Row>, AuditError> {
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut stmt = conn.prepare("SELECT name, binding FROM credential_bindings")?;
+        let mut stmt = conn.prepare_cached("SELECT name, binding FROM credential_bindings")?;
         let bindings = stmt
             .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -131,9 +133,9 @@ pub fn active(daemon: &Daemon) -> Result<Vec<(CredentialSpec, &'static str)>, Au
         .map(|c| (c.clone(), "config"))
         .collect();
     out.extend(
-        rows.into_iter()
+        rows.iter()
             .filter(|r| !r.revoked)
-            .map(|r| (r.spec, "operator")),
+            .map(|r| (r.spec.clone(), "operator")),
     );
     out.sort_by(|a, b| a.0.name.cmp(&b.0.name));
     Ok(out)
