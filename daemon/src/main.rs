@@ -205,6 +205,12 @@ fn start(layout: Layout) -> Result<i32, String> {
     if let Err(e) = praxis_sandbox::guardian::start() {
         tracing::error!("guardian: {e}; commands would outlive a crash of praxisd");
     }
+    // We hold the instance lock: command dirs in the scratch root are an
+    // earlier daemon's.
+    match praxis_sandbox::sweep_scratch(&config.layout.scratch_root()) {
+        0 => {}
+        n => tracing::info!("removed {n} scratch dir(s) an earlier praxisd left"),
+    }
     let self_test = praxis_daemon::spawn::self_test(&config.layout.scratch_root());
     if let Err(why) = &self_test {
         tracing::error!("sandbox self-test failed, serving only HOLD: {why}");

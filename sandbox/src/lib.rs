@@ -176,7 +176,7 @@ pub use filter::FilterError;
 pub use fs_rules::RulesError;
 pub use pins::PinError;
 pub use probe::{SelfTestReport, Support, self_test, support};
-pub use process::{Child, ExitStatus, Leftovers, Prepared, Waited, prepare, spawn};
+pub use process::{Child, ExitStatus, Leftovers, Prepared, Waited, prepare, spawn, sweep_scratch};
 pub use spare::{discard_spare, keep_spares, make_spare};
 
 /// Minimum Landlock ABI: 6 brings the abstract-unix-socket and signal scopes.

@@ -100,6 +100,21 @@ impl Drop for ScratchDir {
     }
 }
 
+/// Removes every command's dir under the scratch root `root`. For a daemon
+/// that holds its instance lock, before it runs anything: they are what an
+/// earlier daemon left when it died (a spare, a killed command's). Returns
+/// how many were removed.
+pub fn sweep_scratch(root: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(root) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("cmd-"))
+        .filter(|e| fs::remove_dir_all(e.path()).is_ok())
+        .count()
+}
+
 /// A sandbox made ready in the parent for one command: the Landlock ruleset,
 /// compiled seccomp filter, the environment block, mounts to make, the
 /// scratch dir. Consumed by [`spawn`].

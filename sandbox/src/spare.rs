@@ -113,7 +113,11 @@ pub fn keep_spares() {
 /// its cgroups.
 pub fn discard_spare() {
     ON.store(false, Ordering::Relaxed);
-    let mut kept = lock();
+    // One being made is dropped by its maker, which sees spares off.
+    let mut kept = MADE
+        .wait_timeout_while(lock(), WAIT_FOR_SPARE, |k| k.making.is_some())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .0;
     kept.wanted = None;
     // Dropping the pieces removes the dir and the (empty) cgroups.
     let spare = kept.spare.take();

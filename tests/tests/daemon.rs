@@ -168,7 +168,13 @@ fn daemon_killed_mid_command_reports_the_outcome_unknown_and_the_log_verifies() 
     assert_eq!(out.status.code(), Some(123), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("outcome unknown"));
     assert!(start.elapsed() < Duration::from_secs(5));
+    // The next praxisd removes the scratch dirs the killed one left (the
+    // command's, and the spare made for the next command).
+    let scratch = d.dir.path().join("state/praxis-scratch");
+    let left = || std::fs::read_dir(&scratch).unwrap().count();
+    assert!(left() > 0, "the killed daemon left nothing to sweep");
     d.spawn();
+    assert_eq!(left(), 0);
     assert!(d.praxis(&["audit", "verify"]).status.success());
 }
 
