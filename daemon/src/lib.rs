@@ -22,6 +22,7 @@ pub mod children;
 pub mod clock;
 pub mod config;
 pub mod conn;
+pub mod credential_rows;
 pub mod egress;
 pub mod errors;
 pub mod http;

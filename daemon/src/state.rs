@@ -10,11 +10,11 @@ use praxis_policy::redact::{Redactor, builtin_config};
 use crate::audit::{Appended, AuditStore, Durability, Event};
 use crate::children::Children;
 use crate::config::Config;
+use crate::credential_rows::RowCache;
 use crate::egress::EgressHub;
 use crate::kill_switch::KillSwitch;
 use crate::memory::store::MemoryStore;
 use crate::session::Sessions;
-use crate::stage::credentials::cache::RowCache;
 
 /// The policy in force. `Err` when no policy has ever loaded (a bad file at
 /// start-up): the daemon then serves nothing but HOLD with that reason.

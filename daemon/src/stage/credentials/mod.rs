@@ -3,7 +3,6 @@
 //! holds the references), held in zeroizing buffers, and put into the
 //! permit, whose command gets them in its environment only.
 
-pub mod cache;
 pub mod store;
 
 use std::io::Read;

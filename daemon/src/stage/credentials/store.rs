@@ -15,8 +15,8 @@ use praxis_policy::Decision;
 use praxis_proto::{CredentialSource, CredentialSpec};
 use rusqlite::params;
 
-use super::cache::Row;
 use crate::audit::{AuditError, TxOp};
+use crate::credential_rows::Row;
 use crate::state::Daemon;
 use crate::{clock, errors};
 
