@@ -41,15 +41,7 @@ impl Host {
                 let mut request_line = String::new();
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let _ = reader.read_line(&mut request_line);
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    if let Some((name, value)) = line.split_once(':')
-                        && name.eq_ignore_ascii_case("authorization")
-                    {
-                        seen.lock().unwrap().push(value.trim().to_owned());
-                    }
-                    line.clear();
-                }
+                common::read_authorization(&mut reader, &seen);
                 let answer = match redirect_to {
                     Some(port) if request_line.contains(" /go ") => format!(
                         "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{port}/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"

@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -67,16 +67,8 @@ impl TlsHost {
                 };
                 let mut tls = rustls::StreamOwned::new(conn, stream);
                 let mut reader = BufReader::new(&mut tls);
-                let mut line = String::new();
                 // A failed handshake (an unverified peer) ends the read.
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    if let Some((name, value)) = line.split_once(':')
-                        && name.eq_ignore_ascii_case("authorization")
-                    {
-                        seen.lock().unwrap().push(value.trim().to_owned());
-                    }
-                    line.clear();
-                }
+                common::read_authorization(&mut reader, &seen);
                 let body = "tls ok\n";
                 let _ = write!(
                     tls,

@@ -363,3 +363,21 @@ pub fn unreachable_origin_repo(dir: &Path) {
         assert!(st.success());
     }
 }
+
+/// Reads a request's header lines up to the blank line (or a failed read),
+/// keeping each `Authorization` value in `seen`: what a stand-in host was
+/// sent.
+pub fn read_authorization(
+    reader: &mut impl std::io::BufRead,
+    seen: &std::sync::Mutex<Vec<String>>,
+) {
+    let mut line = String::new();
+    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("authorization")
+        {
+            seen.lock().unwrap().push(value.trim().to_owned());
+        }
+        line.clear();
+    }
+}
