@@ -118,14 +118,17 @@ self_test=$("$bin/praxis" status --json | sed -n 's/.*"self_test":"\([^"]*\)".*/
 landlock=$(python3 -c 'import ctypes; print(ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1))' 2>/dev/null || echo unknown)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 # A dynamically linked praxis-run (plain `cargo build --release`) pays the
-# loader on every hook; `make release` links it statically. Results of the
-# two are not comparable, so the report says which one ran.
+# loader on every hook; `make release` links it statically at a fixed
+# address. Results of these are not comparable, so the report says which
+# one ran.
 if ! command -v readelf >/dev/null; then
   linkage=unknown
 elif readelf -l "$bin/praxis-run" | grep -q 'program interpreter'; then
   linkage=dynamic
+elif readelf -h "$bin/praxis-run" | grep -q 'Type:.*EXEC'; then
+  linkage="static, fixed address"
 else
-  linkage=static
+  linkage="static, position-independent"
 fi
 date=$(date -u +%F)
 mkdir -p "$root/bench/results"
