@@ -99,12 +99,25 @@ pub async fn run(
             }
         }
     };
-    let (observed, recorded) =
-        observe(daemon, &request, &trail, verdict, &details, unrecorded).await;
+    let (observed, appends) = observe(daemon, &request, &trail, verdict, &details, unrecorded);
+    // An allowed command the adapter runs through praxis-run is judged and
+    // audited again before it runs: its records may commit after the answer.
+    let answer_first = request.runs_through_praxis_run
+        && verdict == Verdict::Allow
+        && observed.block.is_none()
+        && matches!(request.subject, Subject::Command { .. });
+    let (recorded, after_answer) = if answer_first {
+        (None, Some(appends))
+    } else {
+        (appends.committed().await, None)
+    };
     // An ALLOW whose record did not commit is HOLD.
     let verdict = match recorded {
         Some(Err(e)) => {
-            tracing::error!("audit of a judged ALLOW failed, answering HOLD: {e}");
+            tracing::error!(
+                "audit of a judged ALLOW failed, answering HOLD: {}",
+                errors::one_line(&e)
+            );
             Verdict::Hold
         }
         _ => verdict,
@@ -135,6 +148,14 @@ pub async fn run(
         ..pipeline::decision_frame(&trail, verdict, &details)
     };
     let _ = writer.send(&ServerMsg::Decision(frame)).await;
+    if let Some(appends) = after_answer
+        && let Some(Err(e)) = appends.committed().await
+    {
+        tracing::error!(
+            "the record of an answered ALLOW did not commit; its run through praxis-run is judged and audited anew: {}",
+            errors::one_line(&e)
+        );
+    }
 }
 
 /// A judged request. An ALLOW's decision record may still be `unrecorded`:
@@ -149,24 +170,22 @@ struct Judged {
 }
 
 /// The judged tool call joins its session's trajectory (a PreToolUse), and
-/// the decision record still `unrecorded` is written first, with the
-/// session's events; its outcome is returned. The session sees the verdict
-/// as judged: an ALLOW whose record fails is then answered HOLD.
-async fn observe(
+/// the decision record still `unrecorded` is queued first, with the
+/// session's events; the caller waits for their commits. The session sees
+/// the verdict as judged: an ALLOW whose record fails is then answered HOLD.
+fn observe(
     daemon: &Arc<Daemon>,
     request: &JudgeRequest,
     trail: &Trail,
     verdict: Verdict,
     details: &Refusal,
     unrecorded: Option<Event>,
-) -> (session::Observed, Option<Result<(), String>>) {
+) -> (session::Observed, session::Appends) {
+    let first = unrecorded.map(|e| (e, Durability::Normal));
     let Some(scope) = session::scope_of(request.runtime.as_deref(), request.session.as_deref())
     else {
-        let recorded = match unrecorded {
-            Some(event) => Some(daemon.record(event, Durability::Normal).await.map(drop)),
-            None => None,
-        };
-        return (session::Observed::default(), recorded);
+        let appends = session::Appends::queue(&daemon.audit, first, Vec::new());
+        return (session::Observed::default(), appends);
     };
     let (tool, target) = session::tool_and_target(&request.subject, request.tool.as_deref());
     let mut event = session::event(scope, SessionDoorway::PreToolUse, Some(tool), target);
@@ -178,18 +197,13 @@ async fn observe(
         &details.rule_ids,
         &trail.role,
     ));
-    let (observed, recorded) = daemon
-        .sessions
-        .observe_after(
-            &daemon.audit,
-            &|t| daemon.redact(t),
-            event,
-            Some(&trail.request_id),
-            unrecorded.map(|e| (e, Durability::Normal)),
-        )
-        .await;
-    let recorded = recorded.map(|r| r.map(drop).map_err(|e| errors::one_line(&e)));
-    (observed, recorded)
+    daemon.sessions.observe_queued(
+        &daemon.audit,
+        &|t| daemon.redact(t),
+        event,
+        Some(&trail.request_id),
+        first,
+    )
 }
 
 /// The exec pipeline up to its audit intent: role, judging, approval and

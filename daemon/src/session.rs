@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::audit::{Appended, AuditError, AuditStore, Durability, Event, EventKind};
+use crate::audit::{Appended, AuditError, AuditStore, Durability, Event, EventKind, Queued};
 use crate::clock;
 use crate::config::Config;
 
@@ -81,6 +81,49 @@ pub struct Stored {
     /// When the session was first and last seen (ms since the epoch).
     pub first_ms: u64,
     pub last_ms: u64,
+}
+
+/// The audit events of one session step, handed to the writer: an action's
+/// own record first, when it came with one.
+#[must_use = "the appends count only once their commits are known"]
+pub struct Appends {
+    queued: Queued,
+    has_first: bool,
+}
+
+impl Appends {
+    pub fn queue(
+        audit: &AuditStore,
+        first: Option<(Event, Durability)>,
+        events: Vec<Event>,
+    ) -> Appends {
+        let has_first = first.is_some();
+        let batch = first
+            .into_iter()
+            .chain(events.into_iter().map(|e| (e, Durability::Normal)))
+            .collect();
+        Appends {
+            queued: audit.queue_all(batch),
+            has_first,
+        }
+    }
+
+    /// Waits for every commit and logs a session event's failure; returns
+    /// the outcome of the action's own record.
+    pub async fn committed(self) -> Option<Result<Appended, AuditError>> {
+        let mut outcomes = self.queued.committed().await.into_iter();
+        let first = if self.has_first {
+            outcomes.next()
+        } else {
+            None
+        };
+        for outcome in outcomes {
+            if let Err(e) = outcome {
+                tracing::error!("audit of a session event failed: {e}");
+            }
+        }
+        first
+    }
 }
 
 /// What the caller must do with one event's outcome.
@@ -222,38 +265,28 @@ impl Sessions {
         event: HookEvent,
         request_id: Option<&str>,
     ) -> Observed {
-        self.observe_after(audit, redact, event, request_id, None)
-            .await
-            .0
+        let (observed, appends) = self.observe_queued(audit, redact, event, request_id, None);
+        // No record of its own came with it: only the step's events, whose
+        // failures are logged.
+        let _ = appends.committed().await;
+        observed
     }
 
     /// [`Sessions::observe`] for an action whose own audit record, `first`,
-    /// is not written yet: it is appended before the transitions' events,
-    /// in one batch with them (one commit, not one each), and its outcome
-    /// is returned.
-    pub async fn observe_after(
-        self: &Arc<Self>,
+    /// is not written yet: it is queued before the transitions' events, in
+    /// one batch with them (one commit, not one each). The caller waits for
+    /// the commits, before or after it answers.
+    pub fn observe_queued(
+        &self,
         audit: &AuditStore,
         redact: &Redact<'_>,
         mut event: HookEvent,
         request_id: Option<&str>,
         first: Option<(Event, Durability)>,
-    ) -> (Observed, Option<Result<Appended, AuditError>>) {
+    ) -> (Observed, Appends) {
         event.at_ms = u64::try_from(clock::now_ms()).unwrap_or(0);
         let (observed, events) = self.audited_step(redact, &event, request_id);
-        let has_first = first.is_some();
-        let batch = first
-            .into_iter()
-            .chain(events.into_iter().map(|e| (e, Durability::Normal)))
-            .collect();
-        let mut outcomes = audit.append_all_async(batch).await.into_iter();
-        let first = if has_first { outcomes.next() } else { None };
-        for outcome in outcomes {
-            if let Err(e) = outcome {
-                tracing::error!("audit of a session event failed: {e}");
-            }
-        }
-        (observed, first)
+        (observed, Appends::queue(audit, first, events))
     }
 
     /// One step and the audit events it leaves: its transitions, or the

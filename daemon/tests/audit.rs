@@ -738,6 +738,24 @@ async fn async_appends_commit_before_returning() {
     assert!(store.verify().unwrap().ok);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_appends_keep_their_order_and_a_settled_read_sees_them() {
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    // Queued now, awaited later: an answer can go out in between.
+    let queued = store.queue_all((1..=40).map(|i| (decided(i), Durability::Normal)).collect());
+    store.settled().await;
+    let read = store.tail(100).unwrap();
+    assert_eq!(seqs(&read), (1..=40).collect::<Vec<i64>>());
+    assert_eq!(read[0].event.request_id.as_deref(), Some("req-1"));
+    let outcomes = queued.committed().await;
+    let committed: Vec<i64> = outcomes.into_iter().map(|o| o.unwrap().seq).collect();
+    assert_eq!(committed, (1..=40).collect::<Vec<i64>>());
+    // A barrier with nothing queued before it answers at once.
+    store.settled().await;
+    assert!(store.verify().unwrap().ok);
+}
+
 #[test]
 fn offline_verify_of_a_missing_file_is_an_error() {
     let (_dir, path) = scratch();

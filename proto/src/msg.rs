@@ -110,6 +110,11 @@ pub struct JudgeRequest {
     /// the user's yes is the approval.
     #[serde(default)]
     pub attended: bool,
+    /// The adapter runs an allowed command through praxis-run, which judges
+    /// and audits it again before it runs: the decision record of this ALLOW
+    /// commits right after the answer instead of before it.
+    #[serde(default)]
+    pub runs_through_praxis_run: bool,
 }
 
 /// Something an adapter reports for the audit trail, with no decision to

@@ -22,6 +22,9 @@ pub struct Caller {
     /// The runtime asks its user about a HOLD: a held command gets a
     /// one-time approval token (see `JudgeRequest::attended`).
     pub attended: bool,
+    /// An allowed command is run through praxis-run, judged and audited again
+    /// (see `JudgeRequest::runs_through_praxis_run`).
+    pub runs_through_praxis_run: bool,
 }
 
 /// Judges `subject` as if run from `cwd`; the daemon records the decision.
@@ -37,6 +40,7 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
         tool: caller.tool.clone(),
         env: praxis_proto::forwarded_env(),
         attended: caller.attended,
+        runs_through_praxis_run: caller.runs_through_praxis_run,
     };
     let stream = client::connect_for_decision()?;
     client::send_first(&stream, &ClientMsg::Judge(request), &[cwd_dir.as_raw_fd()])?;

@@ -523,6 +523,20 @@ fn file_tools_are_judged_on_their_path() {
         ),
     );
     assert_eq!(out["permissionDecision"], "allow", "{out}");
+    // Claude Code edits the file on this answer alone: its record had
+    // committed before the answer went out.
+    let reason = out["permissionDecisionReason"].as_str().unwrap();
+    let request_id = reason
+        .split("(request ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_else(|| panic!("no request id in {reason}"));
+    assert!(
+        d.committed_events()
+            .iter()
+            .any(|e| e["request_id"] == request_id && e["decision"] == "ALLOW"),
+        "{request_id} not committed before its answer"
+    );
     let secret = home.join(".ssh/id_ed25519").display().to_string();
     let out = claude(
         &d,

@@ -96,7 +96,7 @@ pub use writer::TxOp;
 use checkpoint::Checkpointer;
 use head::Head;
 use read::{Readers, sql_limit};
-use writer::{Guard, Job, Reply};
+use writer::{Guard, Job, Reply, Work};
 
 /// Why an audit operation failed. Every message is one line.
 #[derive(Debug, thiserror::Error)]
@@ -146,7 +146,7 @@ pub struct AuditStore {
 
 struct Inner {
     path: PathBuf,
-    jobs: Option<Sender<Job>>,
+    jobs: Option<Sender<Work>>,
     writer: Option<JoinHandle<()>>,
     readers: Readers,
     checkpointer: Option<Checkpointer>,
@@ -376,39 +376,29 @@ impl AuditStore {
         durability: Durability,
         op: Option<TxOp>,
     ) -> Result<Appended, AuditError> {
-        self.enqueue(event, durability, op)?.await
+        committed(self.enqueue(event, durability, op)?).await
     }
 
-    /// Appends `events` in order and waits (without blocking the runtime)
-    /// until each is committed; one outcome per event, in order. All are
-    /// queued before the first is awaited, so the writer usually commits
-    /// them in one transaction: an action's record and what came with it
-    /// cost one commit, not one each.
-    pub async fn append_all_async(
-        &self,
-        events: Vec<(Event, Durability)>,
-    ) -> Vec<Result<Appended, AuditError>> {
-        let queued: Vec<_> = events
-            .into_iter()
-            .map(|(event, durability)| self.enqueue(event, durability, None))
-            .collect();
-        let mut outcomes = Vec::with_capacity(queued.len());
-        for job in queued {
-            outcomes.push(match job {
-                Ok(committed) => committed.await,
-                Err(e) => Err(e),
-            });
-        }
-        outcomes
+    /// Hands `events` to the writer in order, all at once, so that it usually
+    /// commits them in one transaction: an action's record and what came with
+    /// it cost one commit, not one each. None is known committed before
+    /// [`Queued::committed`] says so.
+    pub fn queue_all(&self, events: Vec<(Event, Durability)>) -> Queued {
+        Queued(
+            events
+                .into_iter()
+                .map(|(event, durability)| self.enqueue(event, durability, None))
+                .collect(),
+        )
     }
 
-    /// Queues an append; the returned future resolves once it is committed.
+    /// Queues an append; the receiver answers once it is committed.
     fn enqueue(
         &self,
         event: Event,
         durability: Durability,
         op: Option<TxOp>,
-    ) -> Result<impl Future<Output = Result<Appended, AuditError>> + use<>, AuditError> {
+    ) -> Result<Committed, AuditError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.submit(Job {
             event,
@@ -416,12 +406,27 @@ impl AuditStore {
             op,
             reply: Reply::Async(tx),
         })?;
-        Ok(async move { rx.await.map_err(|_| AuditError::WriterGone)? })
+        Ok(rx)
     }
 
     fn submit(&self, job: Job) -> Result<(), AuditError> {
+        self.hand_over(Work::Append(job))
+    }
+
+    fn hand_over(&self, work: Work) -> Result<(), AuditError> {
         let jobs = self.inner.jobs.as_ref().ok_or(AuditError::WriterGone)?;
-        jobs.send(job).map_err(|_| AuditError::WriterGone)
+        jobs.send(work).map_err(|_| AuditError::WriterGone)
+    }
+
+    /// Waits until every append queued before this call is committed or has
+    /// failed, so that a read after it sees them: an answer can go out
+    /// before its record commits (see `Queued`).
+    pub async fn settled(&self) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.hand_over(Work::Barrier(tx)).is_ok() {
+            // A writer gone has nothing left to commit.
+            let _ = rx.await;
+        }
     }
 
     /// Walks the whole chain and names the first broken `seq`, if any. Also
@@ -633,5 +638,31 @@ pub fn verify_file(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
             ..report
         }),
         None => Ok(report),
+    }
+}
+
+/// Where the writer answers for one queued append.
+type Committed = tokio::sync::oneshot::Receiver<Result<Appended, AuditError>>;
+
+async fn committed(job: Committed) -> Result<Appended, AuditError> {
+    job.await.map_err(|_| AuditError::WriterGone)?
+}
+
+/// Appends handed to the writer by [`AuditStore::queue_all`], in order.
+#[must_use = "an append counts only once its commit is known"]
+pub struct Queued(Vec<Result<Committed, AuditError>>);
+
+impl Queued {
+    /// Waits (without blocking the runtime) until every append is committed;
+    /// one outcome per event, in order.
+    pub async fn committed(self) -> Vec<Result<Appended, AuditError>> {
+        let mut outcomes = Vec::with_capacity(self.0.len());
+        for job in self.0 {
+            outcomes.push(match job {
+                Ok(job) => committed(job).await,
+                Err(e) => Err(e),
+            });
+        }
+        outcomes
     }
 }

@@ -60,6 +60,18 @@ impl Reply {
     }
 }
 
+/// What the writer is handed, in order.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "barriers are rare; boxing would cost every append an allocation"
+)]
+pub(crate) enum Work {
+    Append(Job),
+    /// Answered once every append handed over before it is committed (or
+    /// failed): what a read waits for to see them.
+    Barrier(tokio::sync::oneshot::Sender<()>),
+}
+
 /// One append request.
 pub(crate) struct Job {
     pub event: Event,
@@ -76,7 +88,7 @@ pub(crate) fn spawn(
     shared: Arc<Mutex<Head>>,
     guard: Guard,
     chain: Chain,
-) -> Result<(Sender<Job>, JoinHandle<()>), AuditError> {
+) -> Result<(Sender<Work>, JoinHandle<()>), AuditError> {
     let (tx, rx) = std::sync::mpsc::channel();
     let writer = Writer {
         conn,
@@ -144,11 +156,23 @@ impl Guard {
 }
 
 impl Writer {
-    fn run(mut self, jobs: Receiver<Job>) {
-        while let Ok(first) = jobs.recv() {
-            let mut batch = vec![first];
-            batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
-            self.commit(batch);
+    fn run(mut self, work: Receiver<Work>) {
+        while let Ok(first) = work.recv() {
+            let mut batch = Vec::new();
+            let mut barriers = Vec::new();
+            for item in iter::once(first).chain(work.try_iter().take(MAX_BATCH - 1)) {
+                match item {
+                    Work::Append(job) => batch.push(job),
+                    Work::Barrier(waiter) => barriers.push(waiter),
+                }
+            }
+            if !batch.is_empty() {
+                self.commit(batch);
+            }
+            for waiter in barriers {
+                // A reader that went away needs no answer.
+                let _ = waiter.send(());
+            }
         }
     }
 

@@ -184,6 +184,22 @@ pub async fn handle(
     request: OperatorRequest,
     writer: &mut Writer,
 ) {
+    // A read sees every record queued before it, such as that of an ALLOW
+    // answered a moment ago whose commit followed the answer.
+    if matches!(
+        request,
+        OperatorRequest::AuditVerify
+            | OperatorRequest::AuditVerifyAnchor { .. }
+            | OperatorRequest::AuditAnchor
+            | OperatorRequest::AuditTail { .. }
+            | OperatorRequest::AuditAfter { .. }
+            | OperatorRequest::AuditShow { .. }
+            | OperatorRequest::AuditExport { .. }
+            | OperatorRequest::SessionList
+            | OperatorRequest::SessionShow { .. }
+    ) {
+        daemon.audit.settled().await;
+    }
     let replies: Vec<OperatorReply> = if let Some(reason) = refusal(daemon, &peer, &request) {
         vec![OperatorReply::Refused { reason }]
     } else {

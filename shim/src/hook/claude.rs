@@ -80,7 +80,7 @@ fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
         return Ok(Answer::silent());
     }
     let unattended = !attended(event);
-    let judged = super::pre_tool_use(event, RUNTIME, !unattended)?;
+    let judged = super::pre_tool_use(event, RUNTIME, !unattended, true)?;
     let frame = &judged.frame;
     let decision = match (frame.decision, unattended) {
         (Verdict::Allow, _) => "allow",

@@ -66,7 +66,7 @@ fn pre_tool_use(event: &Event) -> Result<Answer, HookError> {
     if own_mcp_tool(event.tool()?) {
         return Ok(Answer::silent());
     }
-    let judged = super::pre_tool_use(event, RUNTIME, false)?;
+    let judged = super::pre_tool_use(event, RUNTIME, false, true)?;
     Ok(match (judged.frame.decision, &judged.rewrite) {
         (Verdict::Allow, Some(rewrite)) => {
             let mut input = event.tool_input.clone().unwrap_or_default();

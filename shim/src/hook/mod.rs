@@ -109,6 +109,7 @@ impl Event {
             tool: self.tool_name.clone(),
             role: None,
             attended: false,
+            runs_through_praxis_run: false,
         }
     }
 
@@ -289,7 +290,14 @@ pub struct PreToolUse {
 /// the policy says: an agent may not approve its own actions. When the
 /// runtime is `attended` (it asks its user about a HOLD), a held Bash
 /// command's rewrite carries the one-time token the daemon minted for it.
-pub fn pre_tool_use(event: &Event, runtime: &str, attended: bool) -> Result<PreToolUse, HookError> {
+/// When the adapter `rewrites` an allowed Bash command to run through
+/// praxis-run, the daemon may commit the ALLOW's record after answering.
+pub fn pre_tool_use(
+    event: &Event,
+    runtime: &str,
+    attended: bool,
+    rewrites: bool,
+) -> Result<PreToolUse, HookError> {
     let tool = event.tool()?;
     let cwd = event.cwd()?;
     let mut caller = event.caller(runtime);
@@ -320,6 +328,7 @@ pub fn pre_tool_use(event: &Event, runtime: &str, attended: bool) -> Result<PreT
     let shell = shell(text);
     // No token is ever minted for a command that is STOP anyway.
     caller.attended = attended && !shell.forged;
+    caller.runs_through_praxis_run = rewrites;
     let mut frame = judge::judge(
         Subject::Command {
             command: shell.command.clone(),

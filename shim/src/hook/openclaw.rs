@@ -199,7 +199,7 @@ fn shell(event: &Event, text: &str, rewrite: bool) -> Result<Value, HookError> {
         stop_hook_active: None,
         is_interrupt: None,
     };
-    let judged = super::pre_tool_use(&as_bash, RUNTIME, rewrite)?;
+    let judged = super::pre_tool_use(&as_bash, RUNTIME, rewrite, rewrite)?;
     let params = match (rewrite, judged.rewrite, judged.frame.decision) {
         (true, Some(line), Verdict::Allow | Verdict::Hold) => {
             let mut params = event.tool_input.clone().unwrap_or_default();

@@ -213,6 +213,19 @@ impl Daemon {
 
     /// Audit events as JSON objects (column → value), oldest first.
     pub fn events(&self) -> Vec<serde_json::Value> {
+        // A daemon that is serving is asked first: its audit reads wait for
+        // every record queued before them, as an ALLOW's may commit just
+        // after its answer.
+        if self.child.as_ref().is_some_and(|c| running(c.id())) {
+            let settled = self.praxis(&["audit", "tail", "-n", "1"]);
+            assert!(settled.status.success(), "{settled:?}");
+        }
+        self.committed_events()
+    }
+
+    /// [`Daemon::events`] as committed in the file this instant, without
+    /// waiting for records still queued in praxisd.
+    pub fn committed_events(&self) -> Vec<serde_json::Value> {
         let conn = rusqlite::Connection::open(self.db()).unwrap();
         let mut stmt = conn
             .prepare(
@@ -380,4 +393,18 @@ pub fn read_authorization(
         }
         line.clear();
     }
+}
+
+/// Whether process `pid` is still running (not gone, not a zombie).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // The state follows the command name, which is in parentheses.
+            let (_, rest) = stat.rsplit_once(')')?;
+            rest.split_whitespace()
+                .next()
+                .map(|s| !matches!(s, "Z" | "X"))
+        })
+        .unwrap_or(false)
 }
