@@ -25,7 +25,7 @@ pub async fn record_interrupted(daemon: &Daemon) -> Result<usize, String> {
                     runtime: row.get(4)?,
                     cwd: row.get(5)?,
                     reason: Some(String::from(
-                        "praxisd ended while the command ran; the guardian ended what was left of it",
+                        "praxisd ended before the command's outcome was recorded; if it was still running, the guardian ended what was left of it",
                     )),
                     ..Event::new(EventKind::Interrupted)
                 })

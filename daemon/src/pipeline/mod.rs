@@ -9,8 +9,9 @@
 //! redact → approval / retry budget → session (a run naming a session
 //! joins its trajectory: a steer rides the advisory line, a role's method
 //! rule refuses) → audit intent (committed) → credentials → execute →
-//! errors → output → audit outcome → session (the exit; a steer it reached
-//! is the last stderr line).
+//! errors → output → audit outcome (queued before the exit is reported,
+//! committed as it goes out) → session (the exit; a steer it reached is the
+//! last stderr line).
 //!
 //! Only this module can make a [`Permit`] (its seal is in [`gate`]), and
 //! [`execute::run`] takes it by value. [`Gate::Allow`] carries one; a policy
@@ -73,7 +74,7 @@ pub async fn run(
     );
     let (trail, ticket, gate) = admit(daemon, inbound).await;
     let (command, call_id) = (&action.0, action.1.as_deref());
-    let gate = session::admit(
+    let (gate, joined) = session::admit(
         &daemon.sessions,
         &daemon.audit,
         &|t| daemon.redact(t),
@@ -81,9 +82,12 @@ pub async fn run(
         &trail,
         command,
         call_id,
-    )
-    .await;
+    );
     let gate = record_intent(daemon, gate, &trail, &ticket).await;
+    // Queued before the intent, the session's events were committed with it.
+    if let Some(joined) = joined {
+        let _ = joined.committed().await;
+    }
 
     match gate {
         Gate::Allow(mut permit) => {
@@ -123,15 +127,20 @@ pub async fn run(
                     execute::run(daemon, *permit, &trail, reader, writer, started, on_egress).await
                 }
             };
-            // The outcome and what an undo needs are recorded before the
-            // client hears the exit, so a client that reads the audit log or
-            // undoes the command next finds them there.
-            outcome::record(daemon, &trail, &executed).await;
-            if taken {
+            // The outcome is queued before the client hears the exit, so any
+            // read through praxisd and the client's next request come after
+            // it; it commits while the exit goes out. A command with an undo
+            // snapshot waits for it, and for what the undo needs.
+            let recorded = outcome::queue(daemon, &trail, &executed);
+            let recorded = if taken {
+                outcome::committed(recorded).await;
                 let ran = matches!(executed, Executed::Ran(_));
                 reversibility::settle(daemon, &trail.request_id, ran).await;
-            }
-            let steer = session::finished(
+                None
+            } else {
+                Some(recorded)
+            };
+            let (steer, ended) = session::finished(
                 &daemon.sessions,
                 &daemon.audit,
                 &|t| daemon.redact(t),
@@ -139,10 +148,15 @@ pub async fn run(
                 command,
                 call_id,
                 &executed,
-            )
-            .await;
+            );
             if let Executed::Ran(ran) = &executed {
                 execute::report_exit(writer, ran, steer).await;
+            }
+            if let Some(record) = recorded {
+                outcome::committed(record).await;
+            }
+            if let Some(ended) = ended {
+                let _ = ended.committed().await;
             }
         }
         Gate::Held(held) => {

@@ -4,7 +4,8 @@
 
 use praxis_egress::{ConnectionEvent, RequestKind, Verdict};
 
-use crate::audit::{Durability, Event, EventKind};
+use crate::audit::{Durability, Event, EventKind, Queued};
+use crate::errors;
 use crate::pipeline::gate::{Executed, Ran, Trail};
 use crate::state::Daemon;
 
@@ -57,8 +58,9 @@ pub async fn egress(daemon: &Daemon, trail: &Trail, event: ConnectionEvent) {
     }
 }
 
-/// Records how an allowed command ended, or why it never started.
-pub async fn record(daemon: &Daemon, trail: &Trail, executed: &Executed) {
+/// Queues the record of how an allowed command ended, or why it never
+/// started; [`committed`] waits for it.
+pub fn queue(daemon: &Daemon, trail: &Trail, executed: &Executed) -> Queued {
     let event = match executed {
         Executed::NotStarted {
             reason,
@@ -73,8 +75,17 @@ pub async fn record(daemon: &Daemon, trail: &Trail, executed: &Executed) {
         },
         Executed::Ran(ran) => finished(trail, ran),
     };
-    if let Err(e) = daemon.record(event, Durability::Normal).await {
-        tracing::error!("audit of an outcome failed: {e}");
+    daemon.audit.queue_all(vec![(event, Durability::Normal)])
+}
+
+/// Waits for a queued outcome record. One that fails is logged; a started
+/// command whose outcome never committed is marked interrupted at the
+/// daemon's next start.
+pub async fn committed(record: Queued) {
+    for result in record.committed().await {
+        if let Err(e) = result {
+            tracing::error!("audit of an outcome failed: {}", errors::one_line(&e));
+        }
     }
 }
 

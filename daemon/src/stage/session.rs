@@ -12,13 +12,16 @@ use praxis_session::{EventKind as Doorway, Status};
 use crate::audit::AuditStore;
 use crate::pipeline::gate::{Executed, Gate, Refusal, Trail};
 use crate::session::{
-    METHOD_RULE_PREFIX, Observed, Redact, Sessions, command_text, event, judgment, scope_of,
+    Appends, METHOD_RULE_PREFIX, Observed, Redact, Sessions, command_text, event, judgment,
+    scope_of,
 };
 
 /// An exec request with a session, before its intent is recorded: the
 /// action joins the trajectory; a steer goes to the agent with an ALLOW's
-/// decision, before the output; a method block refuses it (STOP).
-pub async fn admit(
+/// decision, before the output; a method block refuses it (STOP). The
+/// step's audit events are queued, to be awaited once the intent, queued
+/// after them, is.
+pub fn admit(
     sessions: &Arc<Sessions>,
     audit: &AuditStore,
     redact: &Redact<'_>,
@@ -26,9 +29,9 @@ pub async fn admit(
     trail: &Trail,
     command: &Command,
     call_id: Option<&str>,
-) -> Gate {
+) -> (Gate, Option<Appends>) {
     let Some(scope) = scope_of(trail.runtime.as_deref(), trail.session.as_deref()) else {
-        return gate;
+        return (gate, None);
     };
     let (verdict, refusal) = match &gate {
         Gate::Allow(permit) => (Verdict::Allow, Refusal::of(&permit.decision)),
@@ -50,10 +53,9 @@ pub async fn admit(
         &refusal.rule_ids,
         &trail.role,
     ));
-    let observed = sessions
-        .observe(audit, redact, hook, Some(&trail.request_id))
-        .await;
-    match (gate, observed) {
+    let (observed, appends) =
+        sessions.observe_queued(audit, redact, hook, Some(&trail.request_id), None);
+    let gate = match (gate, observed) {
         (
             Gate::Allow(_),
             Observed {
@@ -76,13 +78,14 @@ pub async fn admit(
             Gate::Allow(permit)
         }
         (gate, _) => gate,
-    }
+    };
+    (gate, Some(appends))
 }
 
 /// An exec request with a session has ended: its status joins the
 /// trajectory; the steer it reached (a failure loop) is returned, to go to
-/// the agent with the exit frame.
-pub async fn finished(
+/// the agent with the exit frame, with the step's audit events, queued.
+pub fn finished(
     sessions: &Arc<Sessions>,
     audit: &AuditStore,
     redact: &Redact<'_>,
@@ -90,10 +93,12 @@ pub async fn finished(
     command: &Command,
     call_id: Option<&str>,
     executed: &Executed,
-) -> Option<String> {
-    let scope = scope_of(trail.runtime.as_deref(), trail.session.as_deref())?;
+) -> (Option<String>, Option<Appends>) {
+    let Some(scope) = scope_of(trail.runtime.as_deref(), trail.session.as_deref()) else {
+        return (None, None);
+    };
     let Executed::Ran(ran) = executed else {
-        return None;
+        return (None, None);
     };
     let mut hook = event(
         scope,
@@ -107,8 +112,7 @@ pub async fn finished(
         ExitStatus::Code(0) => Status::Ok,
         _ => Status::Failed,
     };
-    sessions
-        .observe(audit, redact, hook, Some(&trail.request_id))
-        .await
-        .steer
+    let (observed, appends) =
+        sessions.observe_queued(audit, redact, hook, Some(&trail.request_id), None);
+    (observed.steer, Some(appends))
 }
