@@ -33,6 +33,7 @@ pub mod memory;
 pub mod operator;
 pub mod paths;
 pub mod pipeline;
+pub mod program_cache;
 pub mod recovery;
 pub mod reload;
 pub mod roles;

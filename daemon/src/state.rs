@@ -14,6 +14,7 @@ use crate::credential_rows::RowCache;
 use crate::egress::EgressHub;
 use crate::kill_switch::KillSwitch;
 use crate::memory::store::MemoryStore;
+use crate::program_cache::ProgramCache;
 use crate::session::Sessions;
 
 /// The policy in force. `Err` when no policy has ever loaded (a bad file at
@@ -63,6 +64,8 @@ pub struct Daemon {
     pub memory: Result<MemoryStore, String>,
     /// The operator's credential rows as last read (told of every change).
     pub credential_rows: RowCache,
+    /// Where program names resolve, kept while nothing it depended on changed.
+    pub programs: ProgramCache,
 }
 
 /// The shipped secret rules, compiled and checked against their examples.
@@ -114,6 +117,7 @@ impl Daemon {
             draining: AtomicBool::new(false),
             redactor: base_redactor(),
             credential_rows: RowCache::default(),
+            programs: ProgramCache::default(),
         }
     }
 

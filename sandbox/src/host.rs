@@ -52,29 +52,38 @@ pub fn git_default_branch(root: &Path) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn is_executable_file(path: &Path) -> bool {
+/// Whether `path` is a regular file someone may execute (symlinks followed).
+pub fn is_executable_file(path: &Path) -> bool {
     fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Where `program` resolves on `path_var` (a `PATH` value), as the shell would
-/// find it: the first executable regular file. Relative `PATH` entries resolve
-/// against `cwd`, as the kernel would for the child.
+/// Where `program` is looked for on `path_var` (a `PATH` value), in order.
+/// Relative `PATH` entries resolve against `cwd`, as the kernel would for
+/// the child.
+pub fn program_candidates<'a>(
+    program: &'a str,
+    path_var: &'a OsStr,
+    cwd: &'a Path,
+) -> impl Iterator<Item = PathBuf> + 'a {
+    std::env::split_paths(path_var).map(move |dir| {
+        let dir = if dir.as_os_str().is_empty() {
+            cwd.to_path_buf()
+        } else {
+            dir
+        };
+        let dir = if dir.is_relative() {
+            cwd.join(dir)
+        } else {
+            dir
+        };
+        dir.join(program)
+    })
+}
+
+/// Where `program` resolves on `path_var`, as the shell would find it: the
+/// first executable regular file among its candidates.
 pub fn resolve_program(program: &str, path_var: &OsStr, cwd: &Path) -> Option<PathBuf> {
-    std::env::split_paths(path_var)
-        .map(|dir| {
-            let dir = if dir.as_os_str().is_empty() {
-                cwd.to_path_buf()
-            } else {
-                dir
-            };
-            let dir = if dir.is_relative() {
-                cwd.join(dir)
-            } else {
-                dir
-            };
-            dir.join(program)
-        })
-        .find(|candidate| is_executable_file(candidate))
+    program_candidates(program, path_var, cwd).find(|candidate| is_executable_file(candidate))
 }
 
 /// Whether `path` lies inside any of `roots`, comparing canonical forms so a

@@ -342,6 +342,7 @@ fn judge(
         &policy,
         &analysis,
         &daemon.config,
+        &daemon.programs,
         cwd_dir,
         uid,
         &request.env,

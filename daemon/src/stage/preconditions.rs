@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::fs;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,7 @@ use praxis_sandbox::host;
 
 use crate::config::Config;
 use crate::paths::{DEFAULT_PATH, expand_home};
+use crate::program_cache::ProgramCache;
 
 /// Roots a sandboxed command could write besides the workspace and caches;
 /// a program resolved inside one of them may have been planted.
@@ -101,28 +102,11 @@ pub fn home_of(uid: u32) -> Result<PathBuf, PreconditionError> {
     Ok(home)
 }
 
-/// Whether `path` lies inside any of `roots`, compared by directory identity
-/// (device, inode): each root as the kernel resolves it against every
-/// ancestor of the canonical `path`, so a symlinked root or `PATH` entry
-/// cannot hide a planted binary. One `stat` per root and per ancestor, where
-/// canonicalizing every root costs a `readlink` per component.
-fn inside_any(path: &Path, roots: &[PathBuf]) -> bool {
-    let canonical = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let ancestors: Vec<(u64, u64)> = canonical
-        .ancestors()
-        .filter_map(|dir| fs::metadata(dir).ok())
-        .map(|m| (m.dev(), m.ino()))
-        .collect();
-    roots
-        .iter()
-        .filter_map(|root| fs::metadata(root).ok())
-        .any(|m| ancestors.contains(&(m.dev(), m.ino())))
-}
-
 pub fn gather(
     policy: &Policy,
     analysis: &Analysis,
     config: &Config,
+    programs: &ProgramCache,
     cwd_dir: &OwnedFd,
     uid: u32,
     env: &[(String, String)],
@@ -138,23 +122,25 @@ pub fn gather(
         .map(|(_, v)| OsString::from(v))
         .unwrap_or_else(|| OsString::from(DEFAULT_PATH));
 
-    let mut writable: Vec<PathBuf> = vec![workspace.clone()];
-    writable.extend(SHARED_WRITABLE.iter().map(PathBuf::from));
-    writable.extend(
-        policy
-            .sandbox_lists()
-            .writable_caches
-            .iter()
-            .map(|c| expand_home(c, &home)),
-    );
+    // Writable besides the workspace: a program found in one may have been planted.
+    let writable: Vec<PathBuf> = SHARED_WRITABLE
+        .iter()
+        .map(PathBuf::from)
+        .chain(
+            policy
+                .sandbox_lists()
+                .writable_caches
+                .iter()
+                .map(|c| expand_home(c, &home)),
+        )
+        .collect();
 
     let resolved: BTreeMap<String, Resolution> = analysis
         .programs()
         .into_iter()
         .map(|name| {
-            let resolution = match host::resolve_program(&name, &path_var, &cwd) {
-                Some(path) => {
-                    let in_writable_root = inside_any(&path, &writable);
+            let resolution = match programs.resolve(&name, &path_var, &cwd, &writable, &workspace) {
+                Some((path, in_writable_root)) => {
                     Resolution::found(path, in_writable_root, host::is_virtualenv_entry)
                 }
                 None => Resolution::NotFound,
@@ -218,30 +204,6 @@ mod tests {
         );
         drop(tmp);
         assert!(matches!(cwd_of(&dir), Err(PreconditionError::CwdDeleted)));
-    }
-
-    #[test]
-    fn inside_any_sees_through_symlinks_both_ways() {
-        let tmp = tempfile::tempdir().unwrap();
-        let real = tmp.path().join("real");
-        let other = tmp.path().join("other");
-        fs::create_dir_all(real.join("bin")).unwrap();
-        fs::create_dir_all(&other).unwrap();
-        let program = real.join("bin/tool");
-        fs::write(&program, "").unwrap();
-        // A symlinked PATH entry into the root.
-        let via = tmp.path().join("via");
-        std::os::unix::fs::symlink(real.join("bin"), &via).unwrap();
-        // A root that is itself a symlink.
-        let root_link = tmp.path().join("root-link");
-        std::os::unix::fs::symlink(&real, &root_link).unwrap();
-
-        assert!(inside_any(&via.join("tool"), std::slice::from_ref(&real)));
-        assert!(inside_any(&program, &[root_link]));
-        assert!(inside_any(&program, std::slice::from_ref(&program)));
-        assert!(!inside_any(&via.join("tool"), std::slice::from_ref(&other)));
-        assert!(!inside_any(&program, &[tmp.path().join("missing")]));
-        assert!(!inside_any(&other, &[real]));
     }
 
     #[test]

@@ -1,0 +1,328 @@
+//! Where program names resolve on `PATH`, kept between requests while
+//! nothing the lookup depended on has changed.
+//!
+//! Resolving a program and showing that it lies outside every tree a
+//! sandboxed command could write (the planted-binary check) looks at every
+//! `PATH` entry before the hit, every directory on the way to it and every
+//! writable root: about thirty calls per program of every request. Each
+//! directory a name is looked up in is watched with inotify *before* the
+//! name is looked up, and the names looked up in it are noted. inotify queues
+//! an event before the call that made the change returns, and the queue is
+//! drained before every use, so a change finished before a request was sent
+//! is seen before that request is judged. An event for a noted name, an
+//! event on a watched directory itself, or lost events (queue overflow) drop
+//! everything kept. Only a program found outside every writable root is kept;
+//! one inside is looked up afresh each time. A mount does not notify:
+//! mounting over a directory on the way while praxisd runs is not seen until
+//! the next change there, and mounting needs privileges an agent lacks.
+//! Where inotify cannot be had, every lookup is made afresh, the same way.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use nix::errno::Errno;
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+use praxis_sandbox::host;
+
+/// A directory's identity.
+type Id = (u64, u64);
+
+/// Lookups kept at most; beyond, the oldest answers go and are made again.
+const KEPT: usize = 4096;
+
+/// Symlinks followed in one walk, as the kernel allows.
+const MAX_LINKS: usize = 40;
+
+/// What makes a watched directory's event matter: its entries appearing,
+/// going, being renamed or changing mode, and the directory itself going.
+fn watch_mask() -> AddWatchFlags {
+    AddWatchFlags::IN_CREATE
+        | AddWatchFlags::IN_DELETE
+        | AddWatchFlags::IN_MOVED_FROM
+        | AddWatchFlags::IN_MOVED_TO
+        | AddWatchFlags::IN_ATTRIB
+        | AddWatchFlags::IN_DELETE_SELF
+        | AddWatchFlags::IN_MOVE_SELF
+}
+
+/// Where one program resolved: the path found on `PATH`, and the identity
+/// of every directory from its canonical path's parent up to `/`.
+#[derive(Clone)]
+struct Found {
+    path: PathBuf,
+    ancestors: Vec<Id>,
+}
+
+/// The program resolution of every request, and what it depended on.
+pub struct ProgramCache {
+    state: Mutex<Option<Watched>>,
+}
+
+struct Watched {
+    inotify: Inotify,
+    /// Per watched directory: the names looked up in it.
+    names: HashMap<WatchDescriptor, HashSet<OsString>>,
+    /// (program, `PATH`) → where it resolved, outside every writable root.
+    found: HashMap<(String, OsString), Found>,
+    /// The writable roots besides the workspace, and their identities
+    /// (None: missing).
+    roots: Option<(Vec<PathBuf>, Vec<Option<Id>>)>,
+    /// Lookups made afresh, for the tests to tell a kept answer from one
+    /// made again.
+    #[cfg(test)]
+    fresh: usize,
+}
+
+/// How a walk ended.
+enum Walk {
+    /// The canonical path, and the identities of the directories on it.
+    Found(PathBuf, Vec<Id>),
+    Missing,
+}
+
+impl Default for ProgramCache {
+    /// A cache that keeps lookups; one that keeps none where inotify cannot
+    /// be had.
+    fn default() -> ProgramCache {
+        let inotify = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK);
+        if let Err(e) = &inotify {
+            tracing::warn!("program lookups are made afresh for every request: inotify: {e}");
+        }
+        ProgramCache {
+            state: Mutex::new(inotify.ok().map(|inotify| Watched {
+                inotify,
+                names: HashMap::new(),
+                found: HashMap::new(),
+                roots: None,
+                #[cfg(test)]
+                fresh: 0,
+            })),
+        }
+    }
+}
+
+impl ProgramCache {
+    /// Where `program` resolves on `path_var` from `cwd`, and whether it lies
+    /// inside `workspace` or one of `roots` (compared by directory identity,
+    /// so a symlinked root or `PATH` entry cannot hide a planted binary).
+    pub fn resolve(
+        &self,
+        program: &str,
+        path_var: &OsStr,
+        cwd: &Path,
+        roots: &[PathBuf],
+        workspace: &Path,
+    ) -> Option<(PathBuf, bool)> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut watched = state.as_mut();
+        if let Some(w) = watched.as_deref_mut() {
+            w.drain();
+        }
+        let workspace = identity(workspace);
+        let key = (program.to_owned(), path_var.to_owned());
+        if let Some(w) = watched.as_deref_mut()
+            && let Some(found) = w.found.get(&key).cloned()
+        {
+            let inside = w.inside(&found.ancestors, roots, workspace);
+            return Some((found.path, inside));
+        }
+        #[cfg(test)]
+        if let Some(w) = watched.as_deref_mut() {
+            w.fresh += 1;
+        }
+        // Relative entries name the request's own tree: never kept.
+        let mut keep = std::env::split_paths(path_var).all(|d| d.is_absolute());
+        let mut hit = None;
+        for candidate in host::program_candidates(program, path_var, cwd) {
+            let (end, all_watched) = walk(watched.as_deref_mut(), &candidate);
+            keep &= all_watched;
+            if let Walk::Found(canonical, dirs) = end
+                && host::is_executable_file(&canonical)
+            {
+                hit = Some((candidate, dirs));
+                break;
+            }
+        }
+        let (path, ancestors) = hit?;
+        let inside = match watched.as_deref_mut() {
+            Some(w) => w.inside(&ancestors, roots, workspace),
+            None => ancestors
+                .iter()
+                .any(|a| Some(*a) == workspace || roots.iter().any(|r| identity(r) == Some(*a))),
+        };
+        if let Some(w) = watched
+            && keep
+            && !inside
+        {
+            if w.found.len() >= KEPT {
+                w.found.clear();
+            }
+            w.found.insert(
+                key,
+                Found {
+                    path: path.clone(),
+                    ancestors,
+                },
+            );
+        }
+        Some((path, inside))
+    }
+}
+
+impl Watched {
+    /// Reads every event queued; one that matters drops what is kept.
+    fn drain(&mut self) {
+        loop {
+            match self.inotify.read_events() {
+                Ok(events) => {
+                    let matters = events.iter().any(|e| {
+                        e.mask.contains(AddWatchFlags::IN_Q_OVERFLOW)
+                            || e.mask.contains(AddWatchFlags::IN_IGNORED)
+                            || match &e.name {
+                                None => true,
+                                Some(name) => {
+                                    self.names.get(&e.wd).is_some_and(|n| n.contains(name))
+                                }
+                            }
+                    });
+                    if matters {
+                        self.found.clear();
+                        self.roots = None;
+                    }
+                }
+                Err(Errno::EAGAIN) => return,
+                Err(e) => {
+                    // Changes could go unseen from here on: keep nothing.
+                    tracing::error!("program lookups kept no longer: inotify: {e}");
+                    self.found.clear();
+                    self.roots = None;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Watches `dir` for changes to `name` before it is looked up; false when
+    /// it cannot be, so nothing that depends on it may be kept.
+    fn watch(&mut self, dir: &Path, name: &OsStr) -> bool {
+        match self.inotify.add_watch(dir, watch_mask()) {
+            Ok(wd) => {
+                self.names.entry(wd).or_default().insert(name.to_owned());
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether a program whose directories are `ancestors` lies inside a root.
+    fn inside(&mut self, ancestors: &[Id], roots: &[PathBuf], workspace: Option<Id>) -> bool {
+        let kept = self
+            .roots
+            .as_ref()
+            .filter(|(paths, _)| paths == roots)
+            .map(|(_, ids)| ids.clone());
+        let ids = match kept {
+            Some(ids) => ids,
+            None => {
+                let mut all_watched = true;
+                let ids: Vec<Option<Id>> = roots
+                    .iter()
+                    .map(|root| {
+                        let (end, watched) = walk(Some(self), root);
+                        all_watched &= watched;
+                        match end {
+                            Walk::Found(_, dirs) => dirs.last().copied(),
+                            Walk::Missing => None,
+                        }
+                    })
+                    .collect();
+                self.roots = all_watched.then(|| (roots.to_vec(), ids.clone()));
+                ids
+            }
+        };
+        ancestors
+            .iter()
+            .any(|a| Some(*a) == workspace || ids.contains(&Some(*a)))
+    }
+}
+
+fn identity(path: &Path) -> Option<Id> {
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Resolves the absolute `path` as the kernel would, one name at a time,
+/// watching each directory before a name is looked up in it; also says
+/// whether every lookup was watched. With nothing to watch with, or a watch
+/// refused, the walk is still made.
+fn walk(mut watched: Option<&mut Watched>, path: &Path) -> (Walk, bool) {
+    let mut all_watched = watched.is_some();
+    let end = walk_watching(&mut watched, &mut all_watched, path);
+    (end, all_watched)
+}
+
+fn walk_watching(watched: &mut Option<&mut Watched>, all_watched: &mut bool, path: &Path) -> Walk {
+    let Some(root) = identity(Path::new("/")) else {
+        return Walk::Missing;
+    };
+    let mut resolved = PathBuf::from("/");
+    let mut dirs: Vec<Id> = vec![root];
+    let mut rest: VecDeque<OsString> = names_of(path);
+    let mut links = 0;
+    while let Some(name) = rest.pop_front() {
+        if name == ".." {
+            if resolved.pop() {
+                dirs.pop();
+            }
+            continue;
+        }
+        if let Some(w) = watched.as_deref_mut()
+            && !w.watch(&resolved, &name)
+        {
+            // Unwatchable: resolve on, but keep nothing that depends on it.
+            *watched = None;
+            *all_watched = false;
+        }
+        let next = resolved.join(&name);
+        let Ok(meta) = fs::symlink_metadata(&next) else {
+            return Walk::Missing;
+        };
+        if meta.file_type().is_symlink() {
+            links += 1;
+            let Ok(target) = fs::read_link(&next) else {
+                return Walk::Missing;
+            };
+            if links > MAX_LINKS {
+                return Walk::Missing;
+            }
+            if target.is_absolute() {
+                resolved = PathBuf::from("/");
+                dirs.truncate(1);
+            }
+            for part in names_of(&target).into_iter().rev() {
+                rest.push_front(part);
+            }
+            continue;
+        }
+        resolved = next;
+        dirs.push((meta.dev(), meta.ino()));
+    }
+    Walk::Found(resolved, dirs)
+}
+
+/// The names of `path`'s components, `..` kept, `/` and `.` dropped.
+fn names_of(path: &Path) -> VecDeque<OsString> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_owned()),
+            Component::ParentDir => Some(OsString::from("..")),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
