@@ -1142,7 +1142,9 @@ impl Child {
     pub fn wait_leaving(mut self) -> (Result<ExitStatus, SandboxError>, Leftovers) {
         let cgroup = self.cgroup.take();
         let waited = self.wait();
-        let killed = cgroup.as_ref().map_or(Ok(()), CommandCgroup::kill);
+        let killed = cgroup
+            .as_ref()
+            .map_or(Ok(()), CommandCgroup::kill_remaining);
         let waited = waited.and_then(|status| killed.map(|()| status).map_err(Into::into));
         let leftovers = Leftovers {
             cgroup,

@@ -564,7 +564,7 @@ pub async fn run(
                 terminate(running.pgid, grace);
             },
             result = &mut exited, if waited.is_none() => {
-                waited = Some(result.unwrap_or_else(|_| Err(String::from("waiter lost"))));
+                waited = Some(result);
                 // Whatever the command left behind in its group goes with it.
                 signal_group(running.pgid, Signal::SIGKILL);
                 drain_until = Some(tokio::time::Instant::now() + DRAIN);
