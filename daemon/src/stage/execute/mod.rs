@@ -564,9 +564,10 @@ pub async fn run(
                 terminate(running.pgid, grace);
             },
             result = &mut exited, if waited.is_none() => {
+                // The reap killed what the command left in its group and
+                // cgroups while its zombie still held the group id; a kill
+                // by that id now could reach a group that reused it.
                 waited = Some(result);
-                // Whatever the command left behind in its group goes with it.
-                signal_group(running.pgid, Signal::SIGKILL);
                 drain_until = Some(tokio::time::Instant::now() + DRAIN);
             },
             () = async {
