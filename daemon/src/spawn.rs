@@ -3,15 +3,17 @@
 //! here, and the sandbox's start-up self-test runs from here too.
 
 use std::ffi::OsString;
+use std::future::Future;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use praxis_proto::Layout;
-use tokio::io::AsyncReadExt;
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncReadExt, Interest};
 use tokio::net::unix::pipe;
-use tokio::sync::oneshot;
 use zeroize::Zeroizing;
 
 use crate::children::signal_group;
@@ -29,12 +31,12 @@ pub enum SpawnError {
 /// Exit of the sandboxed child as the waiter saw it: code, or signal.
 pub type Waited = Result<(Option<i32>, Option<i32>), String>;
 
-/// A spawned command: its process group, the waiter that reaps it, and,
-/// for a command with network grants, the listener inside its network
-/// namespace that the egress proxy serves.
+/// A spawned command: its process group, its exit (a future that reaps it
+/// in the task that awaits it), and, for a command with network grants, the
+/// listener inside its network namespace that the egress proxy serves.
 pub struct Running {
     pub pgid: i32,
-    pub exited: oneshot::Receiver<Waited>,
+    pub exited: Pin<Box<dyn Future<Output = Waited> + Send>>,
     pub egress: Option<std::net::TcpListener>,
 }
 
@@ -44,9 +46,7 @@ pub fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd), SpawnError> {
 }
 
 /// Prepares the sandbox and spawns: the codebase's one call into the spawn
-/// site. A waiter on the blocking pool reaps the child (the sandbox's `wait`
-/// also kills what is left of its group, and dropping the child removes its
-/// scratch dir).
+/// site.
 pub fn sandboxed(
     spec: &praxis_sandbox::Spec,
     argv: &[OsString],
@@ -57,27 +57,57 @@ pub fn sandboxed(
     let mut child = praxis_sandbox::spawn(prepared, argv, cwd, stdio)?;
     let egress = child.take_egress_listener();
     let pgid = child.pid();
-    let (tx, exited) = oneshot::channel();
+    Ok(Running {
+        pgid,
+        exited: Box::pin(reaped(child)),
+        egress,
+    })
+}
+
+/// Waits for the command's first process to exit and reaps it; the
+/// sandbox's `wait_leaving` also kills what is left of its group and
+/// cgroups. The exit is watched on the child's pidfd by the task that
+/// awaits this, so no thread stands between the exit and its report. Its
+/// cgroups and scratch dir are removed after, off the reporting path, and
+/// the next command's spare is made.
+async fn reaped(child: praxis_sandbox::Child) -> Waited {
+    let (waited, leftovers) = match leader_exit(&child).await {
+        Ok(()) => child.wait_leaving(),
+        Err(e) => {
+            // Not expected (a spawned child always has a pidfd): wait on a
+            // blocking thread instead.
+            tracing::warn!("waiting on a command's pidfd: {e}");
+            match tokio::task::spawn_blocking(move || child.wait_leaving()).await {
+                Ok(done) => done,
+                Err(e) => return Err(format!("waiter lost: {e}")),
+            }
+        }
+    };
+    let waited = match waited {
+        Ok(praxis_sandbox::ExitStatus::Code(code)) => Ok((Some(code), None)),
+        Ok(praxis_sandbox::ExitStatus::Signal(sig)) => Ok((None, Some(sig))),
+        Err(e) => Err(errors::one_line(&e)),
+    };
     tokio::task::spawn_blocking(move || {
-        let (waited, leftovers) = child.wait_leaving();
-        let waited = match waited {
-            Ok(praxis_sandbox::ExitStatus::Code(code)) => Ok((Some(code), None)),
-            Ok(praxis_sandbox::ExitStatus::Signal(sig)) => Ok((None, Some(sig))),
-            Err(e) => Err(errors::one_line(&e)),
-        };
-        // Every process of the command is killed: the exit is reported now,
-        // the cgroups and scratch dir are removed after.
-        let _ = tx.send(waited);
         if let Err(e) = leftovers.remove() {
             tracing::warn!("after a command: {}", errors::one_line(&e));
         }
         praxis_sandbox::make_spare();
     });
-    Ok(Running {
-        pgid,
-        exited,
-        egress,
-    })
+    waited
+}
+
+/// Resolves once the child's pidfd is readable: its first process exited.
+async fn leader_exit(child: &praxis_sandbox::Child) -> std::io::Result<()> {
+    let pidfd = child
+        .pidfd()
+        .ok_or_else(|| std::io::Error::other("no pidfd"))?;
+    // SAFETY: the descriptor is borrowed from `child`, which keeps it open
+    // for as long as `watch` lives (it is dropped, deregistered, here,
+    // before the reap closes the pidfd).
+    let watch = unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) }
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    watch.readable().await.map(drop)
 }
 
 /// How long a credential's `from_command` may take.
@@ -161,10 +191,7 @@ pub async fn capture(
     if outcome.is_err() {
         signal_group(running.pgid, Signal::SIGKILL);
     }
-    let waited = running
-        .exited
-        .await
-        .unwrap_or_else(|_| Err(String::from("waiter lost")));
+    let waited = running.exited.await;
     outcome?;
     match waited? {
         (Some(0), _) => Ok(value),

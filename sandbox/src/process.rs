@@ -920,6 +920,7 @@ pub fn spawn(
     child.restrictions = prepared.restrictions();
     child.scratch = Some(prepared.scratch);
     child.cgroup = prepared.cgroup;
+    child.ruleset = Some(prepared.ruleset);
     if filled != 0 {
         // The child exits on its own after reporting; reap it.
         let _ = child.wait();
@@ -992,6 +993,9 @@ pub struct Child {
     status: Option<ExitStatus>,
     scratch: Option<ScratchDir>,
     cgroup: Option<CommandCgroup>,
+    /// The Landlock ruleset the child restricted itself with, closed with
+    /// the leftovers: freeing its rules need not delay the command's start.
+    ruleset: Option<OwnedFd>,
     restrictions: String,
     egress_listener: Option<TcpListener>,
 }
@@ -1005,6 +1009,7 @@ impl Child {
             status: None,
             scratch: None,
             cgroup: None,
+            ruleset: None,
             restrictions: String::new(),
             egress_listener: None,
         }
@@ -1142,11 +1147,14 @@ impl Child {
     pub fn wait_leaving(mut self) -> (Result<ExitStatus, SandboxError>, Leftovers) {
         let cgroup = self.cgroup.take();
         let waited = self.wait();
-        let killed = cgroup.as_ref().map_or(Ok(()), CommandCgroup::kill);
+        let killed = cgroup
+            .as_ref()
+            .map_or(Ok(()), CommandCgroup::kill_remaining);
         let waited = waited.and_then(|status| killed.map(|()| status).map_err(Into::into));
         let leftovers = Leftovers {
             cgroup,
             scratch: self.scratch.take(),
+            ruleset: self.ruleset.take(),
         };
         (waited, leftovers)
     }
@@ -1221,22 +1229,25 @@ impl Child {
     }
 }
 
-/// A finished command's cgroups (its processes already killed) and scratch
-/// dir, removed on drop: waiting for the cgroups to empty and removing them
-/// takes a few system calls per hierarchy that need not delay the exit.
+/// A finished command's cgroups (its processes already killed), scratch
+/// dir and Landlock ruleset, removed on drop: waiting for the cgroups to
+/// empty and removing them takes a few system calls per hierarchy that
+/// need not delay the exit.
 #[derive(Debug)]
 #[must_use = "dropping it removes the command's cgroups and scratch dir"]
 pub struct Leftovers {
     cgroup: Option<CommandCgroup>,
     scratch: Option<ScratchDir>,
+    ruleset: Option<OwnedFd>,
 }
 
 impl Leftovers {
-    /// Removes the cgroups once empty, then the scratch dir.
+    /// Removes the cgroups once empty, then the scratch dir; closes the ruleset.
     pub fn remove(mut self) -> Result<(), SandboxError> {
         let removed = self.cgroup.take().map_or(Ok(()), CommandCgroup::remove);
         // Only now can no process of the command still write there.
         drop(self.scratch.take());
+        drop(self.ruleset.take());
         removed.map_err(Into::into)
     }
 }

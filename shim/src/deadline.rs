@@ -4,7 +4,6 @@
 //! a hook timeout after which the runtime runs the tool undecided.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
@@ -33,33 +32,6 @@ pub fn decision() -> Duration {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s > 0.0)
         .map_or(DEFAULT, |s| Duration::from_secs_f64(s.min(86_400.0)))
-}
-
-/// A watchdog over a whole client process: unless disarmed (dropped) within
-/// `limit`, it runs `expire` on its own thread. `expire` answers for the
-/// process and exits it, so nothing the main thread is stuck in (a connect, a
-/// lock, a read) can make the process outlive its caller's timeout.
-#[must_use = "the watchdog is disarmed when dropped"]
-pub struct Watchdog {
-    disarm: mpsc::Sender<()>,
-}
-
-impl Watchdog {
-    pub fn arm(limit: Duration, expire: impl FnOnce() + Send + 'static) -> Watchdog {
-        let (disarm, disarmed) = mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = disarmed.recv_timeout(limit) {
-                expire();
-            }
-        });
-        Watchdog { disarm }
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        let _ = self.disarm.send(());
-    }
 }
 
 /// Whether the process has answered its caller yet. An atomic, not a lock:

@@ -87,8 +87,9 @@ pub fn outcome_unknown_json(why: &str) -> serde_json::Value {
     })
 }
 
-/// Sends `request` from `cwd_dir` with `stdin`, calls `connected` with the
-/// connection (to forward signals as cancels), and feeds the output to `sink`.
+/// Sends `request` from `cwd_dir` with `stdin`, then calls `connected` with
+/// the connection (to forward signals as cancels: once the request is out, a
+/// cancel cannot interleave with it), and feeds the output to `sink`.
 pub fn run(
     request: ExecRequest,
     stdin: OwnedFd,
@@ -102,10 +103,10 @@ pub fn run(
         .map_or(DEFAULT_COMMAND_LIMIT, Duration::from_secs)
         .saturating_add(deadline::AFTER_LIMIT);
     let stream = client::connect_for_decision()?;
-    connected(&stream);
     let fds = [stdin.as_raw_fd(), cwd_dir.as_raw_fd()];
     client::send_first(&stream, &ClientMsg::Exec(request), &fds)?;
     drop((stdin, cwd_dir));
+    connected(&stream);
     replies(&stream, sink, limit)
 }
 

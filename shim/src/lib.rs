@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod args;
+pub mod cancel;
 pub mod client;
 pub mod contract;
 pub mod deadline;

@@ -244,6 +244,36 @@ fn sixty_four_concurrent_clients_get_their_own_output() {
 
 /// Whether the daemon gives each command a cgroup (printing a notice when
 /// it cannot, as an unprivileged daemon without delegation).
+/// SIGINT to the client cancels the command: the daemon ends it and says
+/// why, and the client exits with the command's status, not by the signal.
+#[test]
+fn a_signal_to_the_client_cancels_its_command() {
+    let d = Daemon::start();
+    let start = Instant::now();
+    let runner = d
+        .cmd(&bin("praxis-run"))
+        .args(["--", "sleep", "4321.5"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while live_processes(&["sleep", "4321.5"]).is_empty() {
+        assert!(Instant::now() < deadline, "the command did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(runner.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::SIGINT).unwrap();
+    let out = runner.wait_with_output().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the command was ended: cancelled by the client"),
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{out:?}");
+    assert_gone(&["sleep", "4321.5"]);
+}
+
 fn tracked_by_cgroup(d: &Daemon) -> bool {
     let out = d.praxis(&["status", "--json"]);
     assert!(out.status.success(), "{out:?}");

@@ -33,6 +33,7 @@ use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -325,6 +326,9 @@ struct TrackedCgroup {
     dir: PathBuf,
     /// `cgroup.procs`, open for writing: the child writes `0` to join.
     procs: File,
+    /// `cgroup.events`, open for reading: whether processes remain, in one
+    /// read when the command ends.
+    events: File,
     removed: bool,
 }
 
@@ -367,6 +371,20 @@ impl CommandCgroup {
             .map_or(Ok(()), v1::CommandLimits::kill)
     }
 
+    /// Kills every process left in the command's cgroups, unless the
+    /// tracking cgroup reports none: it holds every process the others do
+    /// (the child joins it first), so an empty one means nothing is left to
+    /// kill anywhere, and the writes and listings of [`CommandCgroup::kill`]
+    /// are spared on the usual end of a command.
+    pub(crate) fn kill_remaining(&self) -> Result<(), CgroupError> {
+        if let Some(tracked) = &self.tracked
+            && !tracked.populated()?
+        {
+            return Ok(());
+        }
+        self.kill()
+    }
+
     /// Kills what is left, waits for it to be gone and removes the cgroups.
     pub(crate) fn remove(mut self) -> Result<(), CgroupError> {
         let tracked = self.tracked.take().map_or(Ok(()), TrackedCgroup::remove);
@@ -388,17 +406,27 @@ impl TrackedCgroup {
     ) -> Result<TrackedCgroup, CgroupError> {
         let dir = base.dir.join(name);
         fs::create_dir(&dir).map_err(CgroupError::at("creating", &dir))?;
-        let path = dir.join("cgroup.procs");
-        let procs = match OpenOptions::new().write(true).open(&path) {
-            Ok(procs) => procs,
+        let opened = |name: &str, write: bool| {
+            let path = dir.join(name);
+            OpenOptions::new()
+                .read(!write)
+                .write(write)
+                .open(&path)
+                .map_err(CgroupError::at("opening", &path))
+        };
+        let (procs, events) = match opened("cgroup.procs", true)
+            .and_then(|procs| Ok((procs, opened("cgroup.events", false)?)))
+        {
+            Ok(files) => files,
             Err(e) => {
                 let _ = fs::remove_dir(&dir);
-                return Err(CgroupError::at("opening", &path)(e));
+                return Err(e);
             }
         };
         let cgroup = TrackedCgroup {
             dir,
             procs,
+            events,
             removed: false,
         };
         if base.no_limits.is_none() {
@@ -429,6 +457,16 @@ impl TrackedCgroup {
                 .map_err(CgroupError::at("writing", &path))?;
         }
         Ok(())
+    }
+
+    /// Whether processes remain in the cgroup, from `cgroup.events`.
+    fn populated(&self) -> Result<bool, CgroupError> {
+        let mut buf = [0u8; 128];
+        let n = self
+            .events
+            .read_at(&mut buf, 0)
+            .map_err(CgroupError::at("reading", &self.dir.join("cgroup.events")))?;
+        Ok(populated(&String::from_utf8_lossy(&buf[..n])))
     }
 
     fn remove(mut self) -> Result<(), CgroupError> {

@@ -15,11 +15,11 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 
-use nix::sys::signal::{SigSet, Signal};
 use praxis_memory::contract::ActionProposal;
-use praxis_proto::{ClientMsg, Command, DecisionFrame, ExecRequest, Subject, Verdict};
+use praxis_proto::{Command, DecisionFrame, ExecRequest, Subject, Verdict};
 use praxis_shim::api;
 use praxis_shim::args::{self, Args, HELP, Info, USAGE};
+use praxis_shim::cancel;
 use praxis_shim::client::{self, ClientError};
 use praxis_shim::contract;
 use praxis_shim::deadline;
@@ -78,42 +78,14 @@ fn fail_closed(e: &ClientError) -> i32 {
     EXIT_HOLD
 }
 
-/// Blocks SIGINT/SIGTERM/SIGHUP here and turns each into a cancel frame on a
-/// second handle of the connection; the daemon then ends the command.
-/// How long a cancelled command may take to be confirmed ended.
-const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
-
+/// Makes SIGINT/SIGTERM/SIGHUP cancel the command on `stream` (see
+/// [`cancel`]); where the handlers cannot be installed, a signal ends this
+/// client as it would any process, and the daemon ends the command when the
+/// connection closes.
 fn forward_signals(stream: &UnixStream) {
-    let mut set = SigSet::empty();
-    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        set.add(sig);
+    if let Err(e) = cancel::forward_signals(stream) {
+        eprintln!("praxis: {e}");
     }
-    if set.thread_block().is_err() {
-        return;
-    }
-    let Ok(cancel) = stream.try_clone() else {
-        return;
-    };
-    std::thread::spawn(move || {
-        let Ok(first) = set.wait() else {
-            return;
-        };
-        // The daemon ends the command and answers with its exit; one that
-        // does not answer in time cannot keep this client alive.
-        let _ = client::send(&cancel, &ClientMsg::Cancel);
-        let code = 128 + first as i32;
-        let _grace = deadline::Watchdog::arm(CANCEL_GRACE, move || {
-            eprintln!(
-                "praxis: praxisd did not confirm the cancel within {} s; exiting {code}",
-                CANCEL_GRACE.as_secs()
-            );
-            std::process::exit(code);
-        });
-        // A second signal: no more waiting.
-        if set.wait().is_ok() {
-            std::process::exit(code);
-        }
-    });
 }
 
 /// Streams output to this process's stdout and stderr.

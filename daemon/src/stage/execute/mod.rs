@@ -564,9 +564,10 @@ pub async fn run(
                 terminate(running.pgid, grace);
             },
             result = &mut exited, if waited.is_none() => {
-                waited = Some(result.unwrap_or_else(|_| Err(String::from("waiter lost"))));
-                // Whatever the command left behind in its group goes with it.
-                signal_group(running.pgid, Signal::SIGKILL);
+                // The reap killed what the command left in its group and
+                // cgroups while its zombie still held the group id; a kill
+                // by that id now could reach a group that reused it.
+                waited = Some(result);
                 drain_until = Some(tokio::time::Instant::now() + DRAIN);
             },
             () = async {
