@@ -274,6 +274,26 @@ fn a_signal_to_the_client_cancels_its_command() {
     assert_gone(&["sleep", "4321.5"]);
 }
 
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_the_grace_at_its_limit() {
+    let d = Daemon::start();
+    let start = Instant::now();
+    let out = d.run(&["--timeout", "1", "-c", "trap '' TERM; sleep 4322.5"]);
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "SIGKILL followed the ignored SIGTERM: {:?}",
+        start.elapsed()
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("timed out after 1s"), "{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(124),
+        "a time limit exits as timeout(1) does: {out:?}"
+    );
+    assert_gone(&["sleep", "4322.5"]);
+}
+
 fn tracked_by_cgroup(d: &Daemon) -> bool {
     let out = d.praxis(&["status", "--json"]);
     assert!(out.status.success(), "{out:?}");

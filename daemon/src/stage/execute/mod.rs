@@ -187,13 +187,12 @@ async fn read_chunk(pipe: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> Option
     }
 }
 
-/// SIGTERM to the group now, SIGKILL after the grace.
-fn terminate(pgid: i32, grace: Duration) {
+/// SIGTERM to the group now; returns when SIGKILL is due. The run loop sends
+/// it only while the command is not reaped: after the reap, the group id may
+/// belong to another group.
+fn terminate(pgid: i32, grace: Duration) -> tokio::time::Instant {
     signal_group(pgid, Signal::SIGTERM);
-    tokio::spawn(async move {
-        tokio::time::sleep(grace).await;
-        signal_group(pgid, Signal::SIGKILL);
-    });
+    tokio::time::Instant::now() + grace
 }
 
 /// Answers HOLD for an allowed command that cannot start (`reason`).
@@ -518,6 +517,7 @@ pub async fn run(
     let mut ended_because: Option<String> = None;
     let mut timed_out = false;
     let mut drain_until: Option<tokio::time::Instant> = None;
+    let mut kill_at: Option<tokio::time::Instant> = None;
     let mut out_buf = vec![0u8; MAX_OUTPUT_CHUNK];
     let mut err_buf = vec![0u8; MAX_OUTPUT_CHUNK];
 
@@ -556,12 +556,24 @@ pub async fn run(
                     connected = false;
                 }
                 ended_because = Some(why.to_owned());
-                terminate(running.pgid, grace);
+                let due = terminate(running.pgid, grace);
+                kill_at = Some(kill_at.map_or(due, |t| t.min(due)));
             },
             () = &mut deadline, if !timed_out && waited.is_none() => {
                 timed_out = true;
                 ended_because = Some(format!("timed out after {}s", permit.timeout.as_secs()));
-                terminate(running.pgid, grace);
+                let due = terminate(running.pgid, grace);
+                kill_at = Some(kill_at.map_or(due, |t| t.min(due)));
+            },
+            () = async {
+                match kill_at {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            }, if waited.is_none() => {
+                // Still not reaped after the grace.
+                signal_group(running.pgid, Signal::SIGKILL);
+                kill_at = None;
             },
             result = &mut exited, if waited.is_none() => {
                 // The reap killed what the command left in its group and
