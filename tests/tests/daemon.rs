@@ -86,12 +86,7 @@ fn kill_switch_refuses_new_work_and_release_restores_it() {
 fn kill_switch_file_kills_a_running_command() {
     let d = Daemon::start();
     let start = Instant::now();
-    let runner = d
-        .cmd(&bin("praxis-run"))
-        .args(["--", "sleep", "30"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let runner = spawn_run(&d, &["--", "sleep", "30"]);
     std::thread::sleep(Duration::from_millis(500));
     std::fs::write(d.dir.path().join("state/praxis/KILL"), "drill\n").unwrap();
     let out = runner.wait_with_output().unwrap();
@@ -154,12 +149,7 @@ fn secrets_in_argv_never_reach_the_database() {
 #[test]
 fn daemon_killed_mid_command_reports_the_outcome_unknown_and_the_log_verifies() {
     let mut d = Daemon::start();
-    let runner = d
-        .cmd(&bin("praxis-run"))
-        .args(["--", "sleep", "30"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let runner = spawn_run(&d, &["--", "sleep", "30"]);
     std::thread::sleep(Duration::from_millis(500));
     d.kill9();
     let start = Instant::now();
@@ -242,20 +232,13 @@ fn sixty_four_concurrent_clients_get_their_own_output() {
     }
 }
 
-/// Whether the daemon gives each command a cgroup (printing a notice when
-/// it cannot, as an unprivileged daemon without delegation).
 /// SIGINT to the client cancels the command: the daemon ends it and says
 /// why, and the client exits with the command's status, not by the signal.
 #[test]
 fn a_signal_to_the_client_cancels_its_command() {
     let d = Daemon::start();
     let start = Instant::now();
-    let runner = d
-        .cmd(&bin("praxis-run"))
-        .args(["--", "sleep", "4321.5"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let runner = spawn_run(&d, &["--", "sleep", "4321.5"]);
     let deadline = Instant::now() + Duration::from_secs(10);
     while live_processes(&["sleep", "4321.5"]).is_empty() {
         assert!(Instant::now() < deadline, "the command did not start");
@@ -294,6 +277,17 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace_at_its_limit() {
     assert_gone(&["sleep", "4322.5"]);
 }
 
+/// Starts `praxis-run ARGS` in the background, its stderr captured.
+fn spawn_run(d: &Daemon, args: &[&str]) -> std::process::Child {
+    d.cmd(&bin("praxis-run"))
+        .args(args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Whether the daemon gives each command a cgroup (printing a notice when
+/// it cannot, as an unprivileged daemon without delegation).
 fn tracked_by_cgroup(d: &Daemon) -> bool {
     let out = d.praxis(&["status", "--json"]);
     assert!(out.status.success(), "{out:?}");

@@ -525,12 +525,11 @@ fn file_tools_are_judged_on_their_path() {
     assert_eq!(out["permissionDecision"], "allow", "{out}");
     // Claude Code edits the file on this answer alone: its record had
     // committed before the answer went out.
-    let reason = out["permissionDecisionReason"].as_str().unwrap();
-    let request_id = reason
-        .split("(request ")
-        .nth(1)
-        .and_then(|rest| rest.split(',').next())
-        .unwrap_or_else(|| panic!("no request id in {reason}"));
+    let request_id = between(
+        out["permissionDecisionReason"].as_str().unwrap(),
+        "(request ",
+        ',',
+    );
     assert!(
         d.committed_events()
             .iter()
@@ -954,16 +953,23 @@ fn install_adds_the_hooks_idempotently_keeping_others() {
     );
 }
 
+/// The part of `text` after `after`, up to the next `until`.
+fn between<'a>(text: &'a str, after: &str, until: char) -> &'a str {
+    text.split(after)
+        .nth(1)
+        .and_then(|rest| rest.split(until).next())
+        .unwrap_or_else(|| panic!("no {after:?} in {text}"))
+}
+
 /// Approves the held call a Codex deny names (`praxis approve ID`) as the
 /// operator; returns the request id.
 fn approve_denied(d: &Daemon, held: &Value) -> String {
     assert_eq!(held["permissionDecision"], "deny", "{held}");
-    let reason = held["permissionDecisionReason"].as_str().unwrap();
-    let id = reason
-        .split("praxis approve ")
-        .nth(1)
-        .and_then(|rest| rest.split('`').next())
-        .unwrap_or_else(|| panic!("no approve command in {reason}"));
+    let id = between(
+        held["permissionDecisionReason"].as_str().unwrap(),
+        "praxis approve ",
+        '`',
+    );
     let out = d.praxis(&["approve", id]);
     assert!(
         out.status.success(),
