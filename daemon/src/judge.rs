@@ -159,7 +159,8 @@ pub async fn run(
 }
 
 /// A judged request. An ALLOW's decision record may still be `unrecorded`:
-/// it is written before the reply, in one batch with the session's events.
+/// it is queued in one batch with the session's events, and committed
+/// before the reply unless the command runs through praxis-run.
 struct Judged {
     trail: Trail,
     verdict: Verdict,
