@@ -127,7 +127,7 @@ impl ProgramCache {
         if let Some(w) = watched.as_deref_mut()
             && let Some(found) = w.found.get(&key).cloned()
         {
-            let inside = w.inside(&found.ancestors, roots, workspace);
+            let inside = within(&found.ancestors, &w.root_ids(roots), workspace);
             return Some((found.path, inside));
         }
         #[cfg(test)]
@@ -148,12 +148,11 @@ impl ProgramCache {
             }
         }
         let (path, ancestors) = hit?;
-        let inside = match watched.as_deref_mut() {
-            Some(w) => w.inside(&ancestors, roots, workspace),
-            None => ancestors
-                .iter()
-                .any(|a| Some(*a) == workspace || roots.iter().any(|r| identity(r) == Some(*a))),
+        let root_ids = match watched.as_deref_mut() {
+            Some(w) => w.root_ids(roots),
+            None => roots.iter().map(|root| identity(root)).collect(),
         };
+        let inside = within(&ancestors, &root_ids, workspace);
         if let Some(w) = watched
             && keep
             && !inside
@@ -218,36 +217,37 @@ impl Watched {
         }
     }
 
-    /// Whether a program whose directories are `ancestors` lies inside a root.
-    fn inside(&mut self, ancestors: &[Id], roots: &[PathBuf], workspace: Option<Id>) -> bool {
-        let kept = self
-            .roots
-            .as_ref()
-            .filter(|(paths, _)| paths == roots)
-            .map(|(_, ids)| ids.clone());
-        let ids = match kept {
-            Some(ids) => ids,
-            None => {
-                let mut all_watched = true;
-                let ids: Vec<Option<Id>> = roots
-                    .iter()
-                    .map(|root| {
-                        let (end, watched) = walk(Some(self), root);
-                        all_watched &= watched;
-                        match end {
-                            Walk::Found(_, dirs) => dirs.last().copied(),
-                            Walk::Missing => None,
-                        }
-                    })
-                    .collect();
-                self.roots = all_watched.then(|| (roots.to_vec(), ids.clone()));
-                ids
-            }
-        };
-        ancestors
+    /// The identities of `roots` (None: missing), kept while nothing on
+    /// their way changes.
+    fn root_ids(&mut self, roots: &[PathBuf]) -> Vec<Option<Id>> {
+        if let Some((paths, ids)) = &self.roots
+            && paths == roots
+        {
+            return ids.clone();
+        }
+        let mut all_watched = true;
+        let ids: Vec<Option<Id>> = roots
             .iter()
-            .any(|a| Some(*a) == workspace || ids.contains(&Some(*a)))
+            .map(|root| {
+                let (end, watched) = walk(Some(self), root);
+                all_watched &= watched;
+                match end {
+                    Walk::Found(_, dirs) => dirs.last().copied(),
+                    Walk::Missing => None,
+                }
+            })
+            .collect();
+        self.roots = all_watched.then(|| (roots.to_vec(), ids.clone()));
+        ids
     }
+}
+
+/// Whether a program whose directories are `ancestors` lies inside the
+/// workspace or a root of `root_ids`.
+fn within(ancestors: &[Id], root_ids: &[Option<Id>], workspace: Option<Id>) -> bool {
+    ancestors
+        .iter()
+        .any(|a| Some(*a) == workspace || root_ids.contains(&Some(*a)))
 }
 
 fn identity(path: &Path) -> Option<Id> {
