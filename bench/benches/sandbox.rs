@@ -31,6 +31,9 @@ fn setup() -> Setup {
         fs::create_dir_all(dir).unwrap();
     }
     fs::write(git_ws.join(".git/config"), "").unwrap();
+    // The built-in read allow-list, as praxisd expands it for this home.
+    let policy = praxis_policy::Policy::builtin().expect("builtin policy");
+    let reads = policy.sandbox_lists().reads_in(&home);
     let spec = |ws: &Path| Spec {
         profile: Profile::WorkspaceWrite,
         network: Network::Off,
@@ -39,8 +42,8 @@ fn setup() -> Setup {
         writable_caches: Vec::new(),
         write_grants: Vec::new(),
         protected: vec![ws.join(".git/hooks"), ws.join(".git/config")],
+        reads: reads.clone(),
         secrets: vec![home.join(".ssh"), PathBuf::from("/etc/shadow")],
-        deny_sockets: Vec::new(),
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
         extra_env_allow: Vec::new(),
         rlimits: Rlimits {

@@ -136,8 +136,8 @@ pub async fn capture(
         writable_caches: Vec::new(),
         write_grants: Vec::new(),
         protected: Vec::new(),
+        reads: Vec::new(),
         secrets: Vec::new(),
-        deny_sockets: vec![layout.socket.clone()],
         env: vec![(OsString::from("PATH"), path)],
         extra_env_allow: Vec::new(),
         rlimits: praxis_sandbox::Rlimits {

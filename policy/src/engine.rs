@@ -76,6 +76,23 @@ pub struct SandboxLists {
     pub protected: Vec<String>,
     /// Paths unreadable in every restricted profile (`~/.ssh`, `/etc/shadow`, …).
     pub secrets: Vec<String>,
+    /// The trees a restricted profile may read besides the workspace, its
+    /// writable trees and its grants: system trees (absolute) and the home's
+    /// tool dirs (`~/…`). Nothing else is readable.
+    pub reads: Vec<String>,
+}
+
+impl SandboxLists {
+    /// The read trees with `~/` put under `home`.
+    pub fn reads_in(&self, home: &std::path::Path) -> Vec<std::path::PathBuf> {
+        self.reads
+            .iter()
+            .map(|tree| match tree.strip_prefix("~/") {
+                Some(inside) => home.join(inside),
+                None => std::path::PathBuf::from(tree),
+            })
+            .collect()
+    }
 }
 
 /// Limits from policy, applied by the daemon.
@@ -209,6 +226,36 @@ fn absolute_dirs(source: &Source<'_>, entries: &[String]) -> Result<Vec<String>,
             }
         })
         .collect()
+}
+
+/// The read allow-list: `system_reads` absolute, `home_reads` under `~/`,
+/// neither with a pattern, neither the root or the home itself (either would
+/// make every secret's neighbours readable).
+fn read_trees(
+    source: &Source<'_>,
+    system: &[String],
+    home: &[String],
+) -> Result<Vec<String>, LoadError> {
+    let mut trees = absolute_dirs(source, system)?;
+    if let Some(root) = trees.iter().find(|t| t.as_str() == "/") {
+        return Err(at(
+            source,
+            root,
+            String::from("`/` cannot be a read tree: reads are an allow-list"),
+        ));
+    }
+    for entry in home {
+        let inside = entry.strip_prefix("~/").unwrap_or_default();
+        if inside.is_empty() || entry.contains('*') || inside.split('/').any(|c| c == "..") {
+            return Err(at(
+                source,
+                entry,
+                format!("home read `{entry}` must name a path below `~/`, without patterns"),
+            ));
+        }
+        trees.push(entry.clone());
+    }
+    Ok(trees)
 }
 
 /// Lowercase, digits and `_`/`-`: names of roles.
@@ -567,6 +614,7 @@ impl Policy {
                 writable_caches: p.writable_caches.clone(),
                 protected: p.protected.clone(),
                 secrets: p.secrets.clone(),
+                reads: read_trees(&patterns, &p.system_reads, &p.home_reads)?,
             },
             limits,
             tables,

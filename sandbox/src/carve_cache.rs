@@ -37,8 +37,11 @@ const RACY: Duration = Duration::from_millis(50);
 /// What the carve is computed from: equal keys carve the same paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Key {
-    /// Whether `/` is granted read-only with secrets carved out.
+    /// Whether the read trees are granted with secrets carved out.
     pub(crate) restricted: bool,
+    /// Trees granted read (and execute), as the spec lists them, the
+    /// workspace included.
+    pub(crate) reads: Vec<PathBuf>,
     /// Base of relative secrets.
     pub(crate) home: PathBuf,
     /// Writable trees (workspace and existing caches).
@@ -107,6 +110,8 @@ pub(crate) struct Carved {
     plain: Vec<PathBuf>,
     /// Entries whose resolution went through a symlink, and where to.
     relinks: Vec<(PathBuf, PathBuf)>,
+    /// The mount table the carve saw, when it read one.
+    mount_table: Option<String>,
 }
 
 /// Records what a carve depends on while it is made.
@@ -115,6 +120,13 @@ pub(crate) struct Deps {
     dirs: Vec<PathBuf>,
     plain: Vec<PathBuf>,
     relinks: Vec<(PathBuf, PathBuf)>,
+    mount_table: Option<String>,
+}
+
+/// The daemon's mount table now; empty when it cannot be read (then no
+/// alias is found, and a table that becomes readable redoes the carve).
+fn read_mount_table() -> String {
+    fs::read_to_string(crate::mounts::MOUNTINFO).unwrap_or_default()
 }
 
 impl Deps {
@@ -132,6 +144,13 @@ impl Deps {
             self.relinks.push((path.to_path_buf(), resolved.clone()));
         }
         Ok(resolved)
+    }
+
+    /// The mount table, read once per carve and kept to compare.
+    pub(crate) fn mount_table(&mut self) -> String {
+        self.mount_table
+            .get_or_insert_with(read_mount_table)
+            .clone()
     }
 
     /// Directories the carve listed.
@@ -157,6 +176,7 @@ impl Deps {
             looks: self.dirs.iter().map(|d| Look::take(d)).collect(),
             plain: self.plain,
             relinks: self.relinks,
+            mount_table: self.mount_table,
         }
     }
 }
@@ -175,6 +195,10 @@ impl Carved {
                 .relinks
                 .iter()
                 .all(|(path, was)| resolve_lenient(path).is_ok_and(|now| now == *was))
+            && self
+                .mount_table
+                .as_ref()
+                .is_none_or(|was| *was == read_mount_table())
     }
 
     /// Whether it may be kept for later commands: every directory it
@@ -259,6 +283,7 @@ mod tests {
     fn key(home: &Path) -> Key {
         Key {
             restricted: true,
+            reads: vec![home.to_path_buf()],
             home: home.to_path_buf(),
             writable_roots: Vec::new(),
             secrets: vec![PathBuf::from("a/b/key")],

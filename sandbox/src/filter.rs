@@ -133,31 +133,25 @@ const CREATING_OPENS: &[(libc::c_long, u8, u8)] =
 #[cfg(target_arch = "aarch64")]
 const CREATING_OPENS: &[(libc::c_long, u8, u8)] = &[(libc::SYS_openat, 2, 3)];
 
-/// Which sockets a command may create. `socketpair(AF_UNIX)` is always
-/// allowed: its two ends reach nothing outside.
+/// Which sockets a command may create. `socket(AF_UNIX)` is refused in
+/// every setting: a unix socket made with `socket()` could connect to any
+/// path-named socket it can resolve (praxisd's own, gpg-agent's, docker's,
+/// systemd's), and below Landlock ABI 9 nothing else keeps those out of
+/// reach. `socketpair(AF_UNIX)` is always allowed: its two ends reach
+/// nothing outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(usize)]
 pub(crate) enum Sockets {
-    /// Network off: `socket()` refused for every family, AF_UNIX included,
-    /// because below Landlock ABI 9 nothing else keeps path-named sockets
-    /// (praxisd's own, docker's, systemd's) out of reach.
+    /// Network off: `socket()` refused for every family.
     None,
-    /// In a private network namespace, but unix sockets refused (denied
-    /// sockets cannot be masked without mounts).
-    PrivateNetNoUnix,
-    /// In a private network namespace: TCP and UDP over IPv4 and IPv6,
-    /// route netlink (`getaddrinfo` asks it which addresses exist) and unix
-    /// sockets; raw and packet sockets, vsock and every other family refused.
+    /// In a private network namespace: TCP and UDP over IPv4 and IPv6, and
+    /// route netlink (`getaddrinfo` asks it which addresses exist); unix,
+    /// raw and packet sockets, vsock and every other family refused.
     PrivateNet,
 }
 
 /// The families a command in a private network namespace may open.
-const PRIVATE_NET_FAMILIES: [libc::c_int; 4] = [
-    libc::AF_UNIX,
-    libc::AF_INET,
-    libc::AF_INET6,
-    libc::AF_NETLINK,
-];
+const PRIVATE_NET_FAMILIES: [libc::c_int; 3] = [libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK];
 
 /// `SOCK_TYPE_MASK`: the type without `SOCK_NONBLOCK` and `SOCK_CLOEXEC`.
 const SOCK_TYPE_MASK: u64 = 0xf;
@@ -165,8 +159,7 @@ const SOCK_TYPE_MASK: u64 = 0xf;
 /// The program for `sockets`, ready for `seccomp(SECCOMP_SET_MODE_FILTER)`:
 /// compiled on first use and kept, since it depends on nothing else.
 pub(crate) fn program(sockets: Sockets) -> Result<&'static [libc::sock_filter], FilterError> {
-    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 3] =
-        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 2] = [OnceLock::new(), OnceLock::new()];
     let cell = &PROGRAMS[sockets as usize];
     if let Some(program) = cell.get() {
         return Ok(program);
@@ -296,11 +289,6 @@ fn rules_program(sockets: Sockets) -> Result<Rules, FilterError> {
         // An empty rule list matches unconditionally.
         Sockets::None => Vec::new(),
         Sockets::PrivateNet => private_net_socket_rules()?,
-        Sockets::PrivateNetNoUnix => {
-            let mut rules = private_net_socket_rules()?;
-            rules.push(rule(vec![cond(0, SeccompCmpOp::Eq, af_unix)?])?);
-            rules
-        }
     };
     rules.insert(libc::SYS_socket, socket_rules);
     rules.insert(
@@ -421,16 +409,12 @@ mod tests {
 
     #[test]
     fn every_socket_setting_compiles_to_a_distinct_program() {
-        let lens: Vec<usize> = [
-            Sockets::None,
-            Sockets::PrivateNetNoUnix,
-            Sockets::PrivateNet,
-        ]
-        .into_iter()
-        .map(|sockets| program(sockets).unwrap().len())
-        .collect();
+        let lens: Vec<usize> = [Sockets::None, Sockets::PrivateNet]
+            .into_iter()
+            .map(|sockets| program(sockets).unwrap().len())
+            .collect();
         assert!(lens.iter().all(|&l| l > ALWAYS_DENIED.len()));
-        assert!(lens[0] != lens[1] && lens[1] != lens[2], "{lens:?}");
+        assert!(lens[0] != lens[1], "{lens:?}");
     }
 
     #[test]
@@ -513,11 +497,7 @@ mod tests {
 
     #[test]
     fn the_dispatch_changes_no_verdict_and_lets_unnamed_calls_through_quickly() {
-        for sockets in [
-            Sockets::None,
-            Sockets::PrivateNetNoUnix,
-            Sockets::PrivateNet,
-        ] {
+        for sockets in [Sockets::None, Sockets::PrivateNet] {
             let rules = rules_program(sockets).unwrap();
             let combined = program(sockets).unwrap();
             let without: Vec<libc::sock_filter> = guard()
@@ -580,6 +560,27 @@ mod tests {
             unsafe { libc::close(fd as libc::c_int) };
         }
         errno_of(fd)
+    }
+
+    /// `socketpair(AF_UNIX, SOCK_STREAM)`'s errno, 0 when it worked.
+    fn socketpair_errno() -> i32 {
+        let mut fds = [-1 as libc::c_int; 2];
+        // SAFETY: a raw socketpair call into a live local array; the
+        // descriptors it returns are closed here.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_socketpair,
+                libc::AF_UNIX,
+                libc::SOCK_STREAM,
+                0,
+                fds.as_mut_ptr(),
+            )
+        };
+        for fd in fds.into_iter().filter(|&fd| fd >= 0) {
+            // SAFETY: our own fresh descriptors.
+            unsafe { libc::close(fd) };
+        }
+        errno_of(rc)
     }
 
     /// Installs the program for `sockets` in a forked child and runs
@@ -655,29 +656,27 @@ mod tests {
         });
     }
 
-    /// In a private network namespace: inet, route netlink and unix open;
-    /// raw, packet, vsock and other netlink refused.
+    /// In a private network namespace: inet and route netlink open; unix
+    /// (but `socketpair`), raw, packet, vsock and other netlink refused.
     #[test]
-    fn private_net_sockets_are_inet_route_and_unix_only() {
+    fn private_net_sockets_are_inet_and_route_only() {
         checks_under(Sockets::PrivateNet, || {
             let nonblock = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
             [
                 socket_errno(libc::AF_INET, nonblock, 0) == 0,
                 socket_errno(libc::AF_INET6, libc::SOCK_DGRAM, 0) == 0,
                 socket_errno(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE) == 0,
-                socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == 0,
+                socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == libc::EPERM,
+                socket_errno(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0)
+                    == libc::EPERM,
+                socket_errno(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0) == libc::EPERM,
+                socketpair_errno() == 0,
                 socket_errno(libc::AF_INET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 1) == libc::EPERM,
                 socket_errno(libc::AF_INET6, libc::SOCK_RAW, 58) == libc::EPERM,
                 socket_errno(libc::AF_PACKET, libc::SOCK_RAW, 0) == libc::EPERM,
                 socket_errno(libc::AF_VSOCK, libc::SOCK_STREAM, 0) == libc::EPERM,
                 socket_errno(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_AUDIT) == libc::EPERM,
                 socket_errno(libc::AF_ALG, libc::SOCK_SEQPACKET, 0) == libc::EPERM,
-            ]
-        });
-        checks_under(Sockets::PrivateNetNoUnix, || {
-            [
-                socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == libc::EPERM,
-                socket_errno(libc::AF_INET, libc::SOCK_STREAM, 0) == 0,
             ]
         });
     }

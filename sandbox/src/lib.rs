@@ -65,9 +65,12 @@
 //! and secrets are carved out of writable trees too, so their ancestors (the
 //! workspace root included) keep read rights only.
 //!
-//! Restricted profiles read everything under `/` but secrets, and write only
-//! their grants plus `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random` and
-//! `/dev/urandom`. Terminals (`/dev/tty`, `/dev/pts/*`, `/dev/ptmx`) and
+//! Restricted profiles read only an allow-list ([`Spec::reads`], the
+//! workspace and the writable trees) with secrets carved out of it, and
+//! write only their grants plus `/dev/null`, `/dev/zero`, `/dev/full`,
+//! `/dev/random` and `/dev/urandom`. Landlock rules hold opened inodes, so a
+//! file outside the list stays unreadable through every path to it: a
+//! symlink, `/proc/self/root`, or another mount of the same tree. Terminals (`/dev/tty`, `/dev/pts/*`, `/dev/ptmx`) and
 //! `/dev/shm` are not granted: a command talks through the descriptors it
 //! was given, and shared memory would be a channel out of the sandbox.
 //!
@@ -159,6 +162,7 @@ mod env;
 mod escape_probes;
 mod filter;
 mod fs_rules;
+mod mounts;
 mod pins;
 mod probe;
 mod process;
@@ -314,13 +318,20 @@ pub struct Spec {
     /// names exactly is left writable for this command; the others stay
     /// guarded.
     pub protected: Vec<PathBuf>,
-    /// Paths unreadable in restricted profiles: absolute, or relative to
-    /// `home`; a final `*` matches by prefix. Names inside a secret directory
-    /// stay listable, contents do not. Entries under `/proc` are left to
-    /// Landlock's ptrace scoping (another process's `environ` is closed).
+    /// Trees a restricted profile may read besides the workspace, the
+    /// writable trees and the write grants: the system trees programs need,
+    /// the tool dirs of the home, and what the decision granted to read.
+    /// Absolute. One that is absent or a symlink gets no rule (its target is
+    /// readable only where it lies in a read tree itself). Nothing else is
+    /// readable: the rules name inodes, so another path or mount to an
+    /// unlisted file reaches nothing.
+    pub reads: Vec<PathBuf>,
+    /// Paths unreadable in restricted profiles even inside a read tree:
+    /// absolute, or relative to `home`; a final `*` matches by prefix. Names
+    /// inside a secret directory stay listable, contents do not. Entries
+    /// under `/proc` are left to Landlock's ptrace scoping (another
+    /// process's `environ` is closed).
     pub secrets: Vec<PathBuf>,
-    /// Unix sockets the child must never reach.
-    pub deny_sockets: Vec<PathBuf>,
     /// Candidate environment; the sandbox applies its own allowlist.
     pub env: Vec<(OsString, OsString)>,
     /// Names added to the allowlist (brokered credential variables, for

@@ -1,5 +1,5 @@
 //! Protected paths kept unwritable with bind mounts, in a private mount
-//! namespace of the child, and denied unix sockets masked.
+//! namespace of the child, and secrets inside writable trees covered.
 //!
 //! Landlock alone cannot keep `.git/hooks` unwritable while leaving the
 //! workspace root writable: any write right on an ancestor covers the whole
@@ -134,7 +134,7 @@ pub(crate) struct Mask {
 pub(crate) struct PinPlan {
     /// Ancestors first.
     pub(crate) pins: Vec<Pin>,
-    /// Denied sockets and secrets inside writable trees, covered.
+    /// Secrets inside writable trees, covered.
     pub(crate) masks: Vec<Mask>,
     /// Protected paths that do not exist directly under a writable root.
     pub(crate) unguarded: Vec<PathBuf>,
@@ -170,14 +170,12 @@ fn exists_plain(path: &Path) -> Result<bool, PinError> {
 }
 
 /// Plans the mounts for `protected` paths inside `writable_roots`, and the
-/// masks for the existing `deny_sockets` and for the existing `secrets`
-/// inside writable roots (elsewhere the Landlock carve keeps them
+/// masks for the existing `secrets` inside writable roots (elsewhere the Landlock carve keeps them
 /// unreadable). Protected paths outside every writable root need nothing:
 /// Landlock already refuses writes there.
 pub(crate) fn plan(
     writable_roots: &[PathBuf],
     protected: &[PathBuf],
-    deny_sockets: &[PathBuf],
     secrets: &[PathBuf],
 ) -> Result<PinPlan, PinError> {
     let mut mounts: BTreeMap<PathBuf, bool> = BTreeMap::new();
@@ -239,12 +237,6 @@ pub(crate) fn plan(
         })
         .collect::<Result<_, PinError>>()?;
     let mut masks = Vec::new();
-    for socket in deny_sockets.iter().filter(|s| s.exists()) {
-        masks.push(Mask {
-            path: c_path(socket)?,
-            empty_dir: false,
-        });
-    }
     for secret in secrets
         .iter()
         .filter(|s| writable_roots.iter().any(|r| s.starts_with(r)))
@@ -286,7 +278,7 @@ mod tests {
             ws.join(".git/config"),
             tmp.path().join("elsewhere/.bashrc"),
         ];
-        let plan = plan(std::slice::from_ref(&ws), &protected, &[], &[]).unwrap();
+        let plan = plan(std::slice::from_ref(&ws), &protected, &[]).unwrap();
         assert_eq!(
             plan.pins,
             [
@@ -308,7 +300,7 @@ mod tests {
             ws.join(".mcp.json"),
             ws.join(".git/objects/x/y"),
         ];
-        let plan = plan(std::slice::from_ref(&ws), &protected, &[], &[]).unwrap();
+        let plan = plan(std::slice::from_ref(&ws), &protected, &[]).unwrap();
         assert_eq!(
             plan.pins,
             [pin(&ws.join(".git"), true)],
@@ -323,7 +315,7 @@ mod tests {
         let ws = tmp.path().to_path_buf();
         fs::write(ws.join(".git"), "gitdir: /elsewhere\n").unwrap();
         let protected = [ws.join(".git/hooks"), ws.join(".git/config")];
-        let plan = plan(std::slice::from_ref(&ws), &protected, &[], &[]).unwrap();
+        let plan = plan(std::slice::from_ref(&ws), &protected, &[]).unwrap();
         assert_eq!(plan.pins, [pin(&ws.join(".git"), true)]);
     }
 
@@ -333,13 +325,7 @@ mod tests {
         let ws = tmp.path().to_path_buf();
         fs::create_dir_all(ws.join(".git")).unwrap();
         std::os::unix::fs::symlink("/tmp", ws.join(".git/hooks")).unwrap();
-        let err = plan(
-            std::slice::from_ref(&ws),
-            &[ws.join(".git/hooks")],
-            &[],
-            &[],
-        )
-        .unwrap_err();
+        let err = plan(std::slice::from_ref(&ws), &[ws.join(".git/hooks")], &[]).unwrap_err();
         assert!(matches!(err, PinError::Symlink(_)), "{err}");
     }
 }

@@ -133,8 +133,9 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
         writable_caches: Vec::new(),
         write_grants: Vec::new(),
         protected: vec![hooks.clone()],
+        // The secret lies in a read tree: the carve must take it out.
+        reads: vec![outside.clone()],
         secrets: vec![secret.clone()],
-        deny_sockets: Vec::new(),
         env: Vec::new(),
         extra_env_allow: Vec::new(),
         rlimits: Rlimits {

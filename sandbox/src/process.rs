@@ -18,6 +18,7 @@ use crate::child::{self, Egress, Identity, Plan, Stage, Then};
 use crate::env::{self, EnvBlock};
 use crate::filter::{self, Sockets};
 use crate::fs_rules::{self, Exclusion, Grant};
+use crate::mounts;
 use crate::pins::{self, PinPlan, UserNsMaps};
 use crate::{Network, Profile, SandboxError, Spec, Stdio, carve_cache, spare};
 
@@ -299,12 +300,20 @@ fn carve(key: &carve_cache::Key) -> Result<carve_cache::Carved, SandboxError> {
             }
         }
     }
+    // Each excluded tree is taken out wherever another mount shows it too.
+    let mounts = if key.restricted {
+        mounts::parse(&deps.mount_table())
+    } else {
+        Vec::new()
+    };
+    let excluded = |path: &PathBuf, withheld| {
+        std::iter::once(path.clone())
+            .chain(mounts::aliases(&mounts, path))
+            .map(move |path| Exclusion { path, withheld })
+    };
     let secret_exclusions: Vec<Exclusion> = secrets
         .iter()
-        .map(|path| Exclusion {
-            path: path.clone(),
-            withheld: fs_rules::secret_withheld(),
-        })
+        .flat_map(|path| excluded(path, fs_rules::secret_withheld()))
         .collect();
     let mut write_exclusions = Vec::new();
     if !key.can_mount {
@@ -319,10 +328,23 @@ fn carve(key: &carve_cache::Key) -> Result<carve_cache::Carved, SandboxError> {
     let mut read_grants = Vec::new();
     let mut write_grants = Vec::new();
     if key.restricted {
-        read_grants.push(Grant {
-            path: PathBuf::from("/"),
-            access: fs_rules::read_rights(),
-        });
+        for root in &key.reads {
+            absolute(root, "read tree")?;
+            // A missing tree gets no rule, and neither does a symlink (its
+            // target is granted where it lies in a read tree): the listing of
+            // the parent makes a tree that appears later redo the carve.
+            match fs::symlink_metadata(root) {
+                Ok(meta) if !meta.file_type().is_symlink() => read_grants.push(Grant {
+                    path: root.clone(),
+                    access: fs_rules::read_rights(),
+                }),
+                _ => {
+                    if let Some(parent) = root.parent() {
+                        deps.listed(parent);
+                    }
+                }
+            }
+        }
         read_grants.extend(DEVICES.iter().map(|d| Grant {
             path: PathBuf::from(d),
             access: fs_rules::device_rights(),
@@ -332,7 +354,15 @@ fn carve(key: &carve_cache::Key) -> Result<carve_cache::Carved, SandboxError> {
             access: fs_rules::write_rights(),
         }));
     }
-    let mut rules = fs_rules::carve(&read_grants, &secret_exclusions, deps.dirs_mut())?;
+    // The home is read only where a read tree names a part of it (or the
+    // workspace lies in it): a tree that holds the whole home, as `/tmp`
+    // holds a scratch home, does not open the rest of it.
+    let mut read_exclusions = secret_exclusions.clone();
+    if key.restricted && key.home.parent().is_some() {
+        let home = deps.resolve(&key.home)?;
+        read_exclusions.extend(excluded(&home, fs_rules::read_rights()));
+    }
+    let mut rules = fs_rules::carve(&read_grants, &read_exclusions, deps.dirs_mut())?;
     rules.extend(fs_rules::carve(
         &write_grants,
         &write_exclusions,
@@ -412,8 +442,11 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         expand_entries(&spec.protected, &writable_roots, &mut Vec::new())?,
         &spec.write_grants,
     );
+    let mut reads = vec![spec.workspace.clone()];
+    reads.extend(spec.reads.iter().cloned());
     let key = carve_cache::Key {
         restricted,
+        reads,
         home: spec.home.clone(),
         writable_roots: writable_roots.clone(),
         secrets: spec.secrets.clone(),
@@ -429,12 +462,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     // paths pinned (writable trees are granted whole); without, the carve
     // took both out of them.
     let pin_plan = if can_mount {
-        let sockets = if spec.network.is_off() {
-            &[]
-        } else {
-            spec.deny_sockets.as_slice()
-        };
-        pins::plan(&writable_roots, &protected, sockets, &carved.secrets)?
+        pins::plan(&writable_roots, &protected, &carved.secrets)?
     } else {
         PinPlan::default()
     };
@@ -479,12 +507,9 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     // its own, the command's processes count alone, not the user's others.
     let own_nproc_count = limits_by_rlimit && pins::user_namespaces_work();
     let userns = (!privileged && (namespaces || own_nproc_count)).then(UserNsMaps::current);
-    let sockets = match (egress_port, can_mount) {
-        (None, _) => Sockets::None,
-        // Denied sockets are masked by mounts in the child.
-        (Some(_), true) => Sockets::PrivateNet,
-        (Some(_), false) if spec.deny_sockets.is_empty() => Sockets::PrivateNet,
-        (Some(_), false) => Sockets::PrivateNetNoUnix,
+    let sockets = match egress_port {
+        None => Sockets::None,
+        Some(_) => Sockets::PrivateNet,
     };
     let filter = filter::program(sockets)?;
 

@@ -284,6 +284,25 @@ fn secrets_are_unreadable() {
         "{}",
         public.output
     );
+    // On no list: unreadable by every path to it.
+    for path in [
+        "$HOME/.config/app/token",
+        "/proc/self/root$HOME/.config/app/token",
+        "$HOME/./.config/../.config/app/token",
+    ] {
+        let unlisted = sh(&spec, &format!("cat \"{path}\"; base64 \"{path}\""));
+        assert!(
+            !unlisted.output.contains("UNLISTED"),
+            "{path}: {}",
+            unlisted.output
+        );
+        assert!(
+            !unlisted.output.contains("VU5MSVNURU"),
+            "{path}: {}",
+            unlisted.output
+        );
+    }
+    assert!(!sh(&spec, "ls \"$HOME\"").ok());
     let mut with_shadow = spec.clone();
     with_shadow.secrets.push("/etc/shadow".into());
     if std::path::Path::new("/etc/shadow").exists() {
@@ -352,12 +371,18 @@ fn unix_socket_outside_is_unreachable_but_socketpair_works() {
     let target = format!("unix:{}", path.display());
     assert_eq!(probe(&spec, &target).code(), libc::EPERM);
     assert_eq!(probe(&spec, "socketpair").code(), 0);
-    // Proxied (path-named sockets are not in the network namespace):
-    // reachable, unless listed as denied (then masked).
-    let mut on = fx.spec(Profile::WorkspaceWrite, PROXIED);
-    assert_eq!(probe(&on, &target).code(), 0);
-    on.deny_sockets.push(path.clone());
-    assert_ne!(probe(&on, &target).code(), 0);
+    // With network (path-named sockets are not in the network namespace),
+    // in every profile, and a socket in the command's own workspace alike:
+    // no `socket(AF_UNIX)`, so no path-named socket is reachable.
+    for profile in [Profile::ReadOnly, Profile::WorkspaceWrite, Profile::Full] {
+        let on = fx.spec(profile, PROXIED);
+        assert_eq!(probe(&on, &target).code(), libc::EPERM, "{profile:?}");
+        assert_eq!(probe(&on, "socketpair").code(), 0, "{profile:?}");
+    }
+    let inside = fx.ws.join("own.sock");
+    let _own = UnixListener::bind(&inside).unwrap();
+    let target = format!("unix:{}", inside.display());
+    assert_eq!(probe(&spec, &target).code(), libc::EPERM);
 }
 
 #[test]
@@ -597,4 +622,60 @@ fn self_test_passes_and_support_is_complete() {
     assert!(support.problems().is_empty(), "{:?}", support.problems());
     assert!(support.landlock_abi >= praxis_sandbox::MIN_LANDLOCK_ABI);
     assert!(support.net_namespace, "root can make network namespaces");
+}
+
+/// A bind mount that the test makes and always removes.
+struct BindMount(std::path::PathBuf);
+
+impl BindMount {
+    fn new(source: &std::path::Path, target: &std::path::Path) -> Option<BindMount> {
+        fs::create_dir_all(target).unwrap();
+        let made = std::process::Command::new("mount")
+            .arg("--bind")
+            .arg(source)
+            .arg(target)
+            .status()
+            .is_ok_and(|s| s.success());
+        made.then(|| BindMount(target.to_path_buf()))
+    }
+}
+
+impl Drop for BindMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn another_mount_of_the_home_opens_nothing() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: making a bind mount needs root");
+        return;
+    }
+    let fx = Fixture::new();
+    // The home, and its secret dir alone, shown again inside a read tree.
+    let mirror = fx.outside.join("mirror");
+    let keys = fx.outside.join("keys");
+    let (Some(_mirror), Some(_keys)) = (
+        BindMount::new(&fx.home, &mirror),
+        BindMount::new(&fx.home.join(".ssh"), &keys),
+    ) else {
+        eprintln!("skipped: mount --bind refused");
+        return;
+    };
+    let spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
+    for path in [
+        mirror.join(".ssh/id_rsa"),
+        keys.join("id_rsa"),
+        mirror.join(".config/app/token"),
+        fx.home.join(".ssh/id_rsa"),
+    ] {
+        let ran = sh(&spec, &format!("cat '{}'", path.display()));
+        assert!(!ran.ok(), "{}: {}", path.display(), ran.output);
+        assert!(!ran.output.contains("PRIVATE KEY"), "{}", ran.output);
+        assert!(!ran.output.contains("UNLISTED"), "{}", ran.output);
+    }
+    // What the list names stays readable through the other path too.
+    assert!(sh(&spec, &format!("cat '{}'", mirror.join("notes").display())).ok());
 }

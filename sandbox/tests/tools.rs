@@ -1,6 +1,7 @@
 //! Real tools under workspace-write with the network off. The home is the
-//! real one (toolchain managers live there), its secrets carved out, its
-//! caches writable. A missing tool is skipped with a notice.
+//! real one (toolchain managers live there), readable as the built-in
+//! allow-list says, its secrets carved out, its caches writable. A missing
+//! tool is skipped with a notice.
 
 mod common;
 
@@ -22,6 +23,8 @@ fn tool_spec(fx: &Fixture) -> Spec {
         .iter()
         .map(|c| home.join(c))
         .collect();
+    let policy = praxis_policy::Policy::builtin().expect("built-in policy");
+    spec.reads = policy.sandbox_lists().reads_in(&home);
     spec.home = home;
     // Tools run longer than probes and read more files.
     spec.rlimits.cpu_secs = 120;

@@ -163,6 +163,11 @@ pub struct PathLists {
     #[serde(default)]
     pub shared_scratch: Vec<String>,
     pub secrets: Vec<String>,
+    /// System trees a sandboxed command may read (absolute).
+    pub system_reads: Vec<String>,
+    /// Tool configs, toolchains and caches of the home a sandboxed command
+    /// may read (`~/…`).
+    pub home_reads: Vec<String>,
     pub protected: Vec<String>,
     pub writable_caches: Vec<String>,
     pub block_devices: Vec<String>,

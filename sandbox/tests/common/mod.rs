@@ -27,6 +27,12 @@ pub struct Fixture {
     pub scratch_root: PathBuf,
 }
 
+/// The system trees the fixture's commands may read (the daemon takes its
+/// list from `patterns.toml`).
+pub const SYSTEM_READS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/sys",
+];
+
 impl Fixture {
     pub fn new() -> Fixture {
         let tmp = tempfile::tempdir().unwrap();
@@ -40,6 +46,9 @@ impl Fixture {
         }
         fs::write(home.join(".ssh/id_rsa"), "PRIVATE KEY\n").unwrap();
         fs::write(home.join("notes"), "public\n").unwrap();
+        // On no list at all: unreadable because nothing grants it.
+        fs::create_dir_all(home.join(".config/app")).unwrap();
+        fs::write(home.join(".config/app/token"), "UNLISTED TOKEN\n").unwrap();
         Fixture {
             _tmp: tmp,
             ws,
@@ -61,8 +70,12 @@ impl Fixture {
                 .iter()
                 .map(|p| self.ws.join(p))
                 .collect(),
+            reads: SYSTEM_READS
+                .iter()
+                .map(PathBuf::from)
+                .chain([self.home.join("notes"), self.outside.clone()])
+                .collect(),
             secrets: vec![self.home.join(".ssh"), self.home.join(".aws")],
-            deny_sockets: Vec::new(),
             env: std::env::vars_os().collect(),
             extra_env_allow: vec![PROBE_VAR.to_owned()],
             rlimits: Rlimits {
@@ -137,6 +150,7 @@ pub fn probe(spec: &Spec, probe: &str) -> Ran {
     let mut spec = spec.clone();
     spec.env.push((PROBE_VAR.into(), probe.into()));
     let exe = std::env::current_exe().unwrap();
+    spec.reads.push(exe.clone());
     run_in(
         &spec,
         &spec.workspace.clone(),

@@ -62,6 +62,11 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
     protected.push(daemon.config.layout.config_dir.clone());
     let mut secrets = expand(&lists.secrets);
     secrets.push(daemon.config.layout.state_dir.clone());
+    let writable_caches = expand(&lists.writable_caches);
+    // The allow-list of reads: the policy's trees, and the caches a
+    // read-only command may still read from.
+    let mut reads = lists.reads_in(&permit.home);
+    reads.extend(writable_caches.iter().cloned());
     let run_as = (nix::unistd::geteuid().is_root() && permit.peer.uid != 0).then(|| {
         let groups = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(permit.peer.uid))
             .ok()
@@ -87,11 +92,11 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
         },
         workspace: permit.workspace.clone(),
         home: permit.home.clone(),
-        writable_caches: expand(&lists.writable_caches),
+        writable_caches,
         write_grants: permit.decision.grants.write.clone(),
         protected,
+        reads,
         secrets,
-        deny_sockets: vec![daemon.config.layout.socket.clone()],
         env: permit
             .env
             .iter()
