@@ -114,6 +114,22 @@ pub struct CommandJudgment {
     /// The command's parts as the classifier read them, for structured
     /// matchers over judged actions (learned lessons).
     pub shape: CommandShape,
+    /// Each part of the command (its program, each write, each read of a
+    /// guarded path, each destination) with what decided it alone.
+    pub parts: Vec<PartJudgment>,
+}
+
+/// One part of a simple command and its own verdict: a rule speaks only for
+/// the parts it matched, so every other part is judged on its own.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PartJudgment {
+    /// What the part is (`runs curl`, `overwrites ~/.local/bin/git`,
+    /// `connects to localhost:8000`), redacted.
+    pub part: String,
+    pub verdict: Verdict,
+    pub tier: Tier,
+    /// The rule that decided it, or the tier's posture (`posture.high_risk`).
+    pub decided_by: String,
 }
 
 /// A simple command's parts, redacted: what a learned lesson matches.

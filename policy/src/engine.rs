@@ -13,10 +13,10 @@ use crate::classify::paths::{
 };
 use crate::classify::table::ProgramTable;
 use crate::classify::{
-    Access, ArgumentPaths, Fact, Facts, GitConfigWriter, Tables, classify_script,
+    Access, ArgumentPaths, Fact, Facts, GitConfigWriter, PathUse, Tables, classify_script,
 };
 use crate::context::{Entry, ScratchState};
-use crate::decision::{CommandJudgment, CommandShape, Decision, Destination, Grants};
+use crate::decision::{CommandJudgment, CommandShape, Decision, Destination, Grants, PartJudgment};
 use crate::redact::{RedactConfig, Redactor};
 use crate::reversible::Undo;
 use crate::rules::config::{self, OperatorFile, PatternsFile, Posture, RolePosture};
@@ -301,6 +301,7 @@ fn build_tables(
             })
             .collect::<Result<_, _>>()?,
         caches: patterns(source, &p.writable_caches)?,
+        autorun: patterns(source, &p.autorun)?,
         block_devices: patterns(source, &p.block_devices)?,
         harmless_devices: patterns(source, &p.harmless_devices)?,
     };
@@ -534,6 +535,8 @@ struct Judged {
     ungranted: Vec<String>,
     /// Held by a rule marked `not_relaxable`.
     not_relaxable: bool,
+    /// Each part of the command with its own verdict.
+    parts: Vec<PartJudgment>,
 }
 
 impl Policy {
@@ -666,6 +669,17 @@ impl Policy {
                             example,
                             format!("rule `{}` {verb} its example `{example}`", rule.id),
                         ));
+                    } else if let Some(part) = self.unspoken_part(rule, &script, &ctx)
+                        && want
+                    {
+                        failures.push(at(
+                            &source_of(&rule.id),
+                            example,
+                            format!(
+                                "rule `{}` does not speak for `{part}` of its example `{example}` (name it in `paths`, `connect` or `covers`)",
+                                rule.id
+                            ),
+                        ));
                     }
                 }
             }
@@ -715,6 +729,26 @@ impl Policy {
             1 => Err(failures.into_iter().next().expect("one failure")),
             _ => Err(LoadError::Examples(failures)),
         }
+    }
+
+    /// For an ALLOW rule: a part beyond a workspace write (T2 or more) of a
+    /// command the rule matches that the rule does not speak for.
+    fn unspoken_part(&self, rule: &Rule, script: &Script, ctx: &Context) -> Option<String> {
+        if rule.verdict != Verdict::Allow {
+            return None;
+        }
+        let facts = classify_script(script, &self.tables, &dirs(ctx).frame(ctx));
+        script
+            .commands
+            .iter()
+            .zip(&facts)
+            .filter(|(cmd, f)| rule.matches(f, &display_command(cmd)))
+            .find_map(|(_, f)| {
+                let connect = rule.connect.as_deref().unwrap_or(&f.connect);
+                Part::beside_program(f, connect)
+                    .find(|p| p.tier > Tier::ReversibleWrite && !self.speaks_for(rule, p, ctx))
+                    .map(|p| p.label())
+            })
     }
 
     fn rule_matches_any(&self, rule: &Rule, script: &Script, ctx: &Context) -> bool {
@@ -767,6 +801,7 @@ impl Policy {
                 reason: with_ungranted(&j.reason, &j.ungranted),
                 grants: j.grants.clone(),
                 shape: self.shape(f),
+                parts: j.parts.clone(),
             });
             judged.push(j);
         }
@@ -854,8 +889,9 @@ impl Policy {
         }
     }
 
-    /// STOP rules, then the default preconditions, then HOLD rules, then ALLOW
-    /// rules (with their preconditions), then the role's posture for the tier.
+    /// The command as a whole ([`Policy::judge_whole`]), then each of its
+    /// parts on its own: an ALLOW rule speaks only for the parts it matched,
+    /// and the most severe other part decides over it.
     fn judge(
         &self,
         cmd: &SimpleCommand,
@@ -872,6 +908,127 @@ impl Policy {
             .map(|i| &self.rules.rules[i])
             .filter(|r| r.applies_to(role))
             .collect();
+        let (mut out, allowed_by) = self.judge_whole(cmd, f, &matched, role, posture, ctx);
+        out.parts = self.judge_parts(f, &out, &matched, allowed_by, posture, ctx);
+        out.tier = out.parts.iter().map(|p| p.tier).fold(out.tier, Tier::max);
+        if let Some(rule) = allowed_by
+            && let Some(worst) = out
+                .parts
+                .iter()
+                .filter(|p| p.verdict > Verdict::Allow)
+                .max_by_key(|p| p.tier)
+        {
+            out.verdict = worst.verdict;
+            out.rule_ids = vec![worst.decided_by.clone()];
+            out.reason = format!(
+                "{} ({} {} held for role {role}): rule `{}` speaks only for what it matched",
+                worst.part,
+                worst.tier.label(),
+                worst.tier.as_str(),
+                rule.id
+            );
+        }
+        out
+    }
+
+    /// Each part of the command and what decides it alone: a STOP or HOLD rule
+    /// whose `paths` name it, else the ALLOW rule that decided when it speaks
+    /// for it, else the role's posture for the part's own tier. Without an
+    /// ALLOW rule the program (and the destinations its table gives it) takes
+    /// the whole command's judgment.
+    fn judge_parts(
+        &self,
+        f: &Facts,
+        out: &Judged,
+        matched: &[&Rule],
+        allowed_by: Option<&Rule>,
+        posture: &RolePosture,
+        ctx: &Context,
+    ) -> Vec<PartJudgment> {
+        let redact = |t: String| self.redactor.redact_str(&t).into_owned();
+        let whole = |part: String, tier: Tier| PartJudgment {
+            part: redact(part),
+            verdict: out.verdict,
+            tier,
+            decided_by: out.rule_ids.join(", "),
+        };
+        let by_rule = |part: String, tier: Tier, rule: &Rule| PartJudgment {
+            part: redact(part),
+            verdict: rule.verdict,
+            tier,
+            decided_by: rule.id.clone(),
+        };
+        let by_posture = |part: String, tier: Tier| PartJudgment {
+            part: redact(part),
+            verdict: posture_verdict(posture, tier),
+            tier,
+            decided_by: format!("posture.{}", tier.as_str()),
+        };
+        let mut words = vec![f.program.as_str()];
+        // `sub` is the first operand when no subcommand of the table matched.
+        if !f.operands.starts_with(&f.sub) {
+            words.extend(f.sub.iter().map(String::as_str));
+        }
+        let program = format!("runs `{}`", words.join(" "));
+        let mut parts = vec![match allowed_by {
+            Some(rule) => by_rule(program, rule.tier.unwrap_or(out.tier), rule),
+            None => whole(program, out.tier),
+        }];
+        for beside in Part::beside_program(f, &out.grants.connect) {
+            let (label, tier) = (beside.label(), beside.tier);
+            let naming = match beside.of {
+                PartOf::Path(p) => matched
+                    .iter()
+                    .filter(|r| r.verdict > Verdict::Allow && r.speaks_for_path(p))
+                    .max_by_key(|r| r.verdict),
+                PartOf::Destination(_) => None,
+            };
+            parts.push(match (naming, allowed_by) {
+                (Some(rule), _) => by_rule(label, tier, rule),
+                (None, Some(rule)) if self.speaks_for(rule, &beside, ctx) => {
+                    by_rule(label, tier, rule)
+                }
+                (None, Some(_)) => by_posture(label, tier),
+                // The program table gave the command its destinations.
+                (None, None) if matches!(beside.of, PartOf::Destination(_)) => {
+                    whole(label, out.tier)
+                }
+                (None, None) => by_posture(label, tier),
+            });
+        }
+        parts
+    }
+
+    /// Whether an ALLOW by `rule` speaks for this part of the command.
+    fn speaks_for(&self, rule: &Rule, part: &Part<'_>, ctx: &Context) -> bool {
+        match part.of {
+            PartOf::Path(p) => rule.speaks_for_path(p),
+            PartOf::Destination(d) => {
+                let remotes: Vec<Destination> = ctx
+                    .git_remotes
+                    .values()
+                    .filter_map(|url| match destinations::repository_target(url, false) {
+                        destinations::Target::To(d) => Some(d),
+                        _ => None,
+                    })
+                    .collect();
+                rule.speaks_for_destination(d, &self.tables.local_hosts, &remotes)
+            }
+        }
+    }
+
+    /// STOP rules, then the default preconditions, then HOLD rules, then ALLOW
+    /// rules (with their preconditions), then the role's posture for the tier.
+    /// Also the ALLOW rule that decided, if one did.
+    fn judge_whole<'r>(
+        &self,
+        cmd: &SimpleCommand,
+        f: &Facts,
+        matched: &[&'r Rule],
+        role: &str,
+        posture: &RolePosture,
+        ctx: &Context,
+    ) -> (Judged, Option<&'r Rule>) {
         let base_tier = f.tier.unwrap_or(Tier::HighRisk);
         let tier = matched
             .iter()
@@ -898,6 +1055,7 @@ impl Policy {
                 .map(|why| format!("{UNKNOWN_DESTINATION}{why}"))
                 .collect(),
             not_relaxable: false,
+            parts: Vec::new(),
         };
         write_grants(f, &mut out);
         if f.has(Fact::GitRepoConfig)
@@ -918,12 +1076,12 @@ impl Policy {
             .collect();
         if !stops.is_empty() {
             decided_by(&mut out, Verdict::Stop, &stops);
-            return out;
+            return (out, None);
         }
         if let Err(reason) = self.resolution(cmd, f, ctx) {
             out.rule_ids = vec![String::from("precondition.resolution")];
             out.reason = reason;
-            return out;
+            return (out, None);
         }
         let holds: Vec<&Rule> = matched
             .iter()
@@ -933,7 +1091,7 @@ impl Policy {
         if !holds.is_empty() {
             decided_by(&mut out, Verdict::Hold, &holds);
             out.not_relaxable = holds.iter().any(|r| r.not_relaxable);
-            return out;
+            return (out, None);
         }
         if let Some(allow) = matched.iter().find(|r| r.verdict == Verdict::Allow) {
             out.rule_ids = vec![allow.id.clone()];
@@ -947,32 +1105,23 @@ impl Policy {
                         out.ungranted
                             .retain(|why| !why.starts_with(UNKNOWN_DESTINATION));
                     }
+                    return (out, Some(allow));
                 }
                 Err(why) => {
                     out.verdict = allow.on_failure;
                     out.reason = format!("precondition failed: {why}");
                 }
             }
-            return out;
+            return (out, None);
         }
         let Some(tier_known) = f.tier else {
             out.rule_ids = vec![String::from("unknown")];
             out.reason = format!("{}: unknown, so held", f.note);
-            return out;
+            return (out, None);
         };
-        let p = match tier_known.max(tier) {
-            Tier::ReadOnly => posture.read_only,
-            Tier::ReversibleWrite => posture.reversible_write,
-            Tier::ExternalSideEffect => posture.external_side_effect,
-            Tier::HighRisk => posture.high_risk,
-        };
-        out.verdict = if p == Posture::Allow {
-            Verdict::Allow
-        } else {
-            Verdict::Hold
-        };
+        out.verdict = posture_verdict(posture, tier_known.max(tier));
         out.rule_ids = vec![format!("posture.{}", tier.as_str())];
-        let verb = if p == Posture::Allow {
+        let verb = if out.verdict == Verdict::Allow {
             "allowed"
         } else {
             "held for approval"
@@ -983,7 +1132,7 @@ impl Policy {
             tier.label(),
             tier.as_str()
         );
-        out
+        (out, None)
     }
 
     /// Every command's program must resolve on `PATH` outside the trees the
@@ -1174,6 +1323,80 @@ fn rule_unknown_role<'r>(rule: &'r Rule, roles: &BTreeMap<String, RolePosture>) 
         .iter()
         .find(|r| !roles.contains_key(*r))
         .map(String::as_str)
+}
+
+/// What the role's posture gives a part or command of this tier.
+fn posture_verdict(posture: &RolePosture, tier: Tier) -> Verdict {
+    let p = match tier {
+        Tier::ReadOnly => posture.read_only,
+        Tier::ReversibleWrite => posture.reversible_write,
+        Tier::ExternalSideEffect => posture.external_side_effect,
+        Tier::HighRisk => posture.high_risk,
+    };
+    if p == Posture::Allow {
+        Verdict::Allow
+    } else {
+        Verdict::Hold
+    }
+}
+
+/// A part of a simple command beside its program.
+enum PartOf<'f> {
+    /// A change of a path, or a read of a guarded one.
+    Path(&'f PathUse),
+    Destination(&'f Destination),
+}
+
+/// A part and its own tier.
+struct Part<'f> {
+    of: PartOf<'f>,
+    tier: Tier,
+}
+
+impl<'f> Part<'f> {
+    /// The command's parts beside its program: each change of a path, each
+    /// read of a guarded one, each destination it is granted (T2).
+    fn beside_program(f: &'f Facts, connect: &'f [Destination]) -> impl Iterator<Item = Part<'f>> {
+        let paths = f.paths.iter().filter_map(|p| {
+            own_tier(p).map(|tier| Part {
+                of: PartOf::Path(p),
+                tier,
+            })
+        });
+        let destinations = connect.iter().map(|d| Part {
+            of: PartOf::Destination(d),
+            tier: Tier::ExternalSideEffect,
+        });
+        paths.chain(destinations)
+    }
+
+    fn label(&self) -> String {
+        match self.of {
+            PartOf::Path(p) => format!("{} `{}`", p.access.as_str(), p.text),
+            PartOf::Destination(d) => format!("connects to {d}"),
+        }
+    }
+}
+
+/// Reads of these classes are parts of their own (a HOLD rule names them).
+const GUARDED_READ: Classes =
+    PathClass::Secret.bit() | PathClass::Protected.bit() | PathClass::Praxis.bit();
+
+/// A path's own tier as a part of its command, as the classifier raises it: a
+/// change outside the workspace is T3, any other change T1, a read of a
+/// guarded path T0. None: an ordinary read, no part of its own.
+fn own_tier(p: &PathUse) -> Option<Tier> {
+    if p.access != Access::Read {
+        Some(if p.classes & PathClass::OutsideWorkspace.bit() != 0 {
+            Tier::HighRisk
+        } else {
+            Tier::ReversibleWrite
+        })
+    } else if p.classes & GUARDED_READ != 0 {
+        Some(Tier::ReadOnly)
+    } else {
+        None
+    }
 }
 
 /// How a note about a destination that is not granted starts.

@@ -264,6 +264,19 @@ fn print_readable(d: &Decision) {
             c.rule_ids.join(", "),
             c.reason
         );
+        // Each part's own verdict, when there is more than the program.
+        if c.parts.len() > 1 {
+            for part in &c.parts {
+                println!(
+                    "      - {}: {} {} {} by {}",
+                    part.part,
+                    part.verdict.as_str(),
+                    part.tier.label(),
+                    part.tier.as_str(),
+                    part.decided_by
+                );
+            }
+        }
         if !c.grants.is_empty() {
             println!("      grants: {}", c.grants.summary());
         }

@@ -38,6 +38,9 @@ pub enum PathClass {
     Secret,
     /// Praxis' own state or config.
     Praxis,
+    /// A place whose files run later for the user, outside any session
+    /// (`~/.local/bin`, `~/.config/autostart`, …).
+    Autorun,
     BlockDevice,
     /// `/dev/null`, `/dev/stdout`, …: touches nothing.
     HarmlessDevice,
@@ -47,7 +50,7 @@ pub enum PathClass {
     Unknown,
 }
 
-const ALL: [(PathClass, &str); 18] = [
+const ALL: [(PathClass, &str); 19] = [
     (PathClass::Root, "root"),
     (PathClass::SystemDir, "system_dir"),
     (PathClass::SystemPath, "system_path"),
@@ -62,6 +65,7 @@ const ALL: [(PathClass, &str); 18] = [
     (PathClass::Protected, "protected"),
     (PathClass::Secret, "secret"),
     (PathClass::Praxis, "praxis"),
+    (PathClass::Autorun, "autorun"),
     (PathClass::BlockDevice, "block_device"),
     (PathClass::HarmlessDevice, "harmless_device"),
     (PathClass::Dynamic, "dynamic"),
@@ -206,6 +210,7 @@ pub struct PathLists {
     /// Each protected name split into components.
     pub protected: Vec<Vec<String>>,
     pub caches: Vec<PathPattern>,
+    pub autorun: Vec<PathPattern>,
     pub block_devices: Vec<PathPattern>,
     pub harmless_devices: Vec<PathPattern>,
 }
@@ -338,6 +343,9 @@ impl PathLists {
         if self.critical.iter().any(|p| p.covers(path, home)) {
             c |= PathClass::Critical.bit();
         }
+        if self.autorun.iter().any(|p| p.covers(path, home)) {
+            c |= PathClass::Autorun.bit();
+        }
         let in_home = !home.is_empty() && home != "/" && is_within(path, home);
         if in_home && (path == home || (contents && depth(path) == depth(home))) {
             c |= PathClass::Home.bit();
@@ -449,6 +457,7 @@ mod tests {
             secrets: pats(&["~/.ssh", "/etc/shadow"]),
             protected: vec![vec![".git".into(), "hooks".into()], vec![".bashrc".into()]],
             caches: pats(&["~/.cache"]),
+            autorun: pats(&["~/.local/bin"]),
             block_devices: pats(&["/dev/sd*", "/dev/nvme*"]),
             harmless_devices: pats(&["/dev/null", "/dev/fd/*"]),
         }

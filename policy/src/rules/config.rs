@@ -170,6 +170,9 @@ pub struct PathLists {
     pub home_reads: Vec<String>,
     pub protected: Vec<String>,
     pub writable_caches: Vec<String>,
+    /// Places whose files run later for the user (on `PATH`, at login, by a
+    /// timer): a change there is HOLD whatever rule matched the command.
+    pub autorun: Vec<String>,
     pub block_devices: Vec<String>,
     /// Device files that are not storage (`/dev/null`, `/dev/stdout`, …).
     pub harmless_devices: Vec<String>,
@@ -431,6 +434,10 @@ pub struct RuleSpec {
     /// instead of what the program table says.
     #[serde(default)]
     pub connect: Option<Vec<String>>,
+    /// What an ALLOW rule speaks for beyond the program it matched, the paths
+    /// its `paths`/`access` match and the destinations of its `connect`.
+    #[serde(default)]
+    pub covers: Vec<Cover>,
     /// Roles the rule applies to; empty means every role.
     #[serde(default)]
     pub roles: Vec<String>,
@@ -447,6 +454,17 @@ pub struct RuleSpec {
     /// operator's approval of the one request runs it.
     #[serde(default)]
     pub not_relaxable: bool,
+}
+
+/// A part of a command an ALLOW rule may say it speaks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cover {
+    /// The hosts of the repository's configured remotes (not a URL the
+    /// command names itself).
+    GitRemotes,
+    /// The destinations on this machine (`[interpreters] local_hosts`).
+    LocalDestinations,
 }
 
 #[derive(Debug, Deserialize)]

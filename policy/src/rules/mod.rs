@@ -14,11 +14,11 @@ use regex::Regex;
 use crate::classify::destinations::{self, Connect};
 use crate::classify::paths::{Classes, PathClass};
 use crate::classify::table::glob_match;
-use crate::classify::{Access, Fact, Facts};
+use crate::classify::{Access, Fact, Facts, PathUse};
 use crate::context::Context;
 use crate::decision::Destination;
 use crate::{Profile, Tier, Verdict};
-use config::{AccessSpec, Preconditions, RuleDecision, RuleSpec};
+use config::{AccessSpec, Cover, Preconditions, RuleDecision, RuleSpec};
 
 /// A compiled rule.
 #[derive(Clone, Debug)]
@@ -42,6 +42,8 @@ pub struct Rule {
     pub profile: Option<Profile>,
     /// When an ALLOW by this rule decides: exactly these destinations.
     pub connect: Option<Vec<Destination>>,
+    /// Parts an ALLOW by this rule speaks for beyond what its criteria match.
+    covers: Vec<Cover>,
     roles: Vec<String>,
     preconditions: Option<Preconditions>,
     pub on_failure: Verdict,
@@ -126,6 +128,9 @@ impl Rule {
                 "`not_relaxable` marks HOLD rules only (memory never relaxes a STOP)".to_owned(),
             );
         }
+        if !spec.covers.is_empty() && spec.decision != RuleDecision::Allow {
+            return Err("`covers` says what an ALLOW rule speaks for; STOP and HOLD rules decide the whole command".to_owned());
+        }
         let connect = match &spec.connect {
             Some(entries) => Some(
                 destinations::compile(entries, registries, false)?
@@ -161,6 +166,7 @@ impl Rule {
             tier,
             profile: spec.profile,
             connect,
+            covers: spec.covers.clone(),
             roles: spec.roles.clone(),
             preconditions: spec.preconditions.clone(),
             on_failure: spec.on_precondition_failure.map_or(Verdict::Hold, verdict),
@@ -199,17 +205,34 @@ impl Rule {
             && !self.not_flags.iter().any(flag)
             && (self.args.is_empty() || words().any(|w| self.args.iter().any(|p| glob_match(p, w))))
             && !words().any(|w| self.not_args.iter().any(|p| glob_match(p, w)))
-            && (self.paths == 0
-                || f.paths.iter().any(|p| {
-                    p.classes & self.paths != 0
-                        && (self.access == 0 || self.access & p.access.bit() != 0)
-                }))
+            && (self.paths == 0 || f.paths.iter().any(|p| self.speaks_for_path(p)))
             && (self.facts == 0 || f.facts & self.facts != 0)
             && (self.env.is_empty()
                 || f.env
                     .iter()
                     .any(|n| self.env.iter().any(|p| glob_match(p, n))))
             && self.regex.as_ref().is_none_or(|r| r.is_match(text))
+    }
+
+    /// Whether the rule's `paths` (under its `access`) name this path: the
+    /// rule speaks for it.
+    pub fn speaks_for_path(&self, p: &PathUse) -> bool {
+        p.classes & self.paths != 0 && (self.access == 0 || self.access & p.access.bit() != 0)
+    }
+
+    /// Whether an ALLOW by this rule speaks for connecting to `d`: its
+    /// `connect` names it, or its `covers` does (`local_hosts`: the hosts
+    /// that are this machine; `remotes`: those of the repository's remotes).
+    pub fn speaks_for_destination(
+        &self,
+        d: &Destination,
+        local_hosts: &[String],
+        remotes: &[Destination],
+    ) -> bool {
+        self.connect.as_ref().is_some_and(|c| c.contains(d))
+            || (self.covers.contains(&Cover::GitRemotes) && remotes.contains(d))
+            || (self.covers.contains(&Cover::LocalDestinations)
+                && local_hosts.iter().any(|h| h.eq_ignore_ascii_case(&d.host)))
     }
 
     /// Checks the rule's preconditions against the context; Err names the failed one.
