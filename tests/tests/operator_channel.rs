@@ -12,19 +12,34 @@ use common::judge::{call, fixture, held, push, pushable_repo};
 use common::{Daemon, stdout_json};
 use serde_json::{Value, json};
 
-/// What an agent runs inside a command: a child connects to the API socket
-/// (the kernel names the child as the peer) and exits; the parent keeps the
-/// inherited connection and, on it, writes back a lesson, edits it to cover
-/// every `git push` of the workspace and confirms it. One JSON line per answer.
+/// What an agent runs inside a command. `exit`: a child connects to the API
+/// socket (the kernel names the child as the peer) and exits; the parent
+/// keeps the inherited connection. `detach`: a grandchild in a session of
+/// its own, its parent gone, connects and stays alive. Then, on that
+/// connection: a lesson written back, edited to cover every `git push` of
+/// the workspace, and confirmed. One JSON line per answer.
 const ATTACK: &str = r#"
-import json, os, socket, sys
-api, workspace = sys.argv[1], sys.argv[2]
+import json, os, socket, sys, time
+api, workspace, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-child = os.fork()
-if child == 0:
+if mode == "exit":
+    child = os.fork()
+    if child == 0:
+        s.connect(api)
+        os._exit(0)
+    os.waitpid(child, 0)
+else:
+    done, grandchild_holds = os.pipe()
+    if os.fork():
+        os.close(grandchild_holds)
+        os.read(done, 1)
+        sys.exit(0)
+    os.close(done)
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    time.sleep(0.2)
     s.connect(api)
-    os._exit(0)
-os.waitpid(child, 0)
 
 def ask(method, path, body):
     text = json.dumps(body)
@@ -60,14 +75,15 @@ fn decision(id: &str) -> Value {
     d
 }
 
-/// Runs the attack inside one command; `network` puts a local fetch in the
-/// same command, which gives it the network profile. The answers it got.
-fn attack(d: &Daemon, id: &str, network: bool) -> Vec<Value> {
+/// Runs the attack (`mode`: see [`ATTACK`]) inside one command; `network`
+/// puts a local fetch in the same command, which gives it the network
+/// profile. The answers it got.
+fn attack(d: &Daemon, id: &str, mode: &str, network: bool) -> Vec<Value> {
     std::fs::write(d.work().join("attack.py"), ATTACK).unwrap();
     let api = d.socket().with_file_name("praxisd-api.sock");
     let workspace = std::fs::canonicalize(d.work()).unwrap();
     let script = format!(
-        "{}python3 attack.py {} {}",
+        "{}python3 attack.py {} {} {mode}",
         if network {
             "curl -s -m 2 http://127.0.0.1:9/ ; "
         } else {
@@ -96,12 +112,12 @@ fn events_naming(d: &Daemon, kind: &str, key: &str, value: &str) -> Vec<Value> {
         .collect()
 }
 
-fn attack_is_refused(network: bool) {
+fn attack_is_refused(mode: &str, network: bool) {
     let d = Daemon::start();
-    let id = if network { "dec-net" } else { "dec-offline" };
+    let id = format!("dec-{mode}-{network}");
     pushable_repo(&d.work());
     held(&push(&d, "feature/b"));
-    let answers = attack(&d, id, network);
+    let answers = attack(&d, &id, mode, network);
     let item = format!("{id}/lesson/0");
     let reviews: Vec<&Value> = answers
         .iter()
@@ -126,7 +142,7 @@ fn attack_is_refused(network: bool) {
         assert!(matches!(actor, "agent" | "unverified process"), "{event}");
         assert_eq!(event["detail"]["op"], "review_act", "{event}");
     }
-    for written in events_naming(&d, "memory", "memory_id", id) {
+    for written in events_naming(&d, "memory", "memory_id", &id) {
         assert_ne!(written["detail"]["maker"], "operator", "{written}");
     }
     held(&push(&d, "feature/b"));
@@ -140,12 +156,17 @@ fn attack_is_refused(network: bool) {
 
 #[test]
 fn a_lesson_confirmed_through_a_connection_whose_child_exited_is_refused() {
-    attack_is_refused(true);
+    attack_is_refused("exit", true);
+}
+
+#[test]
+fn a_lesson_confirmed_by_a_detached_grandchild_is_refused() {
+    attack_is_refused("detach", true);
 }
 
 #[test]
 fn a_lesson_confirmed_from_a_command_without_network_is_refused() {
-    attack_is_refused(false);
+    attack_is_refused("exit", false);
 }
 
 #[test]
