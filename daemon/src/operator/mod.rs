@@ -549,6 +549,7 @@ fn undo(daemon: &Daemon, peer: &Peer, request_id: &str, force: bool) -> Operator
     let event = Event {
         request_id: Some(request_id.to_owned()),
         uid: Some(peer.uid),
+        pid: peer.pid.and_then(|p| u32::try_from(p).ok()),
         reason: Some(reason),
         detail: detail.as_object().cloned(),
         ..Event::new(EventKind::Undo)
