@@ -9,6 +9,8 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+use crate::pinned::{Process, cgroup_v2};
+
 /// One running command.
 #[derive(Debug)]
 pub struct Slot {
@@ -61,6 +63,13 @@ fn parent_of(pid: i32) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The cgroup v2 path every command cgroup of this daemon lies under
+/// (`praxisd-<pid>` under its own cgroup), as `/proc/<pid>/cgroup` names it.
+fn commands_cgroup() -> Option<std::path::PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    Some(cgroup_v2(&own)?.join(format!("praxisd-{}", std::process::id())))
 }
 
 impl Children {
@@ -118,6 +127,18 @@ impl Children {
         false
     }
 
+    /// Whether `process` runs inside one of our commands: in a cgroup under
+    /// this daemon's command cgroups (whatever its session or parent, even
+    /// after its command ended), or inside by session or ancestry.
+    pub fn contains(&self, process: &Process) -> bool {
+        process
+            .cgroup
+            .as_deref()
+            .zip(commands_cgroup())
+            .is_some_and(|(cgroup, commands)| cgroup.starts_with(commands))
+            || self.contains_process(process.pid)
+    }
+
     /// Ends every running command: SIGTERM to each group, SIGKILL after
     /// `grace`. Blocking; call from a thread that may sleep.
     pub fn terminate_all(&self, because: &str, grace: Duration) -> usize {
@@ -156,5 +177,22 @@ mod tests {
         }
         assert!(children.is_empty());
         assert!(!children.contains_process(me));
+    }
+
+    #[test]
+    fn a_process_in_a_command_cgroup_is_inside_whatever_its_ancestry() {
+        let children = Children::default();
+        let commands = commands_cgroup().unwrap();
+        let at = |cgroup: std::path::PathBuf| Process {
+            pid: i32::MAX,
+            cgroup: Some(cgroup),
+        };
+        assert!(children.contains(&at(commands.join("cmd-1-2"))));
+        assert!(children.contains(&at(commands.join("cmd-1-2/deeper"))));
+        assert!(!children.contains(&at(commands.with_file_name("praxisd-1"))));
+        assert!(!children.contains(&Process {
+            pid: i32::MAX,
+            cgroup: None
+        }));
     }
 }

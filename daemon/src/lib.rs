@@ -32,6 +32,7 @@ pub mod kill_switch;
 pub mod memory;
 pub mod operator;
 pub mod paths;
+pub mod pinned;
 pub mod pipeline;
 pub mod program_cache;
 pub mod recovery;

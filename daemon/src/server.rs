@@ -3,7 +3,7 @@
 //! operator handler. A bad frame is refused with an error frame and the
 //! connection closed; the server keeps serving.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 
 use crate::conn::{self, Peer, Writer};
 use crate::errors;
+use crate::pinned::PinnedPeer;
 use crate::pipeline::{self, Inbound};
 use crate::state::Daemon;
 
@@ -98,9 +99,11 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
         }
         ClientMsg::Operator { request } => {
             drop(fds);
+            // Pinned once the request is in; examined as it is handled.
+            let process = PinnedPeer::of(stream.as_fd());
             let (_reader, writer) = stream.into_split();
             let mut writer = Writer::new(writer);
-            crate::operator::handle(&daemon, peer, request, &mut writer).await;
+            crate::operator::handle(&daemon, peer, &process, request, &mut writer).await;
         }
         ClientMsg::Judge(request) => {
             if let Some(why) = foreign_user(&daemon, peer) {

@@ -48,6 +48,9 @@ pub enum EventKind {
     Memory,
     /// What a reversible command was about to remove was saved.
     Snapshot,
+    /// An operator request was refused: its maker is not an operator, or
+    /// is a process inside a command, or cannot be verified.
+    OperatorRefused,
     /// An operator restored a command's snapshot (`praxis undo`).
     Undo,
     /// A snapshot was dropped by retention.
@@ -64,7 +67,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind this build names, for parsing and documentation.
-    const NAMED: [EventKind; 23] = [
+    const NAMED: [EventKind; 24] = [
         EventKind::Decided,
         EventKind::Started,
         EventKind::Finished,
@@ -83,6 +86,7 @@ impl EventKind {
         EventKind::Review,
         EventKind::Memory,
         EventKind::Snapshot,
+        EventKind::OperatorRefused,
         EventKind::Undo,
         EventKind::SnapshotExpired,
         EventKind::Egress,
@@ -111,6 +115,7 @@ impl EventKind {
             EventKind::Review => "review",
             EventKind::Memory => "memory",
             EventKind::Snapshot => "snapshot",
+            EventKind::OperatorRefused => "operator_refused",
             EventKind::Undo => "undo",
             EventKind::SnapshotExpired => "snapshot_expired",
             EventKind::Egress => "egress",

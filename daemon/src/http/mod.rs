@@ -1,8 +1,12 @@
 //! The judge API: the six OpenBrain V1 endpoints as HTTP/1.1 JSON on
 //! praxisd's API socket (a unix socket beside the request socket). Every
 //! connection's peer is identified by the kernel (`SO_PEERCRED`) and must
-//! be an operator of this praxisd; review actions are also refused from
-//! inside the commands praxisd runs.
+//! be an operator of this praxisd. Review actions are operator requests:
+//! each is checked on the peer process, pinned by a pidfd at accept, as it
+//! is when the request arrives, and refused (and audited as the agent's or
+//! an unverified attempt) unless that process lives outside every command.
+//! A write-back only proposes memories: they wait for a human in the
+//! review queue.
 //!
 //! Optionally (`[api] tcp` in `praxis.toml`) the same API is served on a
 //! loopback TCP address, to holders of a bearer token kept in a 0600 file
@@ -16,6 +20,7 @@
 pub mod token;
 
 use std::convert::Infallible;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,8 +40,9 @@ use tokio::net::{TcpListener, UnixListener};
 use self::token::ApiToken;
 use crate::conn::Peer;
 use crate::errors;
-use crate::memory::{self, now};
+use crate::memory::{self, Maker, now};
 use crate::operator::{self, memory as ops};
+use crate::pinned::{PinError, PinnedPeer};
 use crate::state::Daemon;
 
 /// Largest request body read; larger is refused before it is parsed.
@@ -46,20 +52,46 @@ const MAX_BODY: usize = 64 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Who sent a request.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum Client {
-    /// A peer on the unix socket, named by the kernel; checked as an
-    /// operator on every request.
-    Local(Peer),
+    /// A peer on the unix socket, named by the kernel, its process pinned
+    /// at accept; checked as an operator on every request.
+    Local {
+        peer: Peer,
+        process: Arc<Result<PinnedPeer, PinError>>,
+    },
     /// A holder of the TCP bearer token. Only the daemon's own user can
-    /// read the token file, so the holder acts as that user.
+    /// read the token file, so the holder acts as that user; its process is
+    /// unknown, so it never makes a review action.
     Bearer(Peer),
 }
 
 impl Client {
-    fn peer(self) -> Peer {
+    /// Who this client's memory writes are recorded as made by: for a
+    /// local peer, the process as it is now, inside a command (the agent)
+    /// or not.
+    fn maker(&self, daemon: &Daemon) -> Maker {
         match self {
-            Client::Local(peer) | Client::Bearer(peer) => peer,
+            Client::Local { peer, process } => {
+                let now = process.as_ref().as_ref().ok().and_then(|p| {
+                    p.examine(|now| (now.pid, daemon.children.contains(now)))
+                        .ok()
+                });
+                Maker {
+                    role: match now {
+                        Some((_, true)) => "agent",
+                        Some((_, false)) => "api client",
+                        None => "unverified process",
+                    },
+                    uid: Some(peer.uid),
+                    pid: now.map(|(pid, _)| pid).or(peer.pid),
+                }
+            }
+            Client::Bearer(peer) => Maker {
+                role: "bearer token holder",
+                uid: Some(peer.uid),
+                pid: None,
+            },
         }
     }
 }
@@ -82,7 +114,8 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
                 continue;
             }
         };
-        connection(&daemon, Client::Local(peer), None, stream);
+        let process = Arc::new(PinnedPeer::of(stream.as_fd()));
+        connection(&daemon, Client::Local { peer, process }, None, stream);
     }
 }
 
@@ -97,7 +130,7 @@ pub async fn serve_tcp(daemon: Arc<Daemon>, listener: TcpListener, token: ApiTok
     });
     loop {
         match listener.accept().await {
-            Ok((stream, _)) => connection(&daemon, owner, Some(Arc::clone(&token)), stream),
+            Ok((stream, _)) => connection(&daemon, owner.clone(), Some(Arc::clone(&token)), stream),
             Err(e) => {
                 tracing::warn!("API accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -116,6 +149,7 @@ where
         let service = hyper::service::service_fn(move |request| {
             let daemon = Arc::clone(&daemon);
             let token = token.clone();
+            let client = client.clone();
             async move {
                 let answer = match token.as_deref().map(|t| t.admits(&request)) {
                     Some(false) => unauthorized(),
@@ -219,19 +253,36 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
 }
 
-/// Refuses a local peer that may not make `as_request` as an operator; a
-/// bearer of the token was admitted already.
-fn refused_to(
+/// Admits `client` to make `as_request` as an operator, as its process is
+/// now: the operator, or a refusal, audited as its maker's attempt. A
+/// bearer of the token was admitted already, to all but the requests only
+/// a process outside every command may make.
+async fn admitted(
     daemon: &Daemon,
-    client: Client,
+    client: &Client,
     as_request: &OperatorRequest,
-) -> Result<(), ApiError> {
-    let Client::Local(peer) = client else {
-        return Ok(());
+) -> Result<Peer, ApiError> {
+    let (peer, admitted) = match client {
+        Client::Local { peer, process } => {
+            (*peer, operator::admit(daemon, peer, process, as_request))
+        }
+        Client::Bearer(peer) if operator::outside_only(as_request) => (
+            *peer,
+            Err(operator::Refused {
+                actor: operator::Actor::Bearer,
+                reason: String::from(
+                    "not an operator: a bearer of the API token is no known process; review actions are taken on the API socket or with `praxis review`",
+                ),
+            }),
+        ),
+        Client::Bearer(peer) => (*peer, Ok(*peer)),
     };
-    match operator::refusal(daemon, &peer, as_request) {
-        Some(why) => Err(ApiError::new(StatusCode::FORBIDDEN, why)),
-        None => Ok(()),
+    match admitted {
+        Ok(operator) => Ok(operator),
+        Err(refused) => {
+            operator::record_refused(daemon, &peer, as_request, &refused).await;
+            Err(ApiError::new(StatusCode::FORBIDDEN, refused.reason))
+        }
     }
 }
 
@@ -283,7 +334,7 @@ async fn route(
     client: Client,
     request: Request<Incoming>,
 ) -> Result<(StatusCode, Value), ApiError> {
-    refused_to(daemon, client, &OperatorRequest::Status)?;
+    admitted(daemon, &client, &OperatorRequest::Status).await?;
     let path = request.uri().path().to_owned();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     let method = request.method().clone();
@@ -294,7 +345,8 @@ async fn route(
         }
         (Method::POST, ["v1", "judge", "decisions"]) => {
             let text = body_text(request).await?;
-            blocking(daemon, move |d| decided(d, &text)).await
+            let maker = client.maker(daemon);
+            blocking(daemon, move |d| decided(d, maker, &text)).await
         }
         (Method::GET, ["v1", "judge", "decisions", id]) => {
             let id = decoded(id)?;
@@ -332,16 +384,17 @@ async fn route(
             let text = body_text(request).await?;
             let action: Value = serde_json::from_str(&text)
                 .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("not JSON: {e}")))?;
-            refused_to(
+            let operator = admitted(
                 daemon,
-                client,
+                &client,
                 &OperatorRequest::ReviewAct {
                     item_id: id.clone(),
                     action: action.clone(),
                 },
-            )?;
+            )
+            .await?;
             blocking(daemon, move |d| {
-                ops::acted(d, &client.peer(), &id, action)
+                ops::acted(d, &operator, &id, action)
                     .map(|message| (StatusCode::OK, json!({"item_id": id, "message": message})))
                     .map_err(|why| ApiError::new(StatusCode::CONFLICT, why))
             })
@@ -390,7 +443,7 @@ fn recalled(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError
 
 /// `POST /v1/judge/decisions`: a judge decision written back, once per
 /// idempotency key; the memories it proposes wait for review.
-fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError> {
+fn decided(daemon: &Daemon, maker: Maker, text: &str) -> Result<(StatusCode, Value), ApiError> {
     let decision: JudgeDecision = contract::parse(text).map_err(|e| ApiError::invalid(&e))?;
     screened(daemon, &decision)?;
     let store = ops::store(daemon).map_err(internal)?;
@@ -458,6 +511,7 @@ fn decided(daemon: &Daemon, text: &str) -> Result<(StatusCode, Value), ApiError>
         &daemon.audit,
         "decision",
         &decision.decision_id,
+        maker,
         format!("judge decision {} written back", decision.decision_id),
         detail,
     )

@@ -58,6 +58,15 @@ fn reviewer(peer: &Peer) -> Reviewer {
     Reviewer { name, kind }
 }
 
+/// An operator, as the audit records of its memory operations name it.
+fn operator(peer: &Peer) -> memory::Maker {
+    memory::Maker {
+        role: "operator",
+        uid: Some(peer.uid),
+        pid: peer.pid,
+    }
+}
+
 /// The one-line form of a held action, for the queue's examples.
 fn describe(action: &Action) -> String {
     let commands: Vec<String> = action
@@ -168,6 +177,7 @@ pub fn remember(daemon: &Daemon, peer: &Peer, request_id: &str) -> Result<String
         &daemon.audit,
         "proposed",
         &memory_id,
+        operator(peer),
         format!("lesson proposed for review: {}", memory.item.summary),
         detail,
     )?;
@@ -296,6 +306,7 @@ pub fn acted(daemon: &Daemon, peer: &Peer, item_id: &str, action: Value) -> Resu
         &daemon.audit,
         action.name(),
         item_id,
+        operator(peer),
         format!("{} {} {item_id}", by.name, action.name()),
         detail,
     )?;

@@ -1,7 +1,9 @@
 //! Operator requests. Operators are not agents: every operator request needs
 //! a trusted uid (user mode: the daemon's own; system mode: root or the
-//! operator group), and a request that changes state is refused from inside
-//! any command the daemon is running.
+//! operator group), and a request that changes state (or lists approvals,
+//! credentials or memory) needs a live process outside every command the
+//! daemon runs, checked on the peer process pinned by a pidfd as it is when
+//! the request is handled. A refusal is audited as its maker's attempt.
 
 pub mod approvals;
 pub mod credentials;
@@ -18,6 +20,7 @@ use praxis_snapshot::SnapshotError;
 
 use crate::audit::{Durability, Event, EventKind, StoredEvent};
 use crate::conn::{Peer, Writer};
+use crate::pinned::{PinError, PinnedPeer};
 use crate::stage::credentials::store as credential_store;
 use crate::stage::{policy, reversibility};
 use crate::state::{Counters, Daemon};
@@ -49,17 +52,44 @@ fn uid_trusted(daemon: &Daemon, peer: &Peer) -> bool {
     }
 }
 
-/// Why `peer` may not make `request`, if it may not.
-pub fn refusal(daemon: &Daemon, peer: &Peer, request: &OperatorRequest) -> Option<String> {
-    if !uid_trusted(daemon, peer) {
-        return Some(format!(
-            "uid {} is not an operator of this praxisd",
-            peer.uid
-        ));
+/// Who a refused request came from, as the audit names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Actor {
+    /// A uid that is not an operator of this praxisd.
+    ForeignUid,
+    /// A process inside a command praxisd runs: the agent.
+    Agent,
+    /// A process that cannot be verified (exited since it connected, or
+    /// unknown to the kernel): refused, never taken for an operator.
+    Unverified,
+    /// A bearer of the API token on TCP, whose process is unknown.
+    Bearer,
+}
+
+impl Actor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Actor::ForeignUid => "foreign uid",
+            Actor::Agent => "agent",
+            Actor::Unverified => "unverified process",
+            Actor::Bearer => "bearer token holder",
+        }
     }
-    // Approvals and credentials are refused from inside too, listings
-    // included: an agent has no business reading either.
-    let inside_refused = matches!(
+}
+
+/// Why an operator request was refused, and whose it was.
+#[must_use]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub actor: Actor,
+    pub reason: String,
+}
+
+/// Whether `request` is refused unless its maker is a process outside every
+/// command: every state change, and the listings of approvals, credentials
+/// and memory an agent has no business reading.
+pub fn outside_only(request: &OperatorRequest) -> bool {
+    matches!(
         request,
         OperatorRequest::Kill { .. }
             | OperatorRequest::Release
@@ -77,20 +107,82 @@ pub fn refusal(daemon: &Daemon, peer: &Peer, request: &OperatorRequest) -> Optio
             | OperatorRequest::ReviewAct { .. }
             | OperatorRequest::Inspect { .. }
             | OperatorRequest::MemoryStats
-    );
-    if inside_refused {
-        let Some(pid) = peer.pid else {
-            return Some(String::from(
-                "peer process unknown; operator requests need it",
-            ));
-        };
-        if daemon.children.contains_process(pid) {
-            return Some(String::from(
-                "operator requests are refused from inside a command praxis is running",
-            ));
+    )
+}
+
+/// Admits `request` from `peer`, whose process `process` pinned at connect,
+/// checked as the process is now: a trusted uid, and for
+/// [`outside_only`] requests a live process outside every command.
+/// Returns the operator, its pid that of the process now.
+pub fn admit(
+    daemon: &Daemon,
+    peer: &Peer,
+    process: &Result<PinnedPeer, PinError>,
+    request: &OperatorRequest,
+) -> Result<Peer, Refused> {
+    if !uid_trusted(daemon, peer) {
+        return Err(Refused {
+            actor: Actor::ForeignUid,
+            reason: format!("uid {} is not an operator of this praxisd", peer.uid),
+        });
+    }
+    if !outside_only(request) {
+        return Ok(*peer);
+    }
+    let unverified = |why: &PinError| Refused {
+        actor: Actor::Unverified,
+        reason: format!(
+            "not an operator: {why}; operator requests need a live process outside every command"
+        ),
+    };
+    let process = process.as_ref().map_err(unverified)?;
+    let (pid, inside) = process
+        .examine(|now| (now.pid, daemon.children.contains(now)))
+        .map_err(|why| unverified(&why))?;
+    if inside {
+        return Err(Refused {
+            actor: Actor::Agent,
+            reason: format!(
+                "not an operator: process {pid} runs inside a command praxis runs; operator requests are refused from inside"
+            ),
+        });
+    }
+    Ok(Peer {
+        pid: Some(pid),
+        ..*peer
+    })
+}
+
+/// Records a refused operator request as its maker's attempt: the uid and
+/// the pid the kernel named, who they are taken for, and what was asked
+/// (the request's kind and target, never a credential's value).
+pub async fn record_refused(
+    daemon: &Daemon,
+    peer: &Peer,
+    request: &OperatorRequest,
+    refused: &Refused,
+) {
+    let mut detail = serde_json::Map::new();
+    detail.insert("actor".into(), refused.actor.as_str().into());
+    let asked = serde_json::to_value(request).unwrap_or_default();
+    for key in ["op", "item_id", "request_id", "memory_id", "name"] {
+        if let Some(value) = asked.get(key) {
+            detail.insert(key.into(), value.clone());
         }
     }
-    None
+    if let Some(action) = asked.pointer("/action/action") {
+        detail.insert("action".into(), action.clone());
+    }
+    let event = Event {
+        uid: Some(peer.uid),
+        pid: peer.pid.and_then(|p| u32::try_from(p).ok()),
+        reason: Some(refused.reason.clone()),
+        detail: Some(detail),
+        ..Event::new(EventKind::OperatorRefused)
+    };
+    if let Err(e) = daemon.record(event, Durability::Full).await {
+        tracing::error!("audit of a refused operator request failed: {e}");
+    }
 }
 
 fn events(list: Vec<StoredEvent>) -> Vec<serde_json::Value> {
@@ -177,10 +269,12 @@ fn audit_reply(result: Result<Vec<StoredEvent>, crate::audit::AuditError>) -> Ve
     }
 }
 
-/// Answers one operator request.
+/// Answers one operator request from `peer`, whose process was pinned at
+/// connect.
 pub async fn handle(
     daemon: &Arc<Daemon>,
     peer: Peer,
+    process: &Result<PinnedPeer, PinError>,
     request: OperatorRequest,
     writer: &mut Writer,
 ) {
@@ -200,10 +294,14 @@ pub async fn handle(
     ) {
         daemon.audit.settled().await;
     }
-    let replies: Vec<OperatorReply> = if let Some(reason) = refusal(daemon, &peer, &request) {
-        vec![OperatorReply::Refused { reason }]
-    } else {
-        match request {
+    let replies: Vec<OperatorReply> = match admit(daemon, &peer, process, &request) {
+        Err(refused) => {
+            record_refused(daemon, &peer, &request, &refused).await;
+            vec![OperatorReply::Refused {
+                reason: refused.reason,
+            }]
+        }
+        Ok(peer) => match request {
             OperatorRequest::Status => vec![OperatorReply::Status(Box::new(status(daemon)))],
             OperatorRequest::Kill { reason } => {
                 let reason = reason.unwrap_or_else(|| format!("engaged by uid {}", peer.uid));
@@ -351,7 +449,7 @@ pub async fn handle(
                 })
                 .await
             }
-        }
+        },
     };
     for reply in replies {
         if writer.send(&ServerMsg::Operator { reply }).await.is_err() {
@@ -451,6 +549,7 @@ fn undo(daemon: &Daemon, peer: &Peer, request_id: &str, force: bool) -> Operator
     let event = Event {
         request_id: Some(request_id.to_owned()),
         uid: Some(peer.uid),
+        pid: peer.pid.and_then(|p| u32::try_from(p).ok()),
         reason: Some(reason),
         detail: detail.as_object().cloned(),
         ..Event::new(EventKind::Undo)

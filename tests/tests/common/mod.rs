@@ -230,7 +230,7 @@ impl Daemon {
         let mut stmt = conn
             .prepare(
                 "SELECT kind, request_id, decision, reason, approval_id, credentials, detail, uid,
-                        session, runtime
+                        session, runtime, pid
                  FROM events ORDER BY seq",
             )
             .unwrap();
@@ -245,6 +245,7 @@ impl Daemon {
                 "credentials": json(text(5)?), "detail": json(text(6)?),
                 "uid": row.get::<_, Option<i64>>(7)?,
                 "session": text(8)?, "runtime": text(9)?,
+                "pid": row.get::<_, Option<i64>>(10)?,
             }))
         })
         .unwrap()
