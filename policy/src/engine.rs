@@ -187,6 +187,7 @@ pub struct Policy {
     roles: BTreeMap<String, RolePosture>,
     redactor: Redactor,
     runtime_tools: HashSet<String>,
+    no_rc: BTreeMap<String, Vec<String>>,
 }
 
 fn invalid(file: &str, message: impl Into<String>) -> LoadError {
@@ -626,6 +627,7 @@ impl Policy {
             roles,
             redactor,
             runtime_tools: file.runtime_tools.allow.iter().cloned().collect(),
+            no_rc: file.interpreters.no_rc.clone(),
         };
         policy.check_examples(|id| {
             let at_index = ids.iter().position(|x| x == id).map_or(0, |i| origins[i]);
@@ -1217,6 +1219,16 @@ impl Policy {
 
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The options that keep `shell` (a path or a name) from reading any
+    /// startup file; none for a shell that reads none when run with `-c`.
+    pub fn no_rc_options(&self, shell: &std::path::Path) -> &[String] {
+        shell
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(|name| self.no_rc.get(name))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// The redactor built from the policy's `[redact]` rules.

@@ -404,11 +404,12 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
         let argv = match request.command {
             Command::Argv(argv) => argv.into_iter().map(OsString::from).collect(),
             Command::Shell(script) => {
-                vec![
-                    daemon.config.shell.clone().into_os_string(),
-                    OsString::from("-c"),
-                    OsString::from(script),
-                ]
+                // The shell reads none of the user's startup files.
+                let shell = &daemon.config.shell;
+                std::iter::once(shell.clone().into_os_string())
+                    .chain(policy.no_rc_options(shell).iter().map(OsString::from))
+                    .chain([OsString::from("-c"), OsString::from(script)])
+                    .collect()
             }
         };
         let mut env: Vec<(OsString, OsString)> = request

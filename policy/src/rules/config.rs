@@ -182,6 +182,10 @@ pub struct PathLists {
 #[serde(deny_unknown_fields)]
 pub struct Interpreters {
     pub shells: Vec<String>,
+    /// Per shell, the options that keep it from reading any startup file
+    /// (`bash`: `--norc --noprofile`); praxisd puts them before `-c`.
+    #[serde(default)]
+    pub no_rc: std::collections::BTreeMap<String, Vec<String>>,
     pub fetchers: Vec<String>,
     pub decoders: Vec<DecoderSpec>,
     /// Hosts a fetcher may reach as a local request.
