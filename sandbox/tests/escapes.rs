@@ -642,7 +642,10 @@ impl BindMount {
 
 impl Drop for BindMount {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::process::Command::new("umount")
+            .arg("--lazy")
+            .arg(&self.0)
+            .status();
     }
 }
 
