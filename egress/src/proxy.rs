@@ -23,7 +23,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, oneshot, watch};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 use zeroize::Zeroizing;
 
@@ -676,9 +676,16 @@ impl Served {
         let masked = upstream.masked.clone();
         let refused = tally.refused.clone();
         let reporter = self.clone();
+        // Dropped with the child's response body: the event waits for the
+        // whole response, since masks in its body count as it streams.
+        let (response_alive, response_done) = oneshot::channel::<()>();
         tokio::spawn(async move {
             tokio::select! {
                 () = driver => {}
+                () = ended(reporter.ended.clone()) => {}
+            }
+            tokio::select! {
+                _ = response_done => {}
                 () = ended(reporter.ended.clone()) => {}
             }
             let (bytes_up, bytes_down) = counters.totals();
@@ -696,7 +703,14 @@ impl Served {
                 masked: masked.load(Ordering::Relaxed),
             });
         });
-        exchange(&mut sender, request, &upstream.target, &injections, &tally).await
+        let response = exchange(&mut sender, request, &upstream.target, &injections, &tally).await;
+        response.map(move |body| {
+            body.map_frame(move |frame| {
+                let _alive = &response_alive;
+                frame
+            })
+            .boxed()
+        })
     }
 
     async fn connect(
