@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
+use hyper::body::{Body, Bytes, Incoming};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::http::uri::Authority;
@@ -35,6 +35,10 @@ use crate::scan::{BoxError, OnMatch, Scanned, Tally, Watch, find, replace_all};
 
 /// hyper refuses a read buffer smaller than this.
 const MIN_BUFFER: usize = 8192;
+
+/// A request body to a bound destination up to this size is read whole
+/// and checked before anything is sent.
+const CHECKED_BODY: u64 = 1 << 20;
 
 /// Why a proxy could not be set up or a listener not served.
 #[derive(Debug, thiserror::Error)]
@@ -405,9 +409,11 @@ fn percent_decoded(text: &str) -> Vec<u8> {
 }
 
 /// The request as the destination gets it: origin-form, its own `Host`,
-/// no hop-by-hop headers, credentials in their headers, and, to a bound
-/// destination, the body cut where a placeholder shows up in it.
-fn rewrite(
+/// no hop-by-hop headers, credentials in their headers. To a bound
+/// destination, a body carrying a placeholder is refused: one of at most
+/// [`CHECKED_BODY`] bytes is read whole first, so nothing is sent; a
+/// larger one streams and is cut before the placeholder would pass.
+async fn rewrite(
     mut request: Request<Incoming>,
     target: &Target,
     scheme_port: u16,
@@ -428,19 +434,38 @@ fn rewrite(
         headers.insert(header::HOST, host);
     }
     inject(headers, &path_and_query, injections)?;
-    Ok(request.map(|body| {
-        if injections.is_empty() {
-            return body.map_err(BoxError::from).boxed();
-        }
-        let watches = injections
+    let (head, body) = request.into_parts();
+    if injections.is_empty() {
+        return Ok(Request::from_parts(head, body.map_err(BoxError::from).boxed()));
+    }
+    let small = body
+        .size_hint()
+        .upper()
+        .is_some_and(|n| n <= CHECKED_BODY);
+    if small {
+        let whole = body
+            .collect()
+            .await
+            .map_err(|e| format!("the request body did not arrive: {e}"))?
+            .to_bytes();
+        if let Some(injection) = injections
             .iter()
-            .map(|i| Watch {
-                text: Zeroizing::new(i.placeholder.as_bytes().to_vec()),
-                on_match: OnMatch::Refuse(misplaced_placeholder(i, "the body")),
-            })
-            .collect();
-        Scanned::new(body, Arc::new(watches), tally.clone()).boxed()
-    }))
+            .find(|i| find(&whole, i.placeholder.as_bytes()).is_some())
+        {
+            return Err(misplaced_placeholder(injection, "the body"));
+        }
+        let full = Full::new(whole).map_err(|never| match never {}).boxed();
+        return Ok(Request::from_parts(head, full));
+    }
+    let watches = injections
+        .iter()
+        .map(|i| Watch {
+            text: Zeroizing::new(i.placeholder.as_bytes().to_vec()),
+            on_match: OnMatch::Refuse(misplaced_placeholder(i, "the body")),
+        })
+        .collect();
+    let scanned = Scanned::new(body, Arc::new(watches), tally.clone()).boxed();
+    Ok(Request::from_parts(head, scanned))
 }
 
 /// The response as the child gets it: no hop-by-hop headers and, from a
@@ -660,7 +685,7 @@ impl Served {
             .collect();
         let credentials = injections.iter().map(|i| i.name.clone()).collect();
         let tally = upstream.tally();
-        let request = match rewrite(request, &upstream.target, 80, &injections, &tally) {
+        let request = match rewrite(request, &upstream.target, 80, &injections, &tally).await {
             Ok(request) => request,
             Err(reason) => {
                 let destination = upstream.target.to_string();
@@ -887,7 +912,7 @@ impl Served {
             .injections_for(&target.host, target.port)
             .collect();
         let tally = upstream.tally();
-        let request = match rewrite(request, target, 443, &injections, &tally) {
+        let request = match rewrite(request, target, 443, &injections, &tally).await {
             Ok(request) => request,
             Err(reason) => {
                 return self.refuse(StatusCode::FORBIDDEN, target.to_string(), kind, reason, started);

@@ -327,7 +327,7 @@ async fn the_secret_goes_only_into_its_header_at_the_bound_host_and_never_comes_
 
 #[tokio::test]
 async fn a_placeholder_outside_its_header_is_refused_at_the_bound_host() {
-    let bound = http_host().await;
+    let (bound, accepted) = counting_host().await;
     let permit = open_permit(&[bound], vec![credential(bound)]);
     let mut proxy = Proxy::start(permit, Limits::default(), None, vec![]).await;
     let body = format!("{{\"token\":\"{PLACEHOLDER}\"}}");
@@ -360,6 +360,8 @@ async fn a_placeholder_outside_its_header_is_refused_at_the_bound_host() {
             "{event:?}"
         );
     }
+    // Nothing was sent: not even a connection.
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
 
 /// A plain HTTP host that reads one request head, then answers with
