@@ -552,7 +552,10 @@ impl Config {
     /// Praxis' own ports on this machine (the judge API's TCP port): no
     /// command reaches them, whatever `[loopback]` opens.
     pub fn praxis_ports(&self) -> Vec<u16> {
-        self.api_tcp.iter().map(std::net::SocketAddr::port).collect()
+        self.api_tcp
+            .iter()
+            .map(std::net::SocketAddr::port)
+            .collect()
     }
 
     pub fn policy_file(&self) -> PathBuf {

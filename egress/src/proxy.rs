@@ -372,7 +372,10 @@ fn inject(
         );
     }
     if !injections.is_empty() {
-        headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+        headers.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("identity"),
+        );
     }
     Ok(())
 }
@@ -436,12 +439,12 @@ async fn rewrite(
     inject(headers, &path_and_query, injections)?;
     let (head, body) = request.into_parts();
     if injections.is_empty() {
-        return Ok(Request::from_parts(head, body.map_err(BoxError::from).boxed()));
+        return Ok(Request::from_parts(
+            head,
+            body.map_err(BoxError::from).boxed(),
+        ));
     }
-    let small = body
-        .size_hint()
-        .upper()
-        .is_some_and(|n| n <= CHECKED_BODY);
+    let small = body.size_hint().upper().is_some_and(|n| n <= CHECKED_BODY);
     if small {
         let whole = body
             .collect()
@@ -491,7 +494,10 @@ fn respond(
         let reason = tally.refuse(format!(
             "the response of {target} is in content-encoding {encoding:?}, which the proxy cannot scan for the credential it sent there"
         ));
-        return text(StatusCode::BAD_GATEWAY, format!("praxis egress: {reason}\n"));
+        return text(
+            StatusCode::BAD_GATEWAY,
+            format!("praxis egress: {reason}\n"),
+        );
     }
     for value in response.headers_mut().values_mut() {
         for injection in injections {
@@ -915,7 +921,13 @@ impl Served {
         let request = match rewrite(request, target, 443, &injections, &tally).await {
             Ok(request) => request,
             Err(reason) => {
-                return self.refuse(StatusCode::FORBIDDEN, target.to_string(), kind, reason, started);
+                return self.refuse(
+                    StatusCode::FORBIDDEN,
+                    target.to_string(),
+                    kind,
+                    reason,
+                    started,
+                );
             }
         };
         let mut slot = sender.lock().await;
@@ -980,7 +992,9 @@ impl Served {
                 )));
             }
             if !self.permit.loopback_port_open(target.port)
-                && usable.iter().any(|a| is_this_machine(a.ip().to_canonical()))
+                && usable
+                    .iter()
+                    .any(|a| is_this_machine(a.ip().to_canonical()))
             {
                 return Err(Verdict::Refused(format!(
                     "{target} is port {} of this machine, which is not open to commands (the operator opens one with `[loopback] ports`)",

@@ -237,13 +237,19 @@ mod tests {
     async fn a_value_split_between_reads_is_masked_and_never_passes_whole() {
         let t = tally();
         let mask = || watch("s3cr3t-value", OnMatch::Mask(Bytes::from_static(b"PH")));
-        let out = scan(&["echo: s3c", "r3t-va", "lue and s3cr3t-value", "!"], mask(), &t)
-            .await
-            .unwrap();
+        let out = scan(
+            &["echo: s3c", "r3t-va", "lue and s3cr3t-value", "!"],
+            mask(),
+            &t,
+        )
+        .await
+        .unwrap();
         assert_eq!(out.concat(), "echo: PH and PH!");
         assert!(out.iter().all(|piece| !piece.contains("s3cr3t")), "{out:?}");
         assert_eq!(t.masked.load(Ordering::Relaxed), 2);
-        let untouched = scan(&["no value ", "here"], mask(), &tally()).await.unwrap();
+        let untouched = scan(&["no value ", "here"], mask(), &tally())
+            .await
+            .unwrap();
         assert_eq!(untouched.concat(), "no value here");
     }
 
@@ -255,7 +261,10 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.contains("placeholder in body"), "{err}");
-        assert_eq!(t.refused.get().map(String::as_str), Some("placeholder in body"));
+        assert_eq!(
+            t.refused.get().map(String::as_str),
+            Some("placeholder in body")
+        );
     }
 
     #[test]

@@ -333,10 +333,16 @@ async fn a_placeholder_outside_its_header_is_refused_at_the_bound_host() {
     let body = format!("{{\"token\":\"{PLACEHOLDER}\"}}");
     let asks = [
         ("the `x-token` header", get(bound, "/user")),
-        ("the URL", get_bound(bound, &format!("/echo?t={PLACEHOLDER}"))),
         (
             "the URL",
-            get_bound(bound, &format!("/echo?t={}", PLACEHOLDER.replace('-', "%2D"))),
+            get_bound(bound, &format!("/echo?t={PLACEHOLDER}")),
+        ),
+        (
+            "the URL",
+            get_bound(
+                bound,
+                &format!("/echo?t={}", PLACEHOLDER.replace('-', "%2D")),
+            ),
         ),
         (
             "the body",
@@ -497,7 +503,13 @@ async fn this_machine_is_reached_only_on_open_ports_whatever_is_granted() {
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
 
     // The same port open: through.
-    let mut proxy = Proxy::start(open_permit(&[host], vec![]), Limits::default(), None, vec![]).await;
+    let mut proxy = Proxy::start(
+        open_permit(&[host], vec![]),
+        Limits::default(),
+        None,
+        vec![],
+    )
+    .await;
     let answer = proxy.exchange(&get(host, "/ok")).await;
     assert!(answer.contains("GET /ok\n"), "{answer}");
     assert_eq!(proxy.event().await.verdict, Verdict::Allowed);

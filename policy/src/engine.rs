@@ -222,7 +222,11 @@ fn valid_name(name: &str) -> bool {
 /// `[loopback] ports`; port 0 is no port.
 fn loopback_ports(source: &Source<'_>, spec: &Loopback) -> Result<BTreeSet<u16>, LoadError> {
     if spec.ports.contains(&0) {
-        return Err(at(source, "[loopback]", "[loopback] ports: 0 is not a port"));
+        return Err(at(
+            source,
+            "[loopback]",
+            "[loopback] ports: 0 is not a port",
+        ));
     }
     Ok(spec.ports.iter().copied().collect())
 }
@@ -510,7 +514,7 @@ impl Policy {
         let registries = destinations::compile_registries(&file.registries)
             .map_err(|m| at(&patterns, "[registries]", m))?;
         let launchers = build_launchers(&patterns, &file)?;
-        let mut tables = build_tables(&patterns, &file, &registries, &launchers)?;
+        let tables = build_tables(&patterns, &file, &registries, &launchers)?;
         let wrappers = Wrappers::build(&file.wrappers)
             .map_err(|e| at(&patterns, e.subject(), e.to_string()))?
             .with_launchers(launchers);
@@ -528,12 +532,14 @@ impl Policy {
                 limits = Limits::from(l);
             }
             compile_rules(src, &op.rules, &registries, &mut compiled, 1)?;
-            if let Some(loopback) = &op.loopback {
-                tables
-                    .loopback_ports
-                    .extend(loopback_ports(src, loopback)?);
-            }
         }
+        let operator_ports = match (
+            &operator,
+            op_file.as_ref().and_then(|o| o.loopback.as_ref()),
+        ) {
+            (Some(src), Some(loopback)) => loopback_ports(src, loopback)?,
+            _ => BTreeSet::new(),
+        };
         let sources = [Some(patterns), operator];
         for name in roles.keys() {
             if !valid_name(name) {
@@ -575,7 +581,7 @@ impl Policy {
                 .zip(op_file.as_ref().and_then(|o| o.redact.clone())),
         )?;
         let p = &file.paths;
-        let policy = Policy {
+        let mut policy = Policy {
             revision: hex::encode(hasher.finalize()),
             sandbox: SandboxLists {
                 writable_caches: p.writable_caches.clone(),
@@ -601,6 +607,9 @@ impl Policy {
             .chain(&file.exec_env.examples)
             .chain(file.exec_options.iter().flat_map(|o| &o.examples));
         policy.check_decision_examples(&patterns, table_examples)?;
+        // Examples are judged with the built-in ports: what the shipped file
+        // says must hold whatever an operator opens.
+        policy.tables.loopback_ports.extend(operator_ports);
         Ok(policy)
     }
 
@@ -973,7 +982,9 @@ impl Policy {
         j.rule_ids = vec![String::from(CLOSED_LOOPBACK)];
         j.not_relaxable = true;
         j.reason = if ctx.praxis_ports.contains(&port) {
-            format!("`{closed}` is port {port} of this machine, Praxis' own API: never reachable from a command")
+            format!(
+                "`{closed}` is port {port} of this machine, Praxis' own API: never reachable from a command"
+            )
         } else {
             format!(
                 "`{closed}` is port {port} of this machine, which is not open to commands (open ones: {}; the operator adds one with `[loopback] ports` in policy.toml)",

@@ -349,7 +349,12 @@ fn praxisd_own_tcp_api_is_never_reachable_from_a_command() {
     let d = Daemon::start_with(&[("praxis.toml", &config)], &[]);
     // Even opened by the operator.
     d.open_loopback(&[port]);
-    let out = d.run(&["--", "curl", "-sS", &format!("http://127.0.0.1:{port}/v1/recall")]);
+    let out = d.run(&[
+        "--",
+        "curl",
+        "-sS",
+        &format!("http://127.0.0.1:{port}/v1/recall"),
+    ]);
     assert_eq!(out.status.code(), Some(125), "{out:?}");
     let reason = signal_json(&out)["reason"].as_str().unwrap().to_owned();
     assert!(
@@ -373,7 +378,10 @@ fn a_bound_credential_goes_only_into_its_header_and_never_comes_back() {
         assert_eq!(out.status.code(), Some(0), "{script}: {out:?}");
         std::fs::read_to_string(d.work().join("seen.txt")).unwrap()
     };
-    let seen = run(&format!("curl -sS -D seen.txt -o /dev/null {}", bound.url("/")));
+    let seen = run(&format!(
+        "curl -sS -D seen.txt -o /dev/null {}",
+        bound.url("/")
+    ));
     assert_eq!(bound.authorization(), vec![format!("Bearer {secret}")]);
     assert!(!seen.contains(secret), "{seen}");
     assert!(
@@ -391,7 +399,10 @@ fn a_bound_credential_goes_only_into_its_header_and_never_comes_back() {
     for (place, script) in [
         (
             "`x-echo` header",
-            format!("curl -sS -H \"X-Echo: $API_TOKEN\" -o seen.txt {}", bound.url("/")),
+            format!(
+                "curl -sS -H \"X-Echo: $API_TOKEN\" -o seen.txt {}",
+                bound.url("/")
+            ),
         ),
         (
             "the URL",
@@ -399,7 +410,10 @@ fn a_bound_credential_goes_only_into_its_header_and_never_comes_back() {
         ),
         (
             "the body",
-            format!("curl -sS -o seen.txt --data \"t=$API_TOKEN\" {}", bound.url("/")),
+            format!(
+                "curl -sS -o seen.txt --data \"t=$API_TOKEN\" {}",
+                bound.url("/")
+            ),
         ),
     ] {
         let seen = run(&script);
