@@ -549,6 +549,15 @@ impl Config {
         self.layout.mode
     }
 
+    /// Praxis' own ports on this machine (the judge API's TCP port): no
+    /// command reaches them, whatever `[loopback]` opens.
+    pub fn praxis_ports(&self) -> Vec<u16> {
+        self.api_tcp
+            .iter()
+            .map(std::net::SocketAddr::port)
+            .collect()
+    }
+
     pub fn policy_file(&self) -> PathBuf {
         self.layout.config_dir.join(POLICY_FILE)
     }

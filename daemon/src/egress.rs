@@ -5,6 +5,7 @@
 //! stage on the listener the sandbox made inside the command's network
 //! namespace.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -114,10 +115,16 @@ pub struct BoundValue<'a> {
     pub placeholder: &'a str,
 }
 
-/// The proxy permit for a decision: exactly its connect grants, and the
+/// The proxy permit for a decision: exactly its connect grants, the
 /// credentials bound to destinations, which the proxy puts into requests to
-/// those destinations only.
-pub fn permit(decision: &Decision, bound: &[BoundValue<'_>]) -> Result<Permit, String> {
+/// those destinations only, and the ports of this machine it may reach
+/// (`loopback_ports`, never one of `praxis_ports`).
+pub fn permit(
+    decision: &Decision,
+    bound: &[BoundValue<'_>],
+    loopback_ports: &BTreeSet<u16>,
+    praxis_ports: &[u16],
+) -> Result<Permit, String> {
     let destinations = decision
         .grants
         .connect
@@ -128,7 +135,13 @@ pub fn permit(decision: &Decision, bound: &[BoundValue<'_>]) -> Result<Permit, S
         .iter()
         .map(bound_credential)
         .collect::<Result<Vec<_>, String>>()?;
-    Permit::new(destinations, credentials).map_err(|e| format!("egress permit: {e}"))
+    let open = loopback_ports
+        .iter()
+        .copied()
+        .filter(|port| !praxis_ports.contains(port));
+    Permit::new(destinations, credentials)
+        .map(|p| p.with_loopback_ports(open))
+        .map_err(|e| format!("egress permit: {e}"))
 }
 
 fn bound_credential(bound: &BoundValue<'_>) -> Result<BoundCredential, String> {

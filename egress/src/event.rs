@@ -29,7 +29,7 @@ pub enum Verdict {
 }
 
 /// One record per CONNECT tunnel, per plain HTTP request, and per refused or
-/// malformed request. Byte counts are those of the upstream connection
+/// malformed request (inside an intercepted tunnel too). Byte counts are those of the upstream connection
 /// (encrypted bytes for TLS), so a refused request has zero.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionEvent {
@@ -49,4 +49,7 @@ pub struct ConnectionEvent {
     /// The TLS inside a CONNECT was terminated by the proxy's CA to inject
     /// credentials.
     pub intercepted: bool,
+    /// Times a bound credential's value came back from the destination (in
+    /// a response header or body) and was masked before the child saw it.
+    pub masked: u64,
 }

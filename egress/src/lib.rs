@@ -53,6 +53,7 @@ mod event;
 mod io;
 mod permit;
 mod proxy;
+mod scan;
 
 pub use ca::{Ca, CaError};
 pub use event::{ConnectionEvent, RequestKind, Verdict};

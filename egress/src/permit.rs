@@ -1,6 +1,7 @@
 //! What one command may reach: its granted destinations and the credentials
 //! bound to some of them.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::net::IpAddr;
 
@@ -151,15 +152,18 @@ pub struct BoundCredential {
     pub name: String,
     pub destinations: Vec<Destination>,
     /// The header set on every request to a bound destination, e.g.
-    /// `Authorization`.
+    /// `Authorization`: the only place the credential goes.
     pub header_name: String,
     /// The header's complete value, e.g. `Bearer <token>`.
     pub header_value: Zeroizing<String>,
     /// The credential itself (`<token>`): what the placeholder stands for.
     pub secret: Zeroizing<String>,
-    /// The text the child holds instead of `secret`. Wherever it appears in
-    /// a header value of a request to a bound destination, it is replaced by
-    /// `secret`; requests to other destinations keep it untouched.
+    /// The text the child holds instead of `secret`. A request to a bound
+    /// destination that carries it anywhere but in `header_name` (another
+    /// header, the URL, the body) is refused; `header_name` is set to
+    /// `header_value` whatever the child sent. Requests to other
+    /// destinations keep it untouched. In responses from a bound
+    /// destination, `secret` is masked back to it.
     pub placeholder: String,
 }
 
@@ -192,6 +196,7 @@ pub struct Permit {
     destinations: Vec<(HostPattern, u16)>,
     granted: Vec<Destination>,
     injections: Vec<Injection>,
+    loopback_ports: BTreeSet<u16>,
 }
 
 impl fmt::Debug for Permit {
@@ -202,6 +207,7 @@ impl fmt::Debug for Permit {
                 "credentials",
                 &self.injections.iter().map(|i| &i.name).collect::<Vec<_>>(),
             )
+            .field("loopback_ports", &self.loopback_ports)
             .finish()
     }
 }
@@ -225,7 +231,21 @@ impl Permit {
             destinations: patterns,
             granted: destinations,
             injections,
+            loopback_ports: BTreeSet::new(),
         })
+    }
+
+    /// The ports of this machine (loopback, and the unspecified address
+    /// that reaches it) the command may connect to; without this, none,
+    /// whatever is granted.
+    #[must_use]
+    pub fn with_loopback_ports(mut self, ports: impl IntoIterator<Item = u16>) -> Permit {
+        self.loopback_ports = ports.into_iter().collect();
+        self
+    }
+
+    pub(crate) fn loopback_port_open(&self, port: u16) -> bool {
+        self.loopback_ports.contains(&port)
     }
 
     /// The destinations as granted.

@@ -6,12 +6,13 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
+use hyper::body::{Body, Bytes, Incoming};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::http::uri::Authority;
@@ -22,7 +23,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, oneshot, watch};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 use zeroize::Zeroizing;
 
@@ -30,9 +31,14 @@ use crate::ca::Ca;
 use crate::event::{ConnectionEvent, RequestKind, Verdict};
 use crate::io::{Activity, Counters, Tracked};
 use crate::permit::{Host, Injection, Permit};
+use crate::scan::{BoxError, OnMatch, Scanned, Tally, Watch, find, replace_all};
 
 /// hyper refuses a read buffer smaller than this.
 const MIN_BUFFER: usize = 8192;
+
+/// A request body to a bound destination up to this size is read whole
+/// and checked before anything is sent.
+const CHECKED_BODY: u64 = 1 << 20;
 
 /// Why a proxy could not be set up or a listener not served.
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +113,7 @@ struct Shared {
 }
 
 type Sink = Arc<dyn Fn(ConnectionEvent) + Send + Sync>;
-type ProxyBody = BoxBody<Bytes, hyper::Error>;
+type ProxyBody = BoxBody<Bytes, BoxError>;
 type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 impl Egress {
@@ -230,6 +236,28 @@ struct Upstream {
     tls: bool,
     activity: Arc<Activity>,
     counters: Arc<Counters>,
+    /// Times a bound credential's value was masked in its responses.
+    masked: Arc<AtomicU64>,
+}
+
+impl Upstream {
+    fn new(target: Target, tls: bool, activity: Arc<Activity>) -> Upstream {
+        Upstream {
+            target,
+            tls,
+            activity,
+            counters: Arc::new(Counters::default()),
+            masked: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Where the scans of one request report.
+    fn tally(&self) -> Tally {
+        Tally {
+            masked: self.masked.clone(),
+            refused: Arc::new(OnceLock::new()),
+        }
+    }
 }
 
 async fn ended(mut ended: watch::Receiver<()>) {
@@ -269,6 +297,7 @@ fn nothing_sent(
         duration: started.elapsed(),
         credentials: vec![],
         intercepted: false,
+        masked: 0,
     }
 }
 
@@ -312,41 +341,94 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-/// Puts each bound credential into the request: its placeholder replaced
-/// by the secret in every header value, then its header set.
-fn inject(headers: &mut HeaderMap, injections: &[&Injection]) {
+/// Puts each bound credential into its header, and only there: a
+/// placeholder in any other header or in the URL refuses the request (the
+/// reason says where). The destination is asked for an unencoded response,
+/// so that it can be scanned.
+fn inject(
+    headers: &mut HeaderMap,
+    path_and_query: &str,
+    injections: &[&Injection],
+) -> Result<(), String> {
     for injection in injections {
-        for value in headers.values_mut() {
-            let Ok(text) = value.to_str() else { continue };
-            if !text.contains(&injection.placeholder) {
-                continue;
-            }
-            let replaced = Zeroizing::new(text.replace(&injection.placeholder, &injection.secret));
-            if let Ok(mut real) = HeaderValue::from_str(&replaced) {
-                real.set_sensitive(true);
-                *value = real;
-            }
+        let placeholder = injection.placeholder.as_bytes();
+        let misplaced = headers
+            .iter()
+            .find(|(name, value)| {
+                **name != injection.header_name && find(value.as_bytes(), placeholder).is_some()
+            })
+            .map(|(name, _)| format!("the `{name}` header"))
+            .or_else(|| {
+                (find(path_and_query.as_bytes(), placeholder).is_some()
+                    || find(&percent_decoded(path_and_query), placeholder).is_some())
+                .then(|| String::from("the URL"))
+            });
+        if let Some(place) = misplaced {
+            return Err(misplaced_placeholder(injection, &place));
         }
         headers.insert(
             injection.header_name.clone(),
             injection.header_value.clone(),
         );
     }
+    if !injections.is_empty() {
+        headers.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("identity"),
+        );
+    }
+    Ok(())
+}
+
+fn misplaced_placeholder(injection: &Injection, place: &str) -> String {
+    format!(
+        "the placeholder of credential `{}` is in {place}; it goes only in the `{}` header, which the proxy sets",
+        injection.name, injection.header_name
+    )
+}
+
+/// `%XX` escapes decoded (others kept as written).
+fn percent_decoded(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// The request as the destination gets it: origin-form, its own `Host`,
-/// no hop-by-hop headers, credentials in.
-fn rewrite(
+/// no hop-by-hop headers, credentials in their headers. To a bound
+/// destination, a body carrying a placeholder is refused: one of at most
+/// [`CHECKED_BODY`] bytes is read whole first, so nothing is sent; a
+/// larger one streams and is cut before the placeholder would pass.
+async fn rewrite(
     mut request: Request<Incoming>,
     target: &Target,
     scheme_port: u16,
     injections: &[&Injection],
-) -> Request<Incoming> {
+    tally: &Tally,
+) -> Result<Request<ProxyBody>, String> {
     let origin_form = request
         .uri()
         .path_and_query()
         .and_then(|p| Uri::try_from(p.as_str()).ok())
         .unwrap_or_else(|| Uri::from_static("/"));
+    let path_and_query = origin_form.to_string();
     *request.uri_mut() = origin_form;
     *request.version_mut() = hyper::Version::HTTP_11;
     let headers = request.headers_mut();
@@ -354,14 +436,115 @@ fn rewrite(
     if let Some(host) = target.host_header(scheme_port) {
         headers.insert(header::HOST, host);
     }
-    inject(headers, injections);
-    request
+    inject(headers, &path_and_query, injections)?;
+    let (head, body) = request.into_parts();
+    if injections.is_empty() {
+        return Ok(Request::from_parts(
+            head,
+            body.map_err(BoxError::from).boxed(),
+        ));
+    }
+    let small = body.size_hint().upper().is_some_and(|n| n <= CHECKED_BODY);
+    if small {
+        let whole = body
+            .collect()
+            .await
+            .map_err(|e| format!("the request body did not arrive: {e}"))?
+            .to_bytes();
+        if let Some(injection) = injections
+            .iter()
+            .find(|i| find(&whole, i.placeholder.as_bytes()).is_some())
+        {
+            return Err(misplaced_placeholder(injection, "the body"));
+        }
+        let full = Full::new(whole).map_err(|never| match never {}).boxed();
+        return Ok(Request::from_parts(head, full));
+    }
+    let watches = injections
+        .iter()
+        .map(|i| Watch {
+            text: Zeroizing::new(i.placeholder.as_bytes().to_vec()),
+            on_match: OnMatch::Refuse(misplaced_placeholder(i, "the body")),
+        })
+        .collect();
+    let scanned = Scanned::new(body, Arc::new(watches), tally.clone()).boxed();
+    Ok(Request::from_parts(head, scanned))
 }
 
-fn respond(response: Response<Incoming>) -> Response<ProxyBody> {
-    let mut response = response.map(BodyExt::boxed);
+/// The response as the child gets it: no hop-by-hop headers and, from a
+/// bound destination, every credential's value masked (back to its
+/// placeholder) in headers and body. A body in a content-encoding cannot
+/// be scanned, so such a response is refused.
+fn respond(
+    response: Response<Incoming>,
+    target: &Target,
+    injections: &[&Injection],
+    tally: &Tally,
+) -> Response<ProxyBody> {
+    let mut response = response.map(|body| body.map_err(BoxError::from).boxed());
     strip_hop_by_hop(response.headers_mut());
-    response
+    if injections.is_empty() {
+        return response;
+    }
+    if let Some(encoding) = response
+        .headers()
+        .get(header::CONTENT_ENCODING)
+        .filter(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"))
+    {
+        let reason = tally.refuse(format!(
+            "the response of {target} is in content-encoding {encoding:?}, which the proxy cannot scan for the credential it sent there"
+        ));
+        return text(
+            StatusCode::BAD_GATEWAY,
+            format!("praxis egress: {reason}\n"),
+        );
+    }
+    for value in response.headers_mut().values_mut() {
+        for injection in injections {
+            let masked = replace_all(
+                value.as_bytes(),
+                injection.secret.as_bytes(),
+                injection.placeholder.as_bytes(),
+            );
+            if let Some((masked, count)) = masked {
+                *value = HeaderValue::from_bytes(&masked)
+                    .unwrap_or_else(|_| HeaderValue::from_static("(masked)"));
+                tally.masked.fetch_add(count, Ordering::Relaxed);
+            }
+        }
+    }
+    // Masking changes the length.
+    response.headers_mut().remove(header::CONTENT_LENGTH);
+    let watches = injections
+        .iter()
+        .map(|i| Watch {
+            text: Zeroizing::new(i.secret.as_bytes().to_vec()),
+            on_match: OnMatch::Mask(Bytes::from(i.placeholder.clone())),
+        })
+        .collect();
+    response.map(|body| Scanned::new(body, Arc::new(watches), tally.clone()).boxed())
+}
+
+/// Sends a rewritten request on and answers the child: the response (see
+/// [`respond`]), 403 when the scan of its body refused it, 502 when the
+/// destination failed.
+async fn exchange(
+    sender: &mut SendRequest<ProxyBody>,
+    request: Request<ProxyBody>,
+    target: &Target,
+    injections: &[&Injection],
+    tally: &Tally,
+) -> Response<ProxyBody> {
+    match sender.send_request(request).await {
+        Ok(response) => respond(response, target, injections, tally),
+        Err(e) => match tally.refused.get() {
+            Some(reason) => text(StatusCode::FORBIDDEN, format!("praxis egress: {reason}\n")),
+            None => text(
+                StatusCode::BAD_GATEWAY,
+                format!("praxis egress: {target}: {e}\n"),
+            ),
+        },
+    }
 }
 
 impl Served {
@@ -501,17 +684,19 @@ impl Served {
         if !self.permit.allows(&target.host, target.port) {
             return self.not_granted(&target, kind, started);
         }
+        let upstream = Upstream::new(target, false, activity);
         let injections: Vec<&Injection> = self
             .permit
-            .injections_for(&target.host, target.port)
+            .injections_for(&upstream.target.host, upstream.target.port)
             .collect();
         let credentials = injections.iter().map(|i| i.name.clone()).collect();
-        let request = rewrite(request, &target, 80, &injections);
-        let upstream = Upstream {
-            target,
-            tls: false,
-            activity,
-            counters: Arc::new(Counters::default()),
+        let tally = upstream.tally();
+        let request = match rewrite(request, &upstream.target, 80, &injections, &tally).await {
+            Ok(request) => request,
+            Err(reason) => {
+                let destination = upstream.target.to_string();
+                return self.refuse(StatusCode::FORBIDDEN, destination, kind, reason, started);
+            }
         };
         let (mut sender, driver) = match self.open(&upstream).await {
             Ok(opened) => opened,
@@ -519,32 +704,44 @@ impl Served {
         };
         let destination = upstream.target.to_string();
         let counters = upstream.counters.clone();
+        let masked = upstream.masked.clone();
+        let refused = tally.refused.clone();
         let reporter = self.clone();
-        let event_kind = kind.clone();
+        // Dropped with the child's response body: the event waits for the
+        // whole response, since masks in its body count as it streams.
+        let (response_alive, response_done) = oneshot::channel::<()>();
         tokio::spawn(async move {
             tokio::select! {
                 () = driver => {}
                 () = ended(reporter.ended.clone()) => {}
             }
+            tokio::select! {
+                _ = response_done => {}
+                () = ended(reporter.ended.clone()) => {}
+            }
             let (bytes_up, bytes_down) = counters.totals();
             reporter.record(ConnectionEvent {
                 destination,
-                kind: event_kind,
-                verdict: Verdict::Allowed,
+                kind,
+                verdict: refused
+                    .get()
+                    .map_or(Verdict::Allowed, |why| Verdict::Refused(why.clone())),
                 bytes_up,
                 bytes_down,
                 duration: started.elapsed(),
                 credentials,
                 intercepted: false,
+                masked: masked.load(Ordering::Relaxed),
             });
         });
-        match sender.send_request(request).await {
-            Ok(response) => respond(response),
-            Err(e) => text(
-                StatusCode::BAD_GATEWAY,
-                format!("praxis egress: {}: {e}\n", upstream.target),
-            ),
-        }
+        let response = exchange(&mut sender, request, &upstream.target, &injections, &tally).await;
+        response.map(move |body| {
+            body.map_frame(move |frame| {
+                let _alive = &response_alive;
+                frame
+            })
+            .boxed()
+        })
     }
 
     async fn connect(
@@ -583,12 +780,7 @@ impl Served {
             },
             _ => None,
         };
-        let upstream = Upstream {
-            target,
-            tls: interception.is_some(),
-            activity,
-            counters: Arc::new(Counters::default()),
-        };
+        let upstream = Upstream::new(target, interception.is_some(), activity);
         let tunnel = match interception {
             None => match self.dial(&upstream).await {
                 Ok(stream) => Tunnel::Blind(stream),
@@ -625,6 +817,7 @@ impl Served {
                 duration: started.elapsed(),
                 credentials,
                 intercepted,
+                masked: upstream.masked.load(Ordering::Relaxed),
             });
         });
         Response::new(
@@ -678,7 +871,7 @@ impl Served {
         self: &Arc<Self>,
         client: TokioIo<hyper::upgrade::Upgraded>,
         config: Arc<ServerConfig>,
-        first: SendRequest<Incoming>,
+        first: SendRequest<ProxyBody>,
         upstream: &Upstream,
     ) -> Result<(), String> {
         let tls = TlsAcceptor::from(config)
@@ -695,6 +888,7 @@ impl Served {
             tls: true,
             activity: upstream.activity.clone(),
             counters: upstream.counters.clone(),
+            masked: upstream.masked.clone(),
         });
         let service = service_fn(move |request: Request<Incoming>| {
             let this = this.clone();
@@ -713,15 +907,29 @@ impl Served {
     async fn forward_intercepted(
         self: &Arc<Self>,
         request: Request<Incoming>,
-        sender: &Mutex<Option<SendRequest<Incoming>>>,
+        sender: &Mutex<Option<SendRequest<ProxyBody>>>,
         upstream: &Upstream,
     ) -> Response<ProxyBody> {
+        let started = Instant::now();
         let target = &upstream.target;
+        let kind = RequestKind::Http(request.method().to_string());
         let injections: Vec<&Injection> = self
             .permit
             .injections_for(&target.host, target.port)
             .collect();
-        let request = rewrite(request, target, 443, &injections);
+        let tally = upstream.tally();
+        let request = match rewrite(request, target, 443, &injections, &tally).await {
+            Ok(request) => request,
+            Err(reason) => {
+                return self.refuse(
+                    StatusCode::FORBIDDEN,
+                    target.to_string(),
+                    kind,
+                    reason,
+                    started,
+                );
+            }
+        };
         let mut slot = sender.lock().await;
         let mut reusable = slot.take();
         if let Some(open) = reusable.as_mut()
@@ -744,22 +952,28 @@ impl Served {
                 }
             },
         };
-        let response = open.send_request(request).await;
+        let response = exchange(&mut open, request, target, &injections, &tally).await;
         *slot = Some(open);
-        match response {
-            Ok(response) => respond(response),
-            Err(e) => text(
-                StatusCode::BAD_GATEWAY,
-                format!("praxis egress: {target}: {e}\n"),
-            ),
+        // The tunnel's own event is of the tunnel; a refused request in it
+        // gets one of its own.
+        if let Some(reason) = tally.refused.get() {
+            self.record(nothing_sent(
+                target.to_string(),
+                kind,
+                Verdict::Refused(reason.clone()),
+                started,
+            ));
         }
+        response
     }
 
     /// Resolves (here, never in the child) and connects. A name other than
     /// `localhost` is not connected to a loopback, unspecified or link-local
     /// address it resolves to: a grant by name is for a host elsewhere, and
     /// must not become a way into this machine's own services or a cloud
-    /// metadata endpoint. An IP-literal grant is taken as meant.
+    /// metadata endpoint. An IP-literal grant is taken as meant, except
+    /// that this machine is reached only on the permit's loopback ports,
+    /// whatever was granted.
     async fn dial(&self, upstream: &Upstream) -> Result<Tracked<TcpStream>, Verdict> {
         let target = &upstream.target;
         let attempt = async {
@@ -775,6 +989,16 @@ impl Served {
                 return Err(Verdict::Refused(format!(
                     "{} resolves only to addresses of this machine or its link, which only `localhost` or an IP-literal grant may reach",
                     target.host
+                )));
+            }
+            if !self.permit.loopback_port_open(target.port)
+                && usable
+                    .iter()
+                    .any(|a| is_this_machine(a.ip().to_canonical()))
+            {
+                return Err(Verdict::Refused(format!(
+                    "{target} is port {} of this machine, which is not open to commands (the operator opens one with `[loopback] ports`)",
+                    target.port
                 )));
             }
             let mut last = None;
@@ -806,7 +1030,7 @@ impl Served {
 
     /// Dials and opens an HTTP/1.1 client connection (over verified TLS when
     /// `upstream.tls`); the driver must be polled for it to make progress.
-    async fn open(&self, upstream: &Upstream) -> Result<(SendRequest<Incoming>, Driver), Verdict> {
+    async fn open(&self, upstream: &Upstream) -> Result<(SendRequest<ProxyBody>, Driver), Verdict> {
         let stream = self.dial(upstream).await?;
         if !upstream.tls {
             return handshake(stream, &upstream.target).await;
@@ -832,12 +1056,12 @@ enum Tunnel {
     Blind(Tracked<TcpStream>),
     Intercepted {
         config: Arc<ServerConfig>,
-        sender: SendRequest<Incoming>,
+        sender: SendRequest<ProxyBody>,
         driver: Driver,
     },
 }
 
-async fn handshake<IO>(io: IO, target: &Target) -> Result<(SendRequest<Incoming>, Driver), Verdict>
+async fn handshake<IO>(io: IO, target: &Target) -> Result<(SendRequest<ProxyBody>, Driver), Verdict>
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -863,9 +1087,13 @@ fn usable_addresses(host: &Host, resolved: Vec<SocketAddr>) -> Vec<SocketAddr> {
         .collect()
 }
 
+/// Loopback, or the unspecified address, which reaches loopback on Linux.
+fn is_this_machine(ip: IpAddr) -> bool {
+    ip.is_loopback() || ip.is_unspecified()
+}
+
 fn is_this_machine_or_link(ip: IpAddr) -> bool {
-    ip.is_loopback()
-        || ip.is_unspecified()
+    is_this_machine(ip)
         || match ip {
             IpAddr::V4(v4) => v4.is_link_local(),
             IpAddr::V6(v6) => v6.is_unicast_link_local(),

@@ -23,15 +23,16 @@ use zeroize::Zeroizing;
 const SECRET: &str = "ghp_real_value_1234";
 const PLACEHOLDER: &str = "praxis-placeholder-gh";
 
-/// Answers every request with its method, target and headers, one a line:
-/// what the destination saw.
+/// Answers every request with its method, target, headers (one a line)
+/// and body: what the destination saw.
 async fn echo(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let mut seen = format!("{} {}\n", request.method(), request.uri());
     for (name, value) in request.headers() {
         seen.push_str(&format!("{name}: {}\n", value.to_str().unwrap_or("?")));
     }
     let body = request.into_body().collect().await.map(|b| b.to_bytes());
-    seen.push_str(&format!("body: {}\n", body.map(|b| b.len()).unwrap_or(0)));
+    let body = body.map(|b| String::from_utf8_lossy(&b).into_owned());
+    seen.push_str(&format!("body: {}\n", body.unwrap_or_default()));
     Ok(Response::new(Full::new(Bytes::from(seen))))
 }
 
@@ -170,6 +171,13 @@ fn grants(addrs: &[SocketAddr]) -> Vec<Destination> {
         .collect()
 }
 
+/// A permit for `hosts`, their loopback ports open.
+fn open_permit(hosts: &[SocketAddr], credentials: Vec<BoundCredential>) -> Permit {
+    Permit::new(grants(hosts), credentials)
+        .unwrap()
+        .with_loopback_ports(hosts.iter().map(SocketAddr::port))
+}
+
 fn credential(to: SocketAddr) -> BoundCredential {
     BoundCredential {
         name: "gh".into(),
@@ -190,7 +198,7 @@ fn get(target: SocketAddr, path: &str) -> String {
 #[tokio::test]
 async fn granted_plain_http_reaches_its_host_in_origin_form() {
     let host = http_host().await;
-    let permit = Permit::new(grants(&[host]), vec![]).unwrap();
+    let permit = open_permit(&[host], vec![]);
     let mut proxy = Proxy::start(permit, Limits::default(), None, vec![]).await;
     let answer = proxy.exchange(&get(host, "/simple/?q=1")).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
@@ -210,7 +218,7 @@ async fn granted_plain_http_reaches_its_host_in_origin_form() {
 #[tokio::test]
 async fn granted_connect_tunnels_bytes_to_its_host() {
     let host = http_host().await;
-    let permit = Permit::new(grants(&[host]), vec![]).unwrap();
+    let permit = open_permit(&[host], vec![]);
     let mut proxy = Proxy::start(permit, Limits::default(), None, vec![]).await;
     let mut tunnel = proxy.tunnel(&host.to_string()).await;
     tunnel
@@ -232,7 +240,7 @@ async fn granted_connect_tunnels_bytes_to_its_host() {
 async fn ungranted_destinations_are_refused_with_403_and_an_event() {
     let granted = http_host().await;
     let other = http_host().await;
-    let permit = Permit::new(grants(&[granted]), vec![]).unwrap();
+    let permit = open_permit(&[granted], vec![]);
     let mut proxy = Proxy::start(permit, Limits::default(), None, vec![]).await;
 
     let answer = proxy.exchange(&get(other, "/")).await;
@@ -261,7 +269,7 @@ async fn ungranted_destinations_are_refused_with_403_and_an_event() {
 #[tokio::test]
 async fn requests_that_are_not_proxy_requests_get_400() {
     let host = http_host().await;
-    let permit = Permit::new(grants(&[host]), vec![]).unwrap();
+    let permit = open_permit(&[host], vec![]);
     let mut proxy = Proxy::start(permit, Limits::default(), None, vec![]).await;
 
     let answer = proxy.exchange("\x16\x03\x01\x02\x00garbage\r\n\r\n").await;
@@ -286,22 +294,27 @@ async fn requests_that_are_not_proxy_requests_get_400() {
 }
 
 #[tokio::test]
-async fn a_placeholder_becomes_the_secret_only_at_the_bound_host() {
+async fn the_secret_goes_only_into_its_header_at_the_bound_host_and_never_comes_back() {
     let bound = http_host().await;
     let unbound = http_host().await;
-    let permit = Permit::new(grants(&[bound, unbound]), vec![credential(bound)]).unwrap();
+    let permit = open_permit(&[bound, unbound], vec![credential(bound)]);
     let mut proxy = Proxy::start(permit, Limits::default(), None, vec![]).await;
 
-    let answer = proxy.exchange(&get(bound, "/user")).await;
+    // The bound host echoes the request: it got the secret, the child sees
+    // the placeholder in its place.
+    let answer = proxy.exchange(&get_bound(bound, "/user")).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(
-        answer.contains(&format!("authorization: Bearer {SECRET}\n")),
+        answer.contains(&format!("authorization: Bearer {PLACEHOLDER}\n")),
         "{answer}"
     );
-    assert!(answer.contains(&format!("x-token: {SECRET}\n")), "{answer}");
-    assert!(!answer.contains(PLACEHOLDER), "{answer}");
+    assert!(!answer.contains(SECRET), "{answer}");
     let event = proxy.event().await;
     assert_eq!(event.credentials, vec!["gh".to_string()]);
+    assert_eq!(event.verdict, Verdict::Allowed);
+    assert_eq!(event.masked, 1, "{event:?}");
 
+    // Another host gets the placeholder as written, never the secret.
     let answer = proxy.exchange(&get(unbound, "/user")).await;
     assert!(
         answer.contains(&format!("x-token: {PLACEHOLDER}\n")),
@@ -313,12 +326,202 @@ async fn a_placeholder_becomes_the_secret_only_at_the_bound_host() {
 }
 
 #[tokio::test]
-async fn tls_to_a_bound_host_is_intercepted_and_carries_the_secret() {
+async fn a_placeholder_outside_its_header_is_refused_at_the_bound_host() {
+    let (bound, accepted) = counting_host().await;
+    let permit = open_permit(&[bound], vec![credential(bound)]);
+    let mut proxy = Proxy::start(permit, Limits::default(), None, vec![]).await;
+    let body = format!("{{\"token\":\"{PLACEHOLDER}\"}}");
+    let asks = [
+        ("the `x-token` header", get(bound, "/user")),
+        (
+            "the URL",
+            get_bound(bound, &format!("/echo?t={PLACEHOLDER}")),
+        ),
+        (
+            "the URL",
+            get_bound(
+                bound,
+                &format!("/echo?t={}", PLACEHOLDER.replace('-', "%2D")),
+            ),
+        ),
+        (
+            "the body",
+            format!(
+                "POST http://{bound}/echo HTTP/1.1\r\nHost: {bound}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        ),
+    ];
+    for (place, ask) in asks {
+        let answer = proxy.exchange(&ask).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{place}: {answer}");
+        assert!(
+            answer.contains(&format!("credential `gh` is in {place}")),
+            "{answer}"
+        );
+        assert!(!answer.contains(SECRET), "{answer}");
+        let event = proxy.event().await;
+        assert!(
+            matches!(&event.verdict, Verdict::Refused(why) if why.contains(place)),
+            "{event:?}"
+        );
+    }
+    // Nothing was sent: not even a connection.
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// A plain HTTP host that reads one request head, then answers with
+/// `head` and writes each of `reads` apart, a pause between them.
+async fn raw_host(head: &'static str, reads: Vec<String>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let reads = reads.clone();
+            tokio::spawn(async move {
+                read_head(&mut stream).await;
+                stream.write_all(head.as_bytes()).await.unwrap();
+                for read in reads {
+                    stream.write_all(read.as_bytes()).await.unwrap();
+                    stream.flush().await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// The body of a chunked response.
+fn dechunked(answer: &str) -> String {
+    let (_, mut rest) = answer.split_once("\r\n\r\n").unwrap();
+    let mut body = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n").unwrap();
+        let size = usize::from_str_radix(size, 16).unwrap();
+        if size == 0 {
+            return body;
+        }
+        body.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+}
+
+fn chunk(text: &str) -> String {
+    format!("{:x}\r\n{text}\r\n", text.len())
+}
+
+#[tokio::test]
+async fn a_secret_split_across_chunks_of_the_response_is_masked() {
+    let (first, second) = SECRET.split_at(7);
+    let host = raw_host(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        vec![
+            chunk(&format!("you sent {first}")),
+            chunk(&format!("{second}, and {SECRET}")),
+            String::from("0\r\n\r\n"),
+        ],
+    )
+    .await;
+    let permit = open_permit(&[host], vec![credential(host)]);
+    let mut proxy = Proxy::start(permit, Limits::default(), None, vec![]).await;
+    let answer = proxy.exchange(&get_bound(host, "/")).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let body = dechunked(&answer);
+    assert_eq!(body, format!("you sent {PLACEHOLDER}, and {PLACEHOLDER}"));
+    assert_eq!(proxy.event().await.masked, 2);
+}
+
+#[tokio::test]
+async fn an_encoded_response_from_a_bound_host_is_refused() {
+    let host = raw_host(
+        "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\nConnection: close\r\n\r\n",
+        vec![String::from("\x1f\x08\x00\x00")],
+    )
+    .await;
+    let permit = open_permit(&[host], vec![credential(host)]);
+    let mut proxy = Proxy::start(permit, Limits::default(), None, vec![]).await;
+    let answer = proxy.exchange(&get_bound(host, "/")).await;
+    assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
+    assert!(answer.contains("content-encoding"), "{answer}");
+    assert!(matches!(proxy.event().await.verdict, Verdict::Refused(_)));
+}
+
+/// A GET to a bound host with the placeholder where it belongs.
+fn get_bound(host: SocketAddr, path: &str) -> String {
+    format!(
+        "GET http://{host}{path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {PLACEHOLDER}\r\nConnection: close\r\n\r\n"
+    )
+}
+
+/// A loopback listener that counts the connections it accepts.
+async fn counting_host() -> (SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(serve_echo(stream));
+        }
+    });
+    (addr, accepted)
+}
+
+#[tokio::test]
+async fn this_machine_is_reached_only_on_open_ports_whatever_is_granted() {
+    let (host, accepted) = counting_host().await;
+    let port = host.port();
+    let spellings = [
+        format!("127.0.0.1:{port}"),
+        format!("0.0.0.0:{port}"),
+        format!("[::ffff:127.0.0.1]:{port}"),
+        format!("localhost:{port}"),
+    ];
+    let granted = ["127.0.0.1", "0.0.0.0", "::ffff:127.0.0.1", "localhost"]
+        .iter()
+        .map(|h| Destination::new(*h, port))
+        .collect();
+    // Every spelling granted, the port not open.
+    let permit = Permit::new(granted, vec![]).unwrap();
+    let mut proxy = Proxy::start(permit, Limits::default(), None, vec![]).await;
+    for target in &spellings {
+        let answer = proxy
+            .exchange(&format!(
+                "POST http://{target}/containers/create HTTP/1.1\r\nHost: {target}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+            ))
+            .await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{target}: {answer}");
+        assert!(answer.contains(&format!("port {port}")), "{answer}");
+        assert!(matches!(proxy.event().await.verdict, Verdict::Refused(_)));
+        let connect =
+            format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n");
+        assert!(proxy.exchange(&connect).await.starts_with("HTTP/1.1 403"));
+        assert!(matches!(proxy.event().await.verdict, Verdict::Refused(_)));
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    // The same port open: through.
+    let mut proxy = Proxy::start(
+        open_permit(&[host], vec![]),
+        Limits::default(),
+        None,
+        vec![],
+    )
+    .await;
+    let answer = proxy.exchange(&get(host, "/ok")).await;
+    assert!(answer.contains("GET /ok\n"), "{answer}");
+    assert_eq!(proxy.event().await.verdict, Verdict::Allowed);
+}
+
+#[tokio::test]
+async fn tls_to_a_bound_host_is_intercepted_carries_the_secret_and_masks_its_echo() {
     let (host, upstream_ca) = tls_host().await;
     let dir = tempfile::tempdir().unwrap();
     let ca = Arc::new(Ca::load_or_create(dir.path()).unwrap());
     let trusted = CertificateDer::from_pem_slice(ca.cert_pem().as_bytes()).unwrap();
-    let permit = Permit::new(grants(&[host]), vec![credential(host)]).unwrap();
+    let permit = open_permit(&[host], vec![credential(host)]);
     let mut proxy = Proxy::start(permit, Limits::default(), Some(ca), vec![upstream_ca]).await;
 
     // The child trusts only the proxy's CA, as it would through SSL_CERT_FILE.
@@ -345,15 +548,18 @@ async fn tls_to_a_bound_host_is_intercepted_and_carries_the_secret() {
         let answer = String::from_utf8_lossy(&answer);
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         assert!(answer.contains(&format!("GET {path}\n")), "{answer}");
+        // The host got the secret; its echo comes back masked.
         assert!(
-            answer.contains(&format!("authorization: Bearer {SECRET}\n")),
+            answer.contains(&format!("authorization: Bearer {PLACEHOLDER}\n")),
             "{answer}"
         );
+        assert!(!answer.contains(SECRET), "{answer}");
         drop(tls);
         let event = proxy.event().await;
         assert!(event.intercepted, "{event:?}");
         assert_eq!(event.verdict, Verdict::Allowed);
         assert_eq!(event.credentials, vec!["gh".to_string()]);
+        assert_eq!(event.masked, 1);
     }
 }
 
@@ -362,7 +568,7 @@ async fn an_unverifiable_upstream_is_a_502_not_a_silent_pass() {
     let (host, _their_ca) = tls_host().await;
     let dir = tempfile::tempdir().unwrap();
     let ca = Arc::new(Ca::load_or_create(dir.path()).unwrap());
-    let permit = Permit::new(grants(&[host]), vec![credential(host)]).unwrap();
+    let permit = open_permit(&[host], vec![credential(host)]);
     // The upstream's CA is not among the roots.
     let mut proxy = Proxy::start(permit, Limits::default(), Some(ca), vec![]).await;
     let connect = format!("CONNECT {host} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
@@ -376,7 +582,7 @@ async fn tls_to_an_unbound_host_is_a_blind_tunnel() {
     let (host, upstream_ca) = tls_host().await;
     let dir = tempfile::tempdir().unwrap();
     let ca = Arc::new(Ca::load_or_create(dir.path()).unwrap());
-    let permit = Permit::new(grants(&[host]), vec![]).unwrap();
+    let permit = open_permit(&[host], vec![]);
     let mut proxy = Proxy::start(permit, Limits::default(), Some(ca), vec![]).await;
     // The child verifies the host's own certificate end to end.
     let mut roots = rustls::RootCertStore::empty();
@@ -411,7 +617,7 @@ async fn tls_to_an_unbound_host_is_a_blind_tunnel() {
 #[tokio::test]
 async fn an_oversized_head_is_refused() {
     let host = http_host().await;
-    let permit = Permit::new(grants(&[host]), vec![]).unwrap();
+    let permit = open_permit(&[host], vec![]);
     let limits = Limits {
         max_header_bytes: 8192,
         ..Limits::default()
@@ -429,7 +635,7 @@ async fn an_oversized_head_is_refused() {
 #[tokio::test]
 async fn an_idle_tunnel_is_closed_and_still_reported() {
     let host = http_host().await;
-    let permit = Permit::new(grants(&[host]), vec![]).unwrap();
+    let permit = open_permit(&[host], vec![]);
     let limits = Limits {
         idle_timeout: Duration::from_millis(300),
         ..Limits::default()
@@ -445,7 +651,7 @@ async fn an_idle_tunnel_is_closed_and_still_reported() {
 #[tokio::test]
 async fn connections_beyond_the_cap_wait_for_a_free_slot() {
     let host = http_host().await;
-    let permit = Permit::new(grants(&[host]), vec![]).unwrap();
+    let permit = open_permit(&[host], vec![]);
     let limits = Limits {
         max_connections: 1,
         ..Limits::default()
@@ -476,7 +682,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 #[tokio::test]
 async fn dropping_serve_ends_its_tunnels() {
     let host = http_host().await;
-    let permit = Permit::new(grants(&[host]), vec![]).unwrap();
+    let permit = open_permit(&[host], vec![]);
     let mut proxy = Proxy::start(permit, Limits::default(), None, vec![]).await;
     let mut tunnel = proxy.tunnel(&host.to_string()).await;
     proxy.task.abort();

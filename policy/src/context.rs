@@ -94,6 +94,9 @@ pub struct Context {
     pub git_default_branch: Option<String>,
     /// Praxis' own state and config directories: always protected.
     pub praxis_dirs: Vec<PathBuf>,
+    /// Praxis' own ports on this machine (its TCP API): never reachable
+    /// from a command, whatever `[loopback]` opens.
+    pub praxis_ports: Vec<u16>,
     /// Program name to its `PATH` resolution, for [`crate::Analysis::programs`].
     /// A program absent from this map has not been looked up: it is held as
     /// unknown, unless [`Context::resolution_skipped`] is set.

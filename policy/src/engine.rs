@@ -1,7 +1,7 @@
 //! The public entry point: a loaded, validated [`Policy`] and its two-phase
 //! decision ([`Policy::analyze`] then [`Policy::decide`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -19,7 +19,7 @@ use crate::context::{Entry, ScratchState};
 use crate::decision::{CommandJudgment, CommandShape, Decision, Destination, Grants, PartJudgment};
 use crate::redact::{RedactConfig, Redactor};
 use crate::reversible::Undo;
-use crate::rules::config::{self, OperatorFile, PatternsFile, Posture, RolePosture};
+use crate::rules::config::{self, Loopback, OperatorFile, PatternsFile, Posture, RolePosture};
 use crate::rules::{Rule, RuleSet};
 pub use crate::shell::display_command;
 use crate::shell::{self, DecisionExample, Launchers, Script, SimpleCommand, Wrappers};
@@ -267,6 +267,18 @@ fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
+/// `[loopback] ports`; port 0 is no port.
+fn loopback_ports(source: &Source<'_>, spec: &Loopback) -> Result<BTreeSet<u16>, LoadError> {
+    if spec.ports.contains(&0) {
+        return Err(at(
+            source,
+            "[loopback]",
+            "[loopback] ports: 0 is not a port",
+        ));
+    }
+    Ok(spec.ports.iter().copied().collect())
+}
+
 /// Registry name to its destinations.
 type Registries = BTreeMap<String, Vec<Destination>>;
 
@@ -338,6 +350,7 @@ fn build_tables(
             .map(|d| (d.program.clone(), d.flags.clone()))
             .collect::<HashMap<_, _>>(),
         local_hosts: i.local_hosts.clone(),
+        loopback_ports: loopback_ports(source, &file.loopback)?,
         languages,
         language_of,
         git_plain_keys: git_plain_keys(source, &file.git_config.plain_keys)?,
@@ -571,6 +584,13 @@ impl Policy {
             }
             compile_rules(src, &op.rules, &registries, &mut compiled, 1)?;
         }
+        let operator_ports = match (
+            &operator,
+            op_file.as_ref().and_then(|o| o.loopback.as_ref()),
+        ) {
+            (Some(src), Some(loopback)) => loopback_ports(src, loopback)?,
+            _ => BTreeSet::new(),
+        };
         let sources = [Some(patterns), operator];
         for name in roles.keys() {
             if !valid_name(name) {
@@ -612,7 +632,7 @@ impl Policy {
                 .zip(op_file.as_ref().and_then(|o| o.redact.clone())),
         )?;
         let p = &file.paths;
-        let policy = Policy {
+        let mut policy = Policy {
             revision: hex::encode(hasher.finalize()),
             sandbox: SandboxLists {
                 writable_caches: p.writable_caches.clone(),
@@ -640,6 +660,9 @@ impl Policy {
             .chain(&file.exec_env.examples)
             .chain(file.exec_options.iter().flat_map(|o| &o.examples));
         policy.check_decision_examples(&patterns, table_examples)?;
+        // Examples are judged with the built-in ports: what the shipped file
+        // says must hold whatever an operator opens.
+        policy.tables.loopback_ports.extend(operator_ports);
         Ok(policy)
     }
 
@@ -793,7 +816,8 @@ impl Policy {
         let mut judged = Vec::with_capacity(script.commands.len());
         for (cmd, f) in script.commands.iter().zip(&facts) {
             let text = display_command(cmd);
-            let j = self.judge(cmd, f, &text, request.role, posture, context);
+            let mut j = self.judge(cmd, f, &text, request.role, posture, context);
+            self.hold_closed_loopback(&mut j, context);
             commands.push(CommandJudgment {
                 command: self.redactor.redact_str(&text).into_owned(),
                 program: f.program.clone(),
@@ -1137,6 +1161,59 @@ impl Policy {
         (out, None)
     }
 
+    /// A command that would reach this machine on a port outside
+    /// `[loopback]`, or on one of Praxis' own ports, is held whatever
+    /// allowed it, and the hold names the port: the egress proxy refuses
+    /// such a destination anyway, so only the operator's config opens it.
+    fn hold_closed_loopback(&self, j: &mut Judged, ctx: &Context) {
+        if j.verdict == Verdict::Stop {
+            return;
+        }
+        let Some(closed) = j.grants.connect.iter().find(|d| {
+            self.tables.is_loopback(d)
+                && (!self.tables.loopback_ports.contains(&d.port)
+                    || ctx.praxis_ports.contains(&d.port))
+        }) else {
+            return;
+        };
+        let port = closed.port;
+        j.verdict = Verdict::Hold;
+        j.rule_ids = vec![String::from(CLOSED_LOOPBACK)];
+        j.not_relaxable = true;
+        j.reason = if ctx.praxis_ports.contains(&port) {
+            format!(
+                "`{closed}` is port {port} of this machine, Praxis' own API: never reachable from a command"
+            )
+        } else {
+            format!(
+                "`{closed}` is port {port} of this machine, which is not open to commands (open ones: {}; the operator adds one with `[loopback] ports` in policy.toml)",
+                self.open_ports()
+            )
+        };
+    }
+
+    /// `[loopback] ports` as a reason lists them.
+    fn open_ports(&self) -> String {
+        let ports: Vec<String> = self
+            .tables
+            .loopback_ports
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if ports.is_empty() {
+            String::from("none")
+        } else {
+            ports.join(", ")
+        }
+    }
+
+    /// The ports of this machine commands may reach (`[loopback] ports`, the
+    /// built-in and the operator's), for the egress proxy.
+    #[must_use]
+    pub fn loopback_ports(&self) -> &BTreeSet<u16> {
+        &self.tables.loopback_ports
+    }
+
     /// Every command's program must resolve on `PATH` outside the trees the
     /// request can write (shell builtins need no resolution). A program of the
     /// table that is not installed passes: it cannot run, so the shell answers
@@ -1473,6 +1550,9 @@ fn hold_shared_config_grant(
         );
     }
 }
+
+/// The rule id of [`Policy::hold_closed_loopback`].
+const CLOSED_LOOPBACK: &str = "loopback.port";
 
 /// The rule id of [`hold_shared_config_grant`].
 const SHARED_CONFIG_GRANT: &str = "grant.shared-git-config";

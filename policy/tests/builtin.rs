@@ -455,3 +455,54 @@ fn commands_that_change_the_repository_config_are_granted_that_file_alone() {
     assert_eq!(shared.rule_ids, ["grant.shared-git-config"]);
     assert!(shared.reason.contains("`sh`"), "{}", shared.reason);
 }
+
+#[test]
+fn this_machine_is_reached_only_on_open_ports_and_never_on_praxis_own() {
+    let with_operator = |text: &str| {
+        Policy::load(
+            Source {
+                name: "patterns.toml",
+                text: BUILTIN_PATTERNS,
+            },
+            Some(Source {
+                name: "policy.toml",
+                text,
+            }),
+        )
+    };
+    let builtin = Policy::builtin().unwrap();
+    for command in [
+        "curl -X POST http://127.0.0.1:2375/containers/create -d '{}'",
+        "curl http://localhost:2375/",
+        "curl http://0x7f.1:2375/",
+        "git clone http://127.0.0.1:2375/repo.git",
+    ] {
+        let held = judge(&builtin, command, "agent");
+        assert_eq!(held.decision, Verdict::Hold, "{command}");
+        assert_eq!(held.rule_ids, vec!["loopback.port"], "{command}");
+        assert!(held.reason.contains("port 2375"), "{}", held.reason);
+    }
+    assert!(builtin.loopback_ports().contains(&8080));
+    for closed in [2375, 2376, 5432, 3306, 6379, 27017] {
+        assert!(!builtin.loopback_ports().contains(&closed), "{closed}");
+    }
+
+    let opened = with_operator("[loopback]\nports = [2375]\n").unwrap();
+    let allowed = judge(&opened, "curl http://127.0.0.1:2375/_ping", "agent");
+    assert_eq!(allowed.decision, Verdict::Allow, "{}", allowed.reason);
+
+    let mut context = example_context::context();
+    context.praxis_ports = vec![8080];
+    let request = Request {
+        command: CommandText::Shell("curl http://localhost:8080/v1/recall"),
+        role: "agent",
+    };
+    let held = builtin.decide(&request, &builtin.analyze(&request), &context);
+    assert_eq!(held.decision, Verdict::Hold);
+    assert!(held.reason.contains("Praxis' own API"), "{}", held.reason);
+
+    let err = with_operator("[loopback]\nports = [0]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("0 is not a port"), "{err}");
+}

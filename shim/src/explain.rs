@@ -162,6 +162,9 @@ fn gather_context(
         git_default_branch: root.as_deref().and_then(host::git_default_branch),
         workspace,
         praxis_dirs,
+        // The daemon's own ports are in its config, which explain does not
+        // read; the daemon's decision holds them.
+        praxis_ports: Vec::new(),
         git_remotes: root
             .as_deref()
             .map(|r| git_remotes(r, |p| fs::read_to_string(p).ok()))

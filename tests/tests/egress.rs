@@ -19,7 +19,8 @@ use common::{Daemon, signal_json};
 
 /// A loopback HTTP host: answers `body` to every request, and a redirect to
 /// `redirect_to` for `/go`; counts the connections it accepted and keeps the
-/// `Authorization` headers it was sent.
+/// `Authorization` headers it was sent, which it also echoes back in an
+/// `X-Seen-Authorization` header, as some services echo a request.
 struct Host {
     port: u16,
     hits: Arc<AtomicUsize>,
@@ -28,7 +29,10 @@ struct Host {
 
 impl Host {
     fn start(body: &'static str, redirect_to: Option<u16>) -> Host {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        Host::serve(TcpListener::bind("127.0.0.1:0").unwrap(), body, redirect_to)
+    }
+
+    fn serve(listener: TcpListener, body: &'static str, redirect_to: Option<u16>) -> Host {
         let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&hits);
@@ -41,13 +45,20 @@ impl Host {
                 let mut request_line = String::new();
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let _ = reader.read_line(&mut request_line);
+                let before = seen.lock().unwrap().len();
                 common::read_authorization(&mut reader, &seen);
+                let echo = seen
+                    .lock()
+                    .unwrap()
+                    .get(before)
+                    .map(|a| format!("X-Seen-Authorization: {a}\r\n"))
+                    .unwrap_or_default();
                 let answer = match redirect_to {
                     Some(port) if request_line.contains(" /go ") => format!(
                         "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{port}/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                     ),
                     _ => format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        "HTTP/1.1 200 OK\r\n{echo}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
                         body.len()
                     ),
                 };
@@ -86,6 +97,7 @@ fn text(out: &Output) -> String {
 fn a_granted_destination_is_reached_through_the_proxy_and_audited() {
     let d = Daemon::start();
     let host = Host::start("granted\n", None);
+    d.open_loopback(&[host.port]);
     let out = d.run(&["--", "curl", "-sS", &host.url("/")]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "granted\n");
@@ -104,6 +116,7 @@ fn a_destination_the_decision_did_not_grant_is_refused_audited_and_told() {
     let d = Daemon::start();
     let other = Host::start("other\n", None);
     let first = Host::start("first\n", Some(other.port));
+    d.open_loopback(&[first.port, other.port]);
     // The granted host redirects to another: the proxy refuses the second hop.
     let out = d.run(&["--", "curl", "-sS", "-L", &first.url("/go")]);
     assert_eq!(other.hits(), 0, "{out:?}");
@@ -126,6 +139,7 @@ fn a_program_that_ignores_the_proxy_or_is_pointed_elsewhere_reaches_nothing() {
     let d = Daemon::start();
     let granted = Host::start("granted\n", None);
     let elsewhere = Host::start("elsewhere\n", None);
+    d.open_loopback(&[granted.port, elsewhere.port]);
     // Both are held by the policy; approved, they run with the grant of the
     // URL they name, in a namespace where only the proxy leads out.
     let direct = d.approve_and_rerun(&["--", "curl", "-sS", "--noproxy", "*", &granted.url("/")]);
@@ -256,6 +270,7 @@ fn a_bound_credential_reaches_only_its_destination_and_never_the_child() {
     let d = Daemon::start_with(&[], &[("PRAXIS_E2E_API_SECRET", secret)]);
     let bound = Host::start("bound\n", None);
     let other = Host::start("other\n", None);
+    d.open_loopback(&[bound.port, other.port]);
     let to = format!("127.0.0.1:{}", bound.port);
     d.bind_api_credential(&to);
 
@@ -275,6 +290,153 @@ fn a_bound_credential_reaches_only_its_destination_and_never_the_child() {
     let seen = String::from_utf8_lossy(&env.stdout).trim().to_owned();
     assert!(seen.starts_with("praxis-placeholder-api-"), "{env:?}");
     assert!(!seen.contains(secret));
+}
+
+#[test]
+fn a_post_to_a_loopback_port_not_opened_is_held_naming_it_and_never_arrives() {
+    let d = Daemon::start();
+    // The Docker API's port: root on the host for whoever reaches it.
+    let docker = Host::serve(
+        TcpListener::bind("127.0.0.1:2375").expect("port 2375 free for the test"),
+        "{}\n",
+        None,
+    );
+    for host in [
+        "127.0.0.1",
+        "localhost",
+        "0.0.0.0",
+        "2130706433",
+        "0x7f.1",
+        "[::ffff:127.0.0.1]",
+        "[::1]",
+    ] {
+        let post = format!("curl -sS -X POST http://{host}:2375/containers/create -d '{{}}'");
+        let out = d.run(&["-c", &post]);
+        assert_eq!(out.status.code(), Some(125), "{post}: {out:?}");
+        let reason = signal_json(&out)["reason"].as_str().unwrap().to_owned();
+        assert!(reason.contains("port 2375"), "{post}: {reason}");
+    }
+    // Approved anyway, the proxy still refuses it.
+    let post = "curl -sS -X POST http://127.0.0.1:2375/containers/create -d '{}'";
+    let out = d.approve_and_rerun(&["-c", post]);
+    assert!(text(&out).contains("port 2375"), "{out:?}");
+    assert_eq!(docker.hits(), 0);
+    assert!(
+        d.egress_events()
+            .contains(&("127.0.0.1:2375".to_owned(), "refused".to_owned())),
+        "{:?}",
+        d.egress_events()
+    );
+
+    // A port the operator opened takes the same request.
+    let dev = Host::start("created\n", None);
+    d.open_loopback(&[dev.port]);
+    let post = format!("curl -sS -X POST {} -d '{{}}'", dev.url("/api"));
+    let out = d.run(&["-c", &post]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "created\n");
+    assert_eq!(dev.hits(), 1);
+}
+
+#[test]
+fn praxisd_own_tcp_api_is_never_reachable_from_a_command() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = format!("[api]\ntcp = \"127.0.0.1:{port}\"\n");
+    let d = Daemon::start_with(&[("praxis.toml", &config)], &[]);
+    // Even opened by the operator.
+    d.open_loopback(&[port]);
+    let out = d.run(&[
+        "--",
+        "curl",
+        "-sS",
+        &format!("http://127.0.0.1:{port}/v1/recall"),
+    ]);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    let reason = signal_json(&out)["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.contains(&format!("port {port}")) && reason.contains("Praxis' own API"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_bound_credential_goes_only_into_its_header_and_never_comes_back() {
+    let secret = "s3cr3t-echoed-value-5d1a";
+    let d = Daemon::start_with(&[], &[("PRAXIS_E2E_API_SECRET", secret)]);
+    let bound = Host::start("bound\n", None);
+    let other = Host::start("other\n", None);
+    d.open_loopback(&[bound.port, other.port]);
+    d.bind_api_credential(&format!("127.0.0.1:{}", bound.port));
+
+    // The host got the value and echoed it: the child sees the placeholder.
+    let run = |script: &str| {
+        let out = d.run(&["-c", script]);
+        assert_eq!(out.status.code(), Some(0), "{script}: {out:?}");
+        std::fs::read_to_string(d.work().join("seen.txt")).unwrap()
+    };
+    let seen = run(&format!(
+        "curl -sS -D seen.txt -o /dev/null {}",
+        bound.url("/")
+    ));
+    assert_eq!(bound.authorization(), vec![format!("Bearer {secret}")]);
+    assert!(!seen.contains(secret), "{seen}");
+    assert!(
+        seen.to_lowercase()
+            .contains("x-seen-authorization: bearer praxis-placeholder-api-"),
+        "{seen}"
+    );
+    let masked = d
+        .events_of_kind("egress")
+        .iter()
+        .any(|e| e["detail"]["masked"] == 1);
+    assert!(masked, "{:?}", d.events_of_kind("egress"));
+
+    // The placeholder anywhere else is refused, and nothing arrives.
+    for (place, script) in [
+        (
+            "`x-echo` header",
+            format!(
+                "curl -sS -H \"X-Echo: $API_TOKEN\" -o seen.txt {}",
+                bound.url("/")
+            ),
+        ),
+        (
+            "the URL",
+            format!("curl -sS -o seen.txt \"{}?t=$API_TOKEN\"", bound.url("/")),
+        ),
+        (
+            "the body",
+            format!(
+                "curl -sS -o seen.txt --data \"t=$API_TOKEN\" {}",
+                bound.url("/")
+            ),
+        ),
+    ] {
+        let seen = run(&script);
+        assert!(
+            seen.contains("praxis egress: the placeholder of credential `api` is in")
+                && seen.contains(place),
+            "{script}: {seen}"
+        );
+        assert!(!seen.contains(secret), "{seen}");
+    }
+    assert_eq!(bound.hits(), 1);
+
+    // To another host, the placeholder stays a placeholder.
+    run(&format!(
+        "curl -sS -H \"Authorization: Bearer $API_TOKEN\" -o seen.txt {}",
+        other.url("/")
+    ));
+    let sent = other.authorization();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(
+        sent[0].starts_with("Bearer praxis-placeholder-api-") && !sent[0].contains(secret),
+        "{sent:?}"
+    );
 }
 
 /// A new scratch directory under the shared `/tmp` for one test.

@@ -19,7 +19,8 @@ use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 const SECRET: &str = "s3cr3t-intercepted-value-91b4";
 
 /// A loopback HTTPS host with a certificate for 127.0.0.1 from a CA of its
-/// own: answers "tls ok" and keeps the `Authorization` headers it was sent.
+/// own: answers "tls ok" and keeps the `Authorization` headers it was sent,
+/// which it also echoes back in an `X-Seen-Authorization` header.
 struct TlsHost {
     port: u16,
     /// The test CA's certificate, PEM.
@@ -68,11 +69,18 @@ impl TlsHost {
                 let mut tls = rustls::StreamOwned::new(conn, stream);
                 let mut reader = BufReader::new(&mut tls);
                 // A failed handshake (an unverified peer) ends the read.
+                let before = seen.lock().unwrap().len();
                 common::read_authorization(&mut reader, &seen);
+                let echo = seen
+                    .lock()
+                    .unwrap()
+                    .get(before)
+                    .map(|a| format!("X-Seen-Authorization: {a}\r\n"))
+                    .unwrap_or_default();
                 let body = "tls ok\n";
                 let _ = write!(
                     tls,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 200 OK\r\n{echo}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 );
                 tls.conn.send_close_notify();
@@ -109,6 +117,7 @@ fn daemon(roots: &[&Path], host: &TlsHost) -> Daemon {
     );
     let to = format!("127.0.0.1:{}", host.port);
     d.bind_api_credential(&to);
+    d.open_loopback(&[host.port]);
     d
 }
 
@@ -153,6 +162,38 @@ fn a_bound_credential_reaches_an_https_host_through_interception() {
     assert!(bundle.contains(ca.trim()), "the bundle lacks praxisd's CA");
     assert!(!bundle.contains(SECRET) && !ca.contains(SECRET));
     assert_eq!(lines[6], "tls ok");
+}
+
+#[test]
+fn an_https_host_that_echoes_the_credential_hands_back_only_the_placeholder() {
+    let host = TlsHost::start();
+    let roots = tempfile::tempdir().unwrap();
+    let ca_file = roots.path().join("upstream-ca.pem");
+    std::fs::write(&ca_file, &host.ca_pem).unwrap();
+    let d = daemon(&[&ca_file], &host);
+    let out = d.run(&["--", "curl", "-sS", "-D", "seen.txt", &host.url()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(host.authorization(), vec![format!("Bearer {SECRET}")]);
+    let seen = std::fs::read_to_string(d.work().join("seen.txt")).unwrap();
+    assert!(!seen.contains(SECRET), "{seen}");
+    assert!(
+        seen.to_lowercase()
+            .contains("x-seen-authorization: bearer praxis-placeholder-api-"),
+        "{seen}"
+    );
+    // A placeholder in another header is refused inside the tunnel too.
+    let out = d.run(&[
+        "-c",
+        &format!("curl -sS -H \"X-Echo: $API_TOKEN\" {}", host.url()),
+    ]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("is in the `x-echo` header"), "{out:?}");
+    assert_eq!(host.authorization().len(), 1);
+    let egress = d.events_of_kind("egress");
+    assert!(
+        egress.iter().any(|e| e["detail"]["masked"] == 1),
+        "{egress:?}"
+    );
 }
 
 #[test]

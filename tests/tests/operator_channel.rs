@@ -85,7 +85,7 @@ fn attack(d: &Daemon, id: &str, mode: &str, network: bool) -> Vec<Value> {
     let script = format!(
         "{}python3 attack.py {} {} {mode}",
         if network {
-            "curl -s -m 2 http://127.0.0.1:9/ ; "
+            "curl -s -m 2 http://127.0.0.1:8080/ ; "
         } else {
             ""
         },

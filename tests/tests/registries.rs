@@ -282,6 +282,7 @@ fn git_clones_and_fetches_through_the_proxy() {
     let bare = remote.path().join("repo.git");
     git(&bare, &["update-server-info"]);
     let port = serve_files(remote.path().to_path_buf());
+    d.open_loopback(&[port]);
 
     let url = format!("http://127.0.0.1:{port}/repo.git");
     ok(&d.run(&["--", "git", "clone", "-q", &url, "clone"]));

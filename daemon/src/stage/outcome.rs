@@ -46,6 +46,9 @@ pub async fn egress(daemon: &Daemon, trail: &Trail, event: ConnectionEvent) {
     if event.intercepted {
         detail.insert("intercepted".into(), true.into());
     }
+    if event.masked > 0 {
+        detail.insert("masked".into(), event.masked.into());
+    }
     let record = Event {
         reason,
         duration_ms: Some(u64::try_from(event.duration.as_millis()).unwrap_or(u64::MAX)),

@@ -160,6 +160,7 @@ pub fn gather(
             config.layout.state_dir.clone(),
             config.layout.config_dir.clone(),
         ],
+        praxis_ports: config.praxis_ports(),
         git_remotes: git_config
             .as_deref()
             .and_then(|c| fs::read_to_string(c).ok())

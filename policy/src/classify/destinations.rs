@@ -3,6 +3,7 @@
 //! `host:path` operands and git remotes into exact `host:port` destinations.
 
 use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
 
 use crate::decision::Destination;
 use crate::shell::Word;
@@ -156,9 +157,69 @@ fn authority(auth: &str, default: u16, shown: &str) -> Target {
         return Target::Unknowable(format!("the host of `{shown}` is not a plain name"));
     }
     Target::To(Destination {
-        host: host.to_ascii_lowercase(),
+        host: canonical_host(host),
         port,
     })
+}
+
+/// A host as the egress proxy compares it: an IP address in its one
+/// canonical spelling (`2130706433`, `0x7f.1` and `::ffff:127.0.0.1` are
+/// all `127.0.0.1`, as the C resolver and curl read them), else the name in
+/// lowercase.
+pub fn canonical_host(host: &str) -> String {
+    match ip_address(host) {
+        Some(ip) => ip.to_string(),
+        None => host.to_ascii_lowercase(),
+    }
+}
+
+/// The address an IP-literal host names, in any spelling the C resolver
+/// accepts: IPv6 (brackets allowed) or IPv4 as 1 to 4 parts, each decimal,
+/// `0x` hex or `0` octal.
+fn ip_address(host: &str) -> Option<IpAddr> {
+    let unbracketed = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if let Ok(ip) = unbracketed.parse::<IpAddr>() {
+        return Some(ip.to_canonical());
+    }
+    let parts = host
+        .split('.')
+        .map(|part| {
+            let lower = part.to_ascii_lowercase();
+            if let Some(hex) = lower.strip_prefix("0x") {
+                u32::from_str_radix(hex, 16).ok()
+            } else if lower.len() > 1 && lower.starts_with('0') {
+                u32::from_str_radix(&lower[1..], 8).ok()
+            } else {
+                lower.parse::<u32>().ok()
+            }
+        })
+        .collect::<Option<Vec<u32>>>()?;
+    let (last, leading) = parts.split_last()?;
+    if leading.len() > 3 || leading.iter().any(|p| *p > 255) {
+        return None;
+    }
+    let shift = 8 * (4 - leading.len() as u32);
+    if shift < 32 && u64::from(*last) >= 1u64 << shift {
+        return None;
+    }
+    let high = leading
+        .iter()
+        .enumerate()
+        .fold(0u32, |acc, (i, p)| acc | (p << (24 - 8 * i)));
+    Some(IpAddr::V4(Ipv4Addr::from(high | last)))
+}
+
+/// Whether `host` is this machine: a name of `names` (`localhost`) or below
+/// `localhost`, or any loopback or unspecified address in any spelling
+/// (`0.0.0.0` and `::` reach this machine's loopback on Linux).
+pub fn is_loopback(host: &str, names: &[String]) -> bool {
+    let name = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    names.iter().any(|n| n.eq_ignore_ascii_case(&name))
+        || name.ends_with(".localhost")
+        || ip_address(host).is_some_and(|ip| ip.is_loopback() || ip.is_unspecified())
 }
 
 /// Where a URL operand connects. Without a scheme, `default_scheme` applies
@@ -478,6 +539,53 @@ mod tests {
                 "{unknowable}"
             );
         }
+    }
+
+    #[test]
+    fn every_spelling_of_this_machine_is_loopback() {
+        let names = vec!["localhost".to_owned()];
+        for local in [
+            "localhost",
+            "LOCALHOST.",
+            "api.localhost",
+            "127.0.0.1",
+            "127.1",
+            "127.255.0.9",
+            "2130706433",
+            "0x7f000001",
+            "0x7f.0.0.1",
+            "0177.0.0.1",
+            "0",
+            "0.0.0.0",
+            "::1",
+            "[::1]",
+            "::",
+            "::ffff:127.0.0.1",
+            "[::ffff:7f00:1]",
+        ] {
+            assert!(is_loopback(local, &names), "{local}");
+        }
+        for remote in [
+            "example.com",
+            "localhost.evil.com",
+            "128.0.0.1",
+            "10.0.0.1",
+            "0x80000001",
+            "2001:db8::1",
+            "1.2.3.4.5",
+            "127.0.0.256",
+            "09.0.0.1",
+        ] {
+            assert!(!is_loopback(remote, &names), "{remote}");
+        }
+        assert_eq!(
+            url_target(&word("http://2130706433:2375/x"), "http"),
+            dest("127.0.0.1", 2375)
+        );
+        assert_eq!(
+            url_target(&word("http://[::ffff:127.0.0.1]:80/"), "http"),
+            dest("127.0.0.1", 80)
+        );
     }
 
     #[test]

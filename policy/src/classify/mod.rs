@@ -11,7 +11,7 @@ pub mod paths;
 mod reach;
 pub mod table;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use aho_corasick::AhoCorasick;
 
@@ -230,6 +230,9 @@ pub struct Tables {
     /// Decoder program to the flags that make it decode (empty: always).
     pub decoders: HashMap<String, Vec<String>>,
     pub local_hosts: Vec<String>,
+    /// Ports of this machine a command may reach (`[loopback]`, the
+    /// built-in list and the operator's).
+    pub loopback_ports: BTreeSet<u16>,
     pub languages: Vec<Language>,
     pub language_of: HashMap<String, usize>,
     /// `git -c` keys that cannot run anything (`section.` covers a section).
@@ -272,6 +275,16 @@ impl GitConfigWriter {
 }
 
 impl Tables {
+    /// Whether `d` is this machine (in any spelling).
+    pub fn is_loopback(&self, d: &Destination) -> bool {
+        destinations::is_loopback(&d.host, &self.local_hosts)
+    }
+
+    /// Whether `d` is this machine on a port of `[loopback]`.
+    pub fn is_open_loopback(&self, d: &Destination) -> bool {
+        self.is_loopback(d) && self.loopback_ports.contains(&d.port)
+    }
+
     pub fn build_interpreters(
         spec: &Interpreters,
     ) -> Result<(Vec<Language>, HashMap<String, usize>), String> {
@@ -848,19 +861,13 @@ impl Classifier<'_, '_> {
         }
     }
 
+    /// A URL to this machine on a port of `[loopback]`.
     fn is_local_url(&self, url: &str) -> bool {
-        let rest = url.split_once("://").map_or(url, |(_, r)| r);
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-        let host = if let Some(v6) = host_port.strip_prefix('[') {
-            v6.split(']').next().unwrap_or("")
-        } else {
-            host_port.split(':').next().unwrap_or("")
-        };
-        self.tables
-            .local_hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(host))
+        let word = literal(url);
+        match destinations::url_target(&word, "http") {
+            Target::To(d) => self.tables.is_open_loopback(&d),
+            _ => false,
+        }
     }
 
     fn sed_script(&self, script: &str, facts: &mut Facts) {

@@ -17,6 +17,7 @@ pub struct PatternsFile {
     pub roles: BTreeMap<String, RolePosture>,
     pub paths: PathLists,
     pub interpreters: Interpreters,
+    pub loopback: Loopback,
     pub builtins: Builtins,
     #[serde(default, rename = "program")]
     pub programs: Vec<ProgramSpec>,
@@ -69,6 +70,16 @@ pub struct OperatorFile {
     /// Extra redaction rules, added to the built-in ones.
     #[serde(default)]
     pub redact: Option<crate::redact::RedactConfig>,
+    /// Ports of this machine opened to commands, added to the built-in ones.
+    #[serde(default)]
+    pub loopback: Option<Loopback>,
+}
+
+/// `[loopback]`: the ports of this machine a command may reach.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Loopback {
+    pub ports: Vec<u16>,
 }
 
 /// `[git_config]`: git configuration that can run commands.

@@ -296,6 +296,17 @@ impl Daemon {
         self.run(args)
     }
 
+    /// Opens `ports` of this machine to commands, as an operator does for a
+    /// local service (`[loopback] ports` in policy.toml), and reloads.
+    pub fn open_loopback(&self, ports: &[u16]) {
+        let path = self.dir.path().join("config/praxis/policy.toml");
+        let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+        text.push_str(&format!("\n[loopback]\nports = {ports:?}\n"));
+        std::fs::write(&path, text).unwrap();
+        let reloaded = self.praxis(&["reload"]);
+        assert!(reloaded.status.success(), "{reloaded:?}");
+    }
+
     /// Adds the credential `api` (from the daemon's `PRAXIS_E2E_API_SECRET`,
     /// as `API_TOKEN`), bound to `to` (`host:port`) as a bearer header.
     pub fn bind_api_credential(&self, to: &str) {

@@ -412,9 +412,15 @@ fn egress_for(
                 })
         })
         .collect();
+    let policy = daemon.policy()?;
     Ok(Some((
         Arc::clone(hub),
-        egress::permit(&permit.decision, &bound)?,
+        egress::permit(
+            &permit.decision,
+            &bound,
+            policy.loopback_ports(),
+            &daemon.config.praxis_ports(),
+        )?,
     )))
 }
 
