@@ -43,7 +43,8 @@ async fn proxy(host: SocketAddr) -> SocketAddr {
         vec![Destination::new(host.ip().to_string(), host.port())],
         vec![],
     )
-    .unwrap();
+    .unwrap()
+    .with_loopback_ports([host.port()]);
     let egress = Egress::new(Limits::default(), None, vec![]).unwrap();
     tokio::spawn(async move {
         let _ = egress.serve(listener, permit, |_| {}).await;

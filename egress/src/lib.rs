@@ -34,7 +34,9 @@
 //!   child trusts the CA through `SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE`,
 //!   `CARGO_HTTP_CAINFO`, `GIT_SSL_CAINFO` = [`Ca::write_bundle`]'s file and
 //!   `NODE_EXTRA_CA_CERTS` = [`Ca::cert_path`]), and every request inside is
-//!   sent on over TLS verified against the system roots, credential in.
+//!   sent on over TLS verified against the system roots, credential in its
+//!   header and nowhere else (a placeholder elsewhere refuses the request),
+//!   the credential's value masked in what comes back.
 //! - Plain HTTP in absolute form (`GET http://host:port/path`) to a granted
 //!   destination: sent on in origin form, credentials in, response streamed
 //!   back.
@@ -46,7 +48,8 @@
 //! namespace; the child resolves nothing. An IP-literal grant matches only a
 //! request for that IP literal, and a name grant never matches an IP literal.
 //! A name other than `localhost` that resolves only to loopback addresses is
-//! refused.
+//! refused. This machine (loopback or the unspecified address) is reached
+//! only on the ports of [`Permit::with_loopback_ports`], whatever is granted.
 
 mod ca;
 mod event;

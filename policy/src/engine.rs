@@ -661,8 +661,20 @@ impl Policy {
             .chain(file.exec_options.iter().flat_map(|o| &o.examples));
         policy.check_decision_examples(&patterns, table_examples)?;
         // Examples are judged with the built-in ports: what the shipped file
-        // says must hold whatever an operator opens.
-        policy.tables.loopback_ports.extend(operator_ports);
+        // says must hold whatever an operator opens. A rule that names a
+        // port of this machine in its `connect` opens that port too.
+        let named_by_rules: Vec<u16> = policy
+            .rules
+            .rules
+            .iter()
+            .flat_map(|r| r.connect.iter().flatten())
+            .filter(|d| policy.tables.is_loopback(d))
+            .map(|d| d.port)
+            .collect();
+        policy
+            .tables
+            .loopback_ports
+            .extend(operator_ports.into_iter().chain(named_by_rules));
         Ok(policy)
     }
 

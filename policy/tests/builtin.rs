@@ -491,6 +491,17 @@ fn this_machine_is_reached_only_on_open_ports_and_never_on_praxis_own() {
     let allowed = judge(&opened, "curl http://127.0.0.1:2375/_ping", "agent");
     assert_eq!(allowed.decision, Verdict::Allow, "{}", allowed.reason);
 
+    // A rule naming a port of this machine opens it.
+    let rule = "[[rule]]\nid = \"local-search\"\ndecision = \"allow\"\nreason = \"the local search index\"\nprogram = [\"curl\"]\nregex = \"localhost:9200\"\ntier = \"reversible_write\"\nconnect = [\"localhost:9200\"]\nmatch = [\"curl http://localhost:9200/x\"]\n";
+    let by_rule = with_operator(rule).unwrap();
+    assert!(by_rule.loopback_ports().contains(&9200));
+    let allowed = judge(
+        &by_rule,
+        "curl http://localhost:9200/_cluster/health",
+        "agent",
+    );
+    assert_eq!(allowed.decision, Verdict::Allow, "{}", allowed.reason);
+
     let mut context = example_context::context();
     context.praxis_ports = vec![8080];
     let request = Request {

@@ -45,12 +45,7 @@ impl Host {
                 let mut request_line = String::new();
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let _ = reader.read_line(&mut request_line);
-                let before = seen.lock().unwrap().len();
-                common::read_authorization(&mut reader, &seen);
-                let echo = seen
-                    .lock()
-                    .unwrap()
-                    .get(before)
+                let echo = common::read_authorization(&mut reader, &seen)
                     .map(|a| format!("X-Seen-Authorization: {a}\r\n"))
                     .unwrap_or_default();
                 let answer = match redirect_to {
@@ -340,11 +335,8 @@ fn a_post_to_a_loopback_port_not_opened_is_held_naming_it_and_never_arrives() {
 
 #[test]
 fn praxisd_own_tcp_api_is_never_reachable_from_a_command() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let free = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr());
+    let port = free.unwrap().port();
     let config = format!("[api]\ntcp = \"127.0.0.1:{port}\"\n");
     let d = Daemon::start_with(&[("praxis.toml", &config)], &[]);
     // Even opened by the operator.

@@ -69,12 +69,7 @@ impl TlsHost {
                 let mut tls = rustls::StreamOwned::new(conn, stream);
                 let mut reader = BufReader::new(&mut tls);
                 // A failed handshake (an unverified peer) ends the read.
-                let before = seen.lock().unwrap().len();
-                common::read_authorization(&mut reader, &seen);
-                let echo = seen
-                    .lock()
-                    .unwrap()
-                    .get(before)
+                let echo = common::read_authorization(&mut reader, &seen)
                     .map(|a| format!("X-Seen-Authorization: {a}\r\n"))
                     .unwrap_or_default();
                 let body = "tls ok\n";
@@ -121,13 +116,18 @@ fn daemon(roots: &[&Path], host: &TlsHost) -> Daemon {
     d
 }
 
-#[test]
-fn a_bound_credential_reaches_an_https_host_through_interception() {
-    let host = TlsHost::start();
+/// [`daemon`] trusting `host`'s CA upstream (the directory holds its file).
+fn trusting_daemon(host: &TlsHost) -> (Daemon, tempfile::TempDir) {
     let roots = tempfile::tempdir().unwrap();
     let ca_file = roots.path().join("upstream-ca.pem");
     std::fs::write(&ca_file, &host.ca_pem).unwrap();
-    let d = daemon(&[&ca_file], &host);
+    (daemon(&[&ca_file], host), roots)
+}
+
+#[test]
+fn a_bound_credential_reaches_an_https_host_through_interception() {
+    let host = TlsHost::start();
+    let (d, _roots) = trusting_daemon(&host);
 
     // curl verifies the proxy's certificate for 127.0.0.1 against the
     // bundle in SSL_CERT_FILE (no -k), and sends the placeholder.
@@ -167,10 +167,7 @@ fn a_bound_credential_reaches_an_https_host_through_interception() {
 #[test]
 fn an_https_host_that_echoes_the_credential_hands_back_only_the_placeholder() {
     let host = TlsHost::start();
-    let roots = tempfile::tempdir().unwrap();
-    let ca_file = roots.path().join("upstream-ca.pem");
-    std::fs::write(&ca_file, &host.ca_pem).unwrap();
-    let d = daemon(&[&ca_file], &host);
+    let (d, _roots) = trusting_daemon(&host);
     let out = d.run(&["--", "curl", "-sS", "-D", "seen.txt", &host.url()]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(host.authorization(), vec![format!("Bearer {SECRET}")]);

@@ -391,20 +391,24 @@ pub fn unreachable_origin_repo(dir: &Path) {
 
 /// Reads a request's header lines up to the blank line (or a failed read),
 /// keeping each `Authorization` value in `seen`: what a stand-in host was
-/// sent.
+/// sent. Returns this request's first one, for a host that echoes it.
 pub fn read_authorization(
     reader: &mut impl std::io::BufRead,
     seen: &std::sync::Mutex<Vec<String>>,
-) {
+) -> Option<String> {
     let mut line = String::new();
+    let mut first = None;
     while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
         if let Some((name, value)) = line.split_once(':')
             && name.eq_ignore_ascii_case("authorization")
         {
-            seen.lock().unwrap().push(value.trim().to_owned());
+            let value = value.trim().to_owned();
+            first.get_or_insert_with(|| value.clone());
+            seen.lock().unwrap().push(value);
         }
         line.clear();
     }
+    first
 }
 
 /// Whether process `pid` is still running (not gone, not a zombie).
