@@ -51,6 +51,18 @@ struct File {
     egress: EgressFile,
     #[serde(default)]
     api: ApiFile,
+    #[serde(default)]
+    sandbox: SandboxFile,
+}
+
+/// `[sandbox]`: what this site adds to the read allow-list of
+/// `patterns.toml` (a shared toolchain dir, say).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SandboxFile {
+    /// Absolute trees every command may read too.
+    #[serde(default)]
+    reads: Vec<PathBuf>,
 }
 
 /// `[limits]`: each command's ceilings, for its whole process tree.
@@ -437,6 +449,8 @@ pub struct Config {
     pub command_limits: praxis_sandbox::Limits,
     /// Extra roots for the egress proxy's upstream TLS (PEM files).
     pub egress_upstream_roots: Vec<PathBuf>,
+    /// Trees this site adds to every command's read allow-list.
+    pub sandbox_reads: Vec<PathBuf>,
     /// The loopback address the judge API is also served on, with a bearer
     /// token; None: the unix socket only.
     pub api_tcp: Option<std::net::SocketAddr>,
@@ -487,6 +501,17 @@ impl Config {
                 relative.display()
             )));
         }
+        if let Some(bad) = file
+            .sandbox
+            .reads
+            .iter()
+            .find(|p| !p.is_absolute() || p.parent().is_none())
+        {
+            return Err(invalid(format!(
+                "[sandbox] reads: `{}` must be an absolute path below `/`",
+                bad.display()
+            )));
+        }
         let mut names = std::collections::BTreeSet::new();
         let credentials = file
             .credentials
@@ -534,6 +559,7 @@ impl Config {
             snapshots: file.snapshots.into_snapshots(),
             command_limits,
             egress_upstream_roots: file.egress.upstream_roots,
+            sandbox_reads: file.sandbox.reads,
             kill_file: file.kill_file.unwrap_or_else(|| layout.default_kill_file()),
             shell: file.shell.unwrap_or_else(default_shell),
             operator_group: file

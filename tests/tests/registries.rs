@@ -184,7 +184,13 @@ fn uv_syncs_a_project_from_pypi() {
         println!("skipping: no uv on PATH and none in the project venv (PRAXIS_PYTHON)");
         return;
     };
-    let d = Daemon::start();
+    // The project venv's uv lies in no tree a command may read: the site
+    // adds it, as an operator adds a shared toolchain.
+    let site = match uv.is_absolute() {
+        true => format!("[sandbox]\nreads = [{:?}]\n", uv.display().to_string()),
+        false => String::new(),
+    };
+    let d = Daemon::start_with(&[("praxis.toml", &site)], &[]);
     std::fs::write(
         d.work().join("pyproject.toml"),
         "[project]\nname = \"e2e\"\nversion = \"0.1.0\"\nrequires-python = \">=3.8\"\n\

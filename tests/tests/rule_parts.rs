@@ -66,6 +66,7 @@ impl Drop for MadeDirs {
 fn a_local_download_into_a_place_that_runs_later_is_held_and_writes_nothing() {
     let d = Daemon::start_in_git();
     let (port, hits) = serve();
+    d.open_loopback(&[port]);
     let url = format!("http://127.0.0.1:{port}/x");
     // The rule allows the local request itself, with a write in the workspace.
     let allowed = d.run(&["--", "curl", "-sS", "-o", "./out.sh", &url]);

@@ -67,6 +67,13 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
     // read-only command may still read from.
     let mut reads = lists.reads_in(&permit.home);
     reads.extend(writable_caches.iter().cloned());
+    reads.extend(daemon.config.sandbox_reads.iter().cloned());
+    // What a command going out through the proxy reads to trust it.
+    reads.extend(
+        egress
+            .into_iter()
+            .flat_map(|hub| [hub.bundle.clone(), hub.ca_cert.clone()]),
+    );
     let run_as = (nix::unistd::geteuid().is_root() && permit.peer.uid != 0).then(|| {
         let groups = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(permit.peer.uid))
             .ok()
