@@ -40,31 +40,12 @@ pub(crate) fn parse(text: &str) -> Vec<Mount> {
         .collect()
 }
 
-/// Undoes the kernel's octal escapes (`\040` for a space, and so on).
+/// A mountinfo field as a path, its octal escapes undone.
 fn unescape(field: &str) -> PathBuf {
     use std::os::unix::ffi::OsStringExt;
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
-        match (bytes[i], octal) {
-            (b'\\', Some(digits)) => {
-                let value = digits
-                    .iter()
-                    .fold(0u32, |acc, d| acc * 8 + u32::from(d - b'0'));
-                out.push(u8::try_from(value).unwrap_or(b'?'));
-                i += 4;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    PathBuf::from(std::ffi::OsString::from_vec(out))
+    PathBuf::from(std::ffi::OsString::from_vec(
+        crate::cgroup::mountinfo::unescape_bytes(field),
+    ))
 }
 
 /// `base` joined with `rest`, without a trailing `/` for an empty `rest`.

@@ -26,7 +26,7 @@
 
 mod base;
 mod error;
-mod mountinfo;
+pub(crate) mod mountinfo;
 mod v1;
 
 use std::fmt;

@@ -39,7 +39,7 @@ pub(crate) fn mount(mountinfo: &str, hierarchy: Hierarchy<'_>) -> Option<(PathBu
 }
 
 /// Undoes mountinfo's octal escapes (`\040` for a space and so on).
-fn unescape(field: &str) -> String {
+pub(crate) fn unescape_bytes(field: &str) -> Vec<u8> {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -58,7 +58,12 @@ fn unescape(field: &str) -> String {
             }
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
+}
+
+/// [`unescape_bytes`] as text (names that are not UTF-8 come out lossy).
+fn unescape(field: &str) -> String {
+    String::from_utf8_lossy(&unescape_bytes(field)).into_owned()
 }
 
 /// The directory of our own cgroup in `hierarchy`: its line of
