@@ -19,6 +19,10 @@ struct Setup {
     plain: Spec,
     git: Spec,
     proxied: Spec,
+    /// The plain spec reading `/` but what it carves out, as restricted
+    /// profiles did before reads were an allow-list: the baseline the
+    /// allow-list is paired with.
+    whole_root: Spec,
 }
 
 fn setup() -> Setup {
@@ -59,10 +63,15 @@ fn setup() -> Setup {
         network: Network::Proxied { port: None },
         ..spec(&plain_ws)
     };
+    let whole_root = Spec {
+        reads: vec![PathBuf::from("/")],
+        ..spec(&plain_ws)
+    };
     Setup {
         plain: spec(&plain_ws),
         git: spec(&git_ws),
         proxied,
+        whole_root,
         _tmp: tmp,
     }
 }
@@ -130,7 +139,14 @@ fn summary() {
     let rounds = 300;
     let (mut plain, mut sandboxed, mut prepare) = (Vec::new(), Vec::new(), Vec::new());
     let mut proxied = Vec::new();
+    let (mut listed, mut whole_root) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
+        for (spec, samples) in [(&s.plain, &mut listed), (&s.whole_root, &mut whole_root)] {
+            let start = Instant::now();
+            let prepared = praxis_sandbox::prepare(spec).unwrap();
+            sandboxed_true(prepared, &spec.workspace);
+            samples.push(start.elapsed());
+        }
         let start = Instant::now();
         plain_true();
         plain.push(start.elapsed());
@@ -153,6 +169,7 @@ fn summary() {
             .collect(),
     );
     let proxied = median(proxied);
+    let (listed, whole_root) = (median(listed), median(whole_root));
     let (plain, sandboxed, prepare) = (median(plain), median(sandboxed), median(prepare));
     let added = sandboxed.saturating_sub(plain);
     println!(
@@ -164,6 +181,12 @@ fn summary() {
         "network summary (median of {rounds}, prepare and spawn): off {off_total:?}, \
          proxied {proxied:?}, added by the namespace and listener handoff {:?}",
         proxied.saturating_sub(off_total)
+    );
+    println!(
+        "read allow-list summary (median of {rounds}, prepare and spawn): allow-list {listed:?}, \
+         reading / {whole_root:?}, added by the allow-list {:?} ({:.2}x, goal <= 200us added)",
+        listed.saturating_sub(whole_root),
+        listed.as_secs_f64() / whole_root.as_secs_f64()
     );
 }
 

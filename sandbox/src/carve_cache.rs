@@ -110,8 +110,8 @@ pub(crate) struct Carved {
     plain: Vec<PathBuf>,
     /// Entries whose resolution went through a symlink, and where to.
     relinks: Vec<(PathBuf, PathBuf)>,
-    /// The mount table the carve saw, when it read one.
-    mount_table: Option<String>,
+    /// The mount table's generation when the carve read it, if it did.
+    mount_generation: Option<u64>,
 }
 
 /// Records what a carve depends on while it is made.
@@ -120,13 +120,7 @@ pub(crate) struct Deps {
     dirs: Vec<PathBuf>,
     plain: Vec<PathBuf>,
     relinks: Vec<(PathBuf, PathBuf)>,
-    mount_table: Option<String>,
-}
-
-/// The daemon's mount table now; empty when it cannot be read (then no
-/// alias is found, and a table that becomes readable redoes the carve).
-fn read_mount_table() -> String {
-    fs::read_to_string(crate::mounts::MOUNTINFO).unwrap_or_default()
+    mount_generation: Option<u64>,
 }
 
 impl Deps {
@@ -146,11 +140,12 @@ impl Deps {
         Ok(resolved)
     }
 
-    /// The mount table, read once per carve and kept to compare.
+    /// The mount table now (empty when it cannot be read: then no alias is
+    /// found); its generation is taken first, so a change while it is read
+    /// redoes the carve at the next look.
     pub(crate) fn mount_table(&mut self) -> String {
-        self.mount_table
-            .get_or_insert_with(read_mount_table)
-            .clone()
+        self.mount_generation = Some(crate::mounts::generation());
+        fs::read_to_string(crate::mounts::MOUNTINFO).unwrap_or_default()
     }
 
     /// Directories the carve listed.
@@ -176,7 +171,7 @@ impl Deps {
             looks: self.dirs.iter().map(|d| Look::take(d)).collect(),
             plain: self.plain,
             relinks: self.relinks,
-            mount_table: self.mount_table,
+            mount_generation: self.mount_generation,
         }
     }
 }
@@ -196,9 +191,8 @@ impl Carved {
                 .iter()
                 .all(|(path, was)| resolve_lenient(path).is_ok_and(|now| now == *was))
             && self
-                .mount_table
-                .as_ref()
-                .is_none_or(|was| *was == read_mount_table())
+                .mount_generation
+                .is_none_or(|was| was == crate::mounts::generation())
     }
 
     /// Whether it may be kept for later commands: every directory it

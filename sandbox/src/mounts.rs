@@ -6,10 +6,43 @@
 //! takes every alias of an excluded path out of the read trees as it takes
 //! the path itself, and a carve is redone when the mount table changes.
 
+use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// Where the mount table of the daemon's namespace is read.
 pub(crate) const MOUNTINFO: &str = "/proc/self/mountinfo";
+
+/// How many times the mount table is known to have changed. The kernel
+/// marks an open `mountinfo` with a priority event on every mount or
+/// unmount in its namespace, and each poll that reports it clears it; so a
+/// poll with no wait tells a change without reading the table. Where the
+/// file cannot be opened, every call counts as a change.
+pub(crate) fn generation() -> u64 {
+    static WATCH: Mutex<Option<File>> = Mutex::new(None);
+    static CHANGES: AtomicU64 = AtomicU64::new(0);
+    let mut watch = WATCH.lock().unwrap_or_else(PoisonError::into_inner);
+    if watch.is_none() {
+        *watch = File::open(MOUNTINFO).ok();
+    }
+    let changed = watch.as_ref().is_none_or(|file| {
+        let mut poll = libc::pollfd {
+            fd: file.as_raw_fd(),
+            events: libc::POLLPRI,
+            revents: 0,
+        };
+        // SAFETY: one pollfd on a live local, no wait.
+        let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+        ready != 0 && (ready < 0 || poll.revents & (libc::POLLPRI | libc::POLLERR) != 0)
+    });
+    if changed {
+        CHANGES.fetch_add(1, Ordering::Relaxed) + 1
+    } else {
+        CHANGES.load(Ordering::Relaxed)
+    }
+}
 
 /// One line of `mountinfo`: which filesystem, which of its directories, and
 /// where that directory shows.
@@ -129,6 +162,12 @@ mod tests {
         assert!(aliases(&mounts, Path::new("/home/dev/.cache/x")).is_empty());
         assert!(aliases(&mounts, Path::new("/proc/self")).is_empty());
         assert!(aliases(&[], Path::new("/home")).is_empty());
+    }
+
+    #[test]
+    fn the_generation_moves_only_when_the_table_does() {
+        let first = generation();
+        assert_eq!(generation(), first, "no mount was made in between");
     }
 
     #[test]
