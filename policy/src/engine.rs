@@ -1610,13 +1610,11 @@ fn hold_unreadable(j: &mut Judged, f: &Facts, readable: &ReadAllowList) {
                 if p.classes & PathClass::Secret.bit() != 0 {
                     j.not_relaxable = true;
                 }
-                if first.is_none() {
-                    first = Some(format!(
-                        "reads `{}`, which commands cannot read; if approved it will read {}",
-                        p.text,
-                        path.display()
-                    ));
-                }
+                // The grant itself is named where the HOLD is shown
+                // ("if approved it will read …").
+                first.get_or_insert_with(|| {
+                    format!("reads `{}`, which commands cannot read", p.text)
+                });
                 if !j.grants.read.contains(&path) {
                     j.grants.read.push(path);
                 }
