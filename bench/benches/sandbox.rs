@@ -45,6 +45,7 @@ fn setup() -> Setup {
         home: home.clone(),
         writable_caches: Vec::new(),
         write_grants: Vec::new(),
+        read_grants: Vec::new(),
         protected: vec![ws.join(".git/hooks"), ws.join(".git/config")],
         reads: reads.clone(),
         secrets: vec![home.join(".ssh"), PathBuf::from("/etc/shadow")],

@@ -135,6 +135,7 @@ pub async fn capture(
         home: home.clone(),
         writable_caches: Vec::new(),
         write_grants: Vec::new(),
+        read_grants: Vec::new(),
         protected: Vec::new(),
         reads: Vec::new(),
         secrets: Vec::new(),

@@ -105,6 +105,9 @@ pub struct Context {
     /// the regression corpus, benchmarks): programs absent from `resolved` are
     /// taken as found outside any writable tree. Never set this when serving.
     pub resolution_skipped: bool,
+    /// Trees the host lets every command read besides the policy's read
+    /// trees (a site's `[sandbox] reads`): reads inside them need no grant.
+    pub reads: Vec<PathBuf>,
     /// Paths (absolute) the caller checked and found to exist.
     pub existing: Vec<PathBuf>,
     /// The repository's remotes, name to URL (from its git config), so

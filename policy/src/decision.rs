@@ -49,30 +49,30 @@ impl fmt::Display for Destination {
 }
 
 /// What a command may do beyond its sandbox profile: the paths outside the
-/// workspace (or protected inside it) it writes, and the destinations it
-/// connects to. An ALLOW, or an approved HOLD, runs with exactly these.
+/// workspace (or protected inside it) it writes, the paths outside its read
+/// trees (or secret) it reads, and the destinations it connects to. An
+/// ALLOW, or an approved HOLD, runs with exactly these.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grants {
     /// Exact paths (absolute, normalized) the command may create or change.
     pub write: Vec<PathBuf>,
+    /// Exact paths (absolute, normalized) the command may read beyond its
+    /// read trees; a secret among them is readable for this command alone.
+    #[serde(default)]
+    pub read: Vec<PathBuf>,
     /// Exact destinations the command may connect to; empty means no network.
     pub connect: Vec<Destination>,
 }
 
 impl Grants {
     pub fn is_empty(&self) -> bool {
-        self.write.is_empty() && self.connect.is_empty()
+        self.write.is_empty() && self.read.is_empty() && self.connect.is_empty()
     }
 
     /// Adds what `other` grants, keeping the first occurrence's order.
     pub fn extend(&mut self, other: &Grants) {
-        // A set keeps this linear in the paths of a request with thousands.
-        let mut seen: std::collections::HashSet<PathBuf> = self.write.iter().cloned().collect();
-        for w in &other.write {
-            if seen.insert(w.clone()) {
-                self.write.push(w.clone());
-            }
-        }
+        extend_paths(&mut self.write, &other.write);
+        extend_paths(&mut self.read, &other.read);
         for c in &other.connect {
             if !self.connect.contains(c) {
                 self.connect.push(c.clone());
@@ -80,12 +80,15 @@ impl Grants {
         }
     }
 
-    /// "will write /tmp/x/out; will connect to pypi.org:443", or "no grants".
+    /// "will write /tmp/x/out; will read /srv/notes; will connect to
+    /// pypi.org:443", or "no grants".
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
-        if !self.write.is_empty() {
-            let paths: Vec<String> = self.write.iter().map(|p| p.display().to_string()).collect();
-            parts.push(format!("will write {}", paths.join(", ")));
+        for (verb, paths) in [("write", &self.write), ("read", &self.read)] {
+            if !paths.is_empty() {
+                let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                parts.push(format!("will {verb} {}", paths.join(", ")));
+            }
         }
         if !self.connect.is_empty() {
             let to: Vec<String> = self.connect.iter().map(ToString::to_string).collect();
@@ -95,6 +98,17 @@ impl Grants {
             "no grants beyond its profile (no network)".to_owned()
         } else {
             parts.join("; ")
+        }
+    }
+}
+
+/// Adds the paths of `more` not yet in `paths`, keeping the first occurrence's order.
+fn extend_paths(paths: &mut Vec<PathBuf>, more: &[PathBuf]) {
+    // A set keeps this linear in the paths of a request with thousands.
+    let mut seen: std::collections::HashSet<PathBuf> = paths.iter().cloned().collect();
+    for p in more {
+        if seen.insert(p.clone()) {
+            paths.push(p.clone());
         }
     }
 }
@@ -155,8 +169,9 @@ pub struct Decision {
     pub reason: String,
     pub rule_ids: Vec<String>,
     pub profile: Profile,
-    /// The exact writes outside the profile and network destinations an
-    /// ALLOW (or an approved HOLD) runs with. Empty on STOP.
+    /// The exact writes outside the profile, reads outside its read trees
+    /// and network destinations an ALLOW (or an approved HOLD) runs with.
+    /// Empty on STOP.
     pub grants: Grants,
     /// The command reaches root through sudo/doas/… .
     pub escalation: bool,
@@ -212,12 +227,13 @@ mod tests {
         let mut g = Grants::default();
         assert!(g.summary().contains("no network"));
         g.write.push(PathBuf::from("/tmp/x/out"));
+        g.read.push(PathBuf::from("/srv/notes"));
         g.connect.push(Destination::parse("pypi.org:443").unwrap());
         g.extend(&g.clone());
-        assert_eq!(g.write.len(), 1);
+        assert_eq!((g.write.len(), g.read.len()), (1, 1));
         assert_eq!(
             g.summary(),
-            "will write /tmp/x/out; will connect to pypi.org:443"
+            "will write /tmp/x/out; will read /srv/notes; will connect to pypi.org:443"
         );
     }
 }

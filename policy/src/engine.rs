@@ -25,6 +25,9 @@ pub use crate::shell::display_command;
 use crate::shell::{self, DecisionExample, Launchers, Script, SimpleCommand, Wrappers};
 use crate::{Context, Profile, Resolution, Tier, Verdict};
 
+mod reads;
+use reads::{ReadAllowList, Unreadable};
+
 /// A policy file's name (for error messages) and text.
 #[derive(Clone, Copy, Debug)]
 pub struct Source<'a> {
@@ -824,12 +827,19 @@ impl Policy {
             ..dirs.frame(context)
         };
         let facts = classify_script(script, &self.tables, &frame);
+        let texts: Vec<String> = script.commands.iter().map(display_command).collect();
+        let mut judged: Vec<Judged> = script
+            .commands
+            .iter()
+            .zip(&facts)
+            .zip(&texts)
+            .map(|((cmd, f), text)| self.judge(cmd, f, text, request.role, posture, context))
+            .collect();
+        let readable = self.read_allow_list(&judged, context);
         let mut commands = Vec::with_capacity(script.commands.len());
-        let mut judged = Vec::with_capacity(script.commands.len());
-        for (cmd, f) in script.commands.iter().zip(&facts) {
-            let text = display_command(cmd);
-            let mut j = self.judge(cmd, f, &text, request.role, posture, context);
-            self.hold_closed_loopback(&mut j, context);
+        for ((f, text), j) in facts.iter().zip(texts).zip(&mut judged) {
+            hold_unreadable(j, f, &readable);
+            self.hold_closed_loopback(j, context);
             commands.push(CommandJudgment {
                 command: self.redactor.redact_str(&text).into_owned(),
                 program: f.program.clone(),
@@ -841,7 +851,6 @@ impl Policy {
                 shape: self.shape(f),
                 parts: j.parts.clone(),
             });
-            judged.push(j);
         }
         let mut decision = Decision {
             decision: Verdict::Allow,
@@ -1085,6 +1094,7 @@ impl Policy {
             profile: default_profile,
             grants: Grants {
                 write: Vec::new(),
+                read: Vec::new(),
                 connect: f.connect.clone(),
             },
             ungranted: f
@@ -1171,6 +1181,25 @@ impl Policy {
             tier.as_str()
         );
         (out, None)
+    }
+
+    /// What the request's commands can read without a grant: the read trees
+    /// (the policy's, with the home put in, and the host's own) and what
+    /// the request is granted to write.
+    fn read_allow_list(&self, judged: &[Judged], ctx: &Context) -> ReadAllowList {
+        let trees = self
+            .sandbox
+            .reads_in(&ctx.home)
+            .iter()
+            .chain(&ctx.reads)
+            .filter_map(|t| text_of(t))
+            .collect();
+        let written = judged
+            .iter()
+            .flat_map(|j| &j.grants.write)
+            .filter_map(|w| text_of(w))
+            .collect();
+        ReadAllowList::new(trees, written)
     }
 
     /// A command that would reach this machine on a port outside
@@ -1562,6 +1591,59 @@ fn hold_shared_config_grant(
         );
     }
 }
+
+/// A command that reads a path its sandbox does not let it read is held
+/// (whatever allowed it, a STOP aside), and carries a grant of that exact
+/// path, so an approval runs it able to read that path and nothing more. A
+/// secret's read grant keeps the HOLD out of memory's reach.
+fn hold_unreadable(j: &mut Judged, f: &Facts, readable: &ReadAllowList) {
+    if j.verdict == Verdict::Stop || j.profile == Profile::Full {
+        return;
+    }
+    let mut first = None;
+    for p in &f.paths {
+        let Some(unreadable) = readable.unreadable(p) else {
+            continue;
+        };
+        match unreadable {
+            Unreadable::Grantable(path) => {
+                if p.classes & PathClass::Secret.bit() != 0 {
+                    j.not_relaxable = true;
+                }
+                // The grant itself is named where the HOLD is shown
+                // ("if approved it will read …").
+                first.get_or_insert_with(|| {
+                    format!("reads `{}`, which commands cannot read", p.text)
+                });
+                if !j.grants.read.contains(&path) {
+                    j.grants.read.push(path);
+                }
+            }
+            Unreadable::Ungrantable => {
+                let why = format!(
+                    "no read grant: `{}` is not one path an approval can grant",
+                    p.text
+                );
+                first.get_or_insert_with(|| {
+                    format!("reads `{}`, which commands cannot read ({why})", p.text)
+                });
+                if !j.ungranted.contains(&why) {
+                    j.ungranted.push(why);
+                }
+            }
+        }
+    }
+    if let Some(reason) = first
+        && j.verdict == Verdict::Allow
+    {
+        j.verdict = Verdict::Hold;
+        j.rule_ids = vec![String::from(UNREADABLE)];
+        j.reason = reason;
+    }
+}
+
+/// The rule id of [`hold_unreadable`].
+const UNREADABLE: &str = "read.outside-allow-list";
 
 /// The rule id of [`Policy::hold_closed_loopback`].
 const CLOSED_LOOPBACK: &str = "loopback.port";

@@ -312,6 +312,11 @@ pub struct Spec {
     /// not be a symlink (the daemon creates a new one for the caller before
     /// the spawn): Landlock grants inodes, not names.
     pub write_grants: Vec<PathBuf>,
+    /// Exact paths that this command may read beyond its read trees, as its
+    /// decision granted them, in every restricted profile. A secret granted
+    /// here is readable for this command (secrets inside a granted directory
+    /// are not). One that is absent or a symlink gets no rule.
+    pub read_grants: Vec<PathBuf>,
     /// Paths kept unwritable inside writable trees: absolute, or relative
     /// names (`.git/hooks`) applied under every writable tree. A final
     /// component ending in `*` matches by prefix. One that a write grant
@@ -320,8 +325,7 @@ pub struct Spec {
     pub protected: Vec<PathBuf>,
     /// Trees a restricted profile may read besides the workspace, the
     /// writable trees and the write grants: the system trees programs need,
-    /// the tool dirs of the home, and what the decision granted to read.
-    /// Absolute. One that is absent or a symlink gets no rule (its target is
+    /// the tool dirs of the home. Absolute. One that is absent or a symlink gets no rule (its target is
     /// readable only where it lies in a read tree itself). Nothing else is
     /// readable: the rules name inodes, so another path or mount to an
     /// unlisted file reaches nothing.

@@ -269,15 +269,43 @@ fn expand_entries(
     Ok(out)
 }
 
-/// The protected paths the decision did not grant: a protected path that a
+/// The guarded paths the decision did not grant: a protected path that a
 /// write grant names exactly is left unpinned (and uncarved) for this
-/// command, so the write it was allowed or approved for can happen; every
-/// other one, those inside or around a granted path included, stays guarded.
-fn unless_granted(protected: Vec<PathBuf>, write_grants: &[PathBuf]) -> Vec<PathBuf> {
-    protected
+/// command, so the write it was allowed or approved for can happen, and a
+/// secret that a read grant names exactly is left unmasked; every other
+/// one, those inside or around a granted path included, stays guarded.
+fn unless_granted(guarded: Vec<PathBuf>, grants: &[PathBuf]) -> Vec<PathBuf> {
+    guarded
         .into_iter()
-        .filter(|path| !write_grants.contains(path))
+        .filter(|path| !grants.contains(path))
         .collect()
+}
+
+/// The rules of a decision's read grants: each existing path that is no
+/// symlink, with the secrets below it carved out (a secret it names itself
+/// is granted: `secrets` holds the others).
+fn read_grant_rules(
+    read_grants: &[PathBuf],
+    secrets: &[PathBuf],
+) -> Result<Vec<fs_rules::Rule>, SandboxError> {
+    let mut grants = Vec::new();
+    for path in read_grants {
+        absolute(path, "read grant")?;
+        if fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_symlink()) {
+            grants.push(Grant {
+                path: path.clone(),
+                access: fs_rules::read_rights(),
+            });
+        }
+    }
+    let exclusions: Vec<Exclusion> = secrets
+        .iter()
+        .map(|path| Exclusion {
+            path: path.clone(),
+            withheld: fs_rules::secret_withheld(),
+        })
+        .collect();
+    Ok(fs_rules::carve(&grants, &exclusions, &mut Vec::new())?)
 }
 
 /// Carves the filesystem grants of `key` (the scratch dir aside: it is
@@ -461,8 +489,16 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     // With mounts, secrets inside writable trees are covered and protected
     // paths pinned (writable trees are granted whole); without, the carve
     // took both out of them.
+    // A secret the decision granted to read is no secret for this command:
+    // neither carved out of its grant nor masked.
+    let granted_reads: Vec<PathBuf> = spec
+        .read_grants
+        .iter()
+        .map(|p| fs_rules::resolve_lenient(p))
+        .collect::<Result<_, _>>()?;
+    let kept_secrets = unless_granted(carved.secrets.clone(), &granted_reads);
     let pin_plan = if can_mount {
-        pins::plan(&writable_roots, &protected, &carved.secrets)?
+        pins::plan(&writable_roots, &protected, &kept_secrets)?
     } else {
         PinPlan::default()
     };
@@ -488,7 +524,8 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
                 access: fs_rules::write_rights(),
             });
         }
-        let grant_rules = fs_rules::carve(&grants, &carved.write_exclusions, &mut Vec::new())?;
+        let mut grant_rules = fs_rules::carve(&grants, &carved.write_exclusions, &mut Vec::new())?;
+        grant_rules.extend(read_grant_rules(&spec.read_grants, &kept_secrets)?);
         fs_rules::add_rules(&made.ruleset, &grant_rules)?;
         rule_count += grant_rules.len();
     }

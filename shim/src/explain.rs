@@ -174,6 +174,9 @@ fn gather_context(
             .and_then(|r| git_config_file(r, |p| fs::read_to_string(p).ok())),
         resolved,
         resolution_skipped: false,
+        // A site's `[sandbox] reads` are in the daemon's config: its
+        // decision lets reads there run without a grant.
+        reads: Vec::new(),
         existing: Vec::new(),
         scratch: Default::default(),
     }

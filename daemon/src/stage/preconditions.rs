@@ -161,6 +161,8 @@ pub fn gather(
             config.layout.config_dir.clone(),
         ],
         praxis_ports: config.praxis_ports(),
+        // The site's read trees: reads inside them need no grant.
+        reads: config.sandbox_reads.clone(),
         git_remotes: git_config
             .as_deref()
             .and_then(|c| fs::read_to_string(c).ok())

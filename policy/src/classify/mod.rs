@@ -149,6 +149,9 @@ pub struct PathUse {
     pub classes: Classes,
     /// Names exactly one path: no expansion, no glob.
     pub exact: bool,
+    /// The program opens the path (reads, lists or changes it); false for
+    /// one it only names (`stat`, `realpath`, a link's target).
+    pub opens: bool,
 }
 
 /// What the classifier found about one simple command.
@@ -499,7 +502,17 @@ impl Classifier<'_, '_> {
             access,
             classes: located.classes,
             exact: !word.dynamic && !word.glob,
+            opens: true,
         });
+    }
+
+    /// Adds a path the program names without opening it.
+    fn add_named(&self, facts: &mut Facts, word: &Word) {
+        let before = facts.paths.len();
+        self.add_path(facts, word, Access::Read);
+        for p in &mut facts.paths[before..] {
+            p.opens = false;
+        }
     }
 
     /// A literal path under a shared scratch tree, created or written, that
@@ -537,6 +550,16 @@ impl Classifier<'_, '_> {
             Operands::Read => operands
                 .iter()
                 .for_each(|w| self.add_path(facts, w, Access::Read)),
+            Operands::Name => operands.iter().for_each(|w| self.add_named(facts, w)),
+            Operands::Link => {
+                for (i, w) in operands.iter().enumerate() {
+                    if i + 1 == n && n > 1 {
+                        self.add_path(facts, w, Access::Create);
+                    } else {
+                        self.add_named(facts, w);
+                    }
+                }
+            }
             Operands::ReadAfterFirst => files
                 .iter()
                 .for_each(|w| self.add_path(facts, w, Access::Read)),
@@ -1350,9 +1373,13 @@ impl Classifier<'_, '_> {
             Operands::Delete | Operands::Move => Access::Delete,
             Operands::Write | Operands::WriteAfterFirst | Operands::Copy => Access::Write,
             Operands::Append => Access::Append,
-            Operands::Create | Operands::CreateAfterFirst => Access::Create,
+            Operands::Create | Operands::CreateAfterFirst | Operands::Link => Access::Create,
             Operands::MetaAfterFirst => Access::Meta,
-            Operands::None | Operands::Read | Operands::ReadAfterFirst | Operands::KeyValue => {
+            Operands::None
+            | Operands::Read
+            | Operands::Name
+            | Operands::ReadAfterFirst
+            | Operands::KeyValue => {
                 return;
             }
         };

@@ -106,6 +106,7 @@ impl Classifier<'_, '_> {
                 access: Access::Read,
                 classes: classes | secret,
                 exact: !word.dynamic && !word.glob,
+                opens: true,
             });
             return;
         }
@@ -294,6 +295,7 @@ impl Classifier<'_, '_> {
                 access: Access::Read,
                 classes: c,
                 exact: !word.dynamic,
+                opens: true,
             });
         }
     }

@@ -35,6 +35,9 @@ pub struct Case {
     /// The exact write grants expected (absolute paths), when given.
     #[serde(default)]
     pub write: Option<Vec<String>>,
+    /// The exact read grants expected (absolute paths), when given.
+    #[serde(default)]
+    pub read: Option<Vec<String>>,
     /// The exact destinations expected (`host:port`), when given.
     #[serde(default)]
     pub connect: Option<Vec<String>>,
@@ -91,10 +94,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn write_matches(&self) -> bool {
-        self.case.write.as_ref().is_none_or(|want| {
-            want.iter().map(PathBuf::from).collect::<Vec<_>>() == self.grants.write
-        })
+    fn paths_match(want: Option<&Vec<String>>, got: &[PathBuf]) -> bool {
+        want.is_none_or(|want| want.iter().map(PathBuf::from).collect::<Vec<_>>() == got)
+    }
+
+    fn grants_match(&self) -> bool {
+        Self::paths_match(self.case.write.as_ref(), &self.grants.write)
+            && Self::paths_match(self.case.read.as_ref(), &self.grants.read)
+            && self.connect_matches()
     }
 
     fn connect_matches(&self) -> bool {
@@ -112,8 +119,7 @@ impl Outcome {
     pub fn passed(&self) -> bool {
         self.decision == self.case.expect
             && self.case.tier.is_none_or(|t| t == self.tier)
-            && self.write_matches()
-            && self.connect_matches()
+            && self.grants_match()
     }
 
     /// `file:line: command: expected X, got Y (rules; reason)`.
@@ -124,13 +130,14 @@ impl Outcome {
             }
             _ => String::new(),
         };
-        let grants = if self.write_matches() && self.connect_matches() {
+        let grants = if self.grants_match() {
             String::new()
         } else {
             format!(
-                " grants `{}` (want write {:?}, connect {:?})",
+                " grants `{}` (want write {:?}, read {:?}, connect {:?})",
                 self.grants.summary(),
                 self.case.write,
+                self.case.read,
                 self.case.connect
             )
         };

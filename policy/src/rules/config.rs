@@ -245,6 +245,12 @@ pub enum Operands {
     #[default]
     None,
     Read,
+    /// Named, never opened: the program looks the path up (`stat`,
+    /// `realpath`), which needs no right to read it.
+    Name,
+    /// The last operand is created, the others only named (`ln`: a link's
+    /// target is never opened).
+    Link,
     /// The first operand is a pattern or script, the rest are read.
     ReadAfterFirst,
     /// The first operand is a script, the rest are rewritten in place (`sed -i`).
@@ -258,7 +264,7 @@ pub enum Operands {
     /// The first operand is a mode or owner, the rest have metadata changed.
     MetaAfterFirst,
     Delete,
-    /// The last operand is written, the others read (`cp`, `install`, `ln`).
+    /// The last operand is written, the others read (`cp`, `install`).
     Copy,
     /// The last operand is written, the others deleted (`mv`).
     Move,

@@ -66,6 +66,7 @@ impl Fixture {
             home: self.home.clone(),
             writable_caches: Vec::new(),
             write_grants: Vec::new(),
+            read_grants: Vec::new(),
             protected: [".git/hooks", ".git/config", ".mcp.json"]
                 .iter()
                 .map(|p| self.ws.join(p))

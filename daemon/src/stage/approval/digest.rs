@@ -46,6 +46,9 @@ pub fn request_digest(
     for path in &access.write {
         field(b"w", path.as_os_str().as_encoded_bytes());
     }
+    for path in &access.read {
+        field(b"r", path.as_os_str().as_encoded_bytes());
+    }
     for dest in &access.connect {
         field(b"n", dest.to_string().as_bytes());
     }
@@ -109,7 +112,17 @@ mod tests {
                 Profile::ReadOnly,
                 &Grants {
                     write: vec![PathBuf::from("/tmp/out")],
-                    connect: Vec::new(),
+                    ..Grants::default()
+                },
+                &[],
+            ),
+            request_digest(
+                "d",
+                &cwd,
+                Profile::ReadOnly,
+                &Grants {
+                    read: vec![PathBuf::from("/tmp/out")],
+                    ..Grants::default()
                 },
                 &[],
             ),

@@ -101,6 +101,7 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
         home: permit.home.clone(),
         writable_caches,
         write_grants: permit.decision.grants.write.clone(),
+        read_grants: permit.decision.grants.read.clone(),
         protected,
         reads,
         secrets,
