@@ -176,6 +176,7 @@ fn gather_context(
         resolution_skipped: false,
         existing: Vec::new(),
         scratch: Default::default(),
+        tools: Default::default(),
     }
 }
 
@@ -233,6 +234,7 @@ fn judge(args: &ExplainArgs) -> Decision {
                 .ok()
                 .map(|m| Entry::from_mode(m.uid(), m.mode()))
         });
+    context.tools = host::own_tools(policy.tools_to_probe(&analysis, &context));
     policy.decide(&request, &analysis, &context)
 }
 
