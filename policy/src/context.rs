@@ -116,6 +116,13 @@ pub struct Context {
     /// The repository's own config file (see [`git_config_file`]): what a
     /// decision on a command that changes it grants.
     pub git_config: Option<PathBuf>,
+    /// Programs named by a path inside a tree the request can write (of
+    /// [`crate::Policy::tools_to_probe`]) that the host found to be a
+    /// project's own tool, as its package manager installed it (a virtual
+    /// environment's entry point, a `node_modules/.bin` link): the absolute
+    /// path to the program name it is judged as. Any other such program is
+    /// judged as the workspace's own code.
+    pub tools: BTreeMap<PathBuf, String>,
     /// States of the shared-scratch paths of [`crate::Policy::scratch_to_probe`].
     /// A path absent from this map was not looked at: it is not scratch.
     pub scratch: BTreeMap<PathBuf, ScratchState>,

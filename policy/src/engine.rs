@@ -383,6 +383,7 @@ fn build_tables(
                 .collect(),
         },
         launchers: launchers.clone(),
+        information_flags: file.information.flags.clone(),
     })
 }
 
@@ -661,7 +662,9 @@ impl Policy {
             .examples
             .iter()
             .chain(&file.exec_env.examples)
-            .chain(file.exec_options.iter().flat_map(|o| &o.examples));
+            .chain(file.exec_options.iter().flat_map(|o| &o.examples))
+            .chain(&file.information.examples)
+            .chain(file.programs.iter().flat_map(|p| &p.examples));
         policy.check_decision_examples(&patterns, table_examples)?;
         // Examples are judged with the built-in ports: what the shipped file
         // says must hold whatever an operator opens. A rule that names a
@@ -731,8 +734,8 @@ impl Policy {
         }
     }
 
-    /// Every example of the `[argument_paths]`, `[exec_env]` and
-    /// `[[exec_option]]` tables must get its decision, judged as role `agent`
+    /// Every example of the `[argument_paths]`, `[exec_env]`,
+    /// `[[exec_option]]`, `[information]` and `[[program]]` tables must get its decision, judged as role `agent`
     /// in [`example_context`].
     fn check_decision_examples<'e>(
         &self,
@@ -1407,6 +1410,23 @@ impl Policy {
         out
     }
 
+    /// Programs the request names by a path inside a tree it can write, to
+    /// be checked for being a project's own tool into [`Context::tools`].
+    pub fn tools_to_probe(&self, analysis: &Analysis, context: &Context) -> Vec<PathBuf> {
+        let facts = classify_script(
+            &analysis.script,
+            &self.tables,
+            &dirs(context).frame(context),
+        );
+        let mut out: Vec<PathBuf> = facts
+            .iter()
+            .filter_map(|f| f.local_program.as_ref().map(PathBuf::from))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Paths the request names, to be checked for existence into [`Context::existing`].
     pub fn paths_to_probe(&self, analysis: &Analysis, context: &Context) -> Vec<PathBuf> {
         if !self.rules.rules.iter().any(Rule::wants_existence) {
@@ -1698,6 +1718,7 @@ impl Dirs {
             private_tmpdir: false,
             git_remotes: &ctx.git_remotes,
             scratch: &ctx.scratch,
+            tools: &ctx.tools,
         }
     }
 }

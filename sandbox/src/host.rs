@@ -142,6 +142,46 @@ pub fn is_virtualenv_entry(path: &Path) -> bool {
         .is_some_and(|dir| same_dir(dir, bin))
 }
 
+/// The program a file named by its path inside a writable tree is, when it
+/// is a project's own tool as its package manager installed it: an entry
+/// point of a Python virtual environment (`.venv/bin/pip`, the same check as
+/// for an activated one, [`is_virtualenv_entry`]), or a symlink in
+/// `node_modules/.bin` or Composer's `vendor/bin` to a file of its own name
+/// (extension aside) inside a package of that same tree
+/// (`node_modules/.bin/jest` to `node_modules/jest/bin/jest.js`). The name
+/// is the file's own; anything else is None.
+pub fn own_tool(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?.to_owned();
+    if is_virtualenv_entry(path) {
+        return Some(name);
+    }
+    let bin = path.parent()?;
+    let tree = bin.parent()?;
+    let layout = (bin.file_name()?.to_str()?, tree.file_name()?.to_str()?);
+    if !matches!(layout, (".bin", "node_modules") | ("bin", "vendor")) {
+        return None;
+    }
+    if !fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return None;
+    }
+    let target = fs::canonicalize(path).ok()?;
+    let packages = fs::canonicalize(tree).ok()?;
+    let inside = target.strip_prefix(&packages).ok()?;
+    // A package's file, not the bin directory itself.
+    let in_package = inside.components().count() > 1
+        && inside.components().next()?.as_os_str() != bin.file_name()?;
+    let same_name = target.file_stem()?.to_str()? == name;
+    (in_package && same_name && fs::metadata(&target).is_ok_and(|m| m.is_file())).then_some(name)
+}
+
+/// [`own_tool`] of each path, for those that are one.
+pub fn own_tools(paths: Vec<PathBuf>) -> std::collections::BTreeMap<PathBuf, String> {
+    paths
+        .into_iter()
+        .filter_map(|p| own_tool(&p).map(|name| (p, name)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,5 +246,31 @@ mod tests {
         assert!(is_virtualenv_entry(&through_link));
         assert!(!is_virtualenv_entry(&foreign), "another interpreter");
         assert!(!is_virtualenv_entry(&bin.join("missing")));
+        assert_eq!(own_tool(&entry).as_deref(), Some("pytest"));
+        assert_eq!(own_tool(&foreign), None);
+    }
+
+    #[test]
+    fn package_links_are_tools_of_their_own_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let modules = tmp.path().join("node_modules");
+        let dot_bin = modules.join(".bin");
+        fs::create_dir_all(modules.join("jest/bin")).unwrap();
+        fs::create_dir_all(&dot_bin).unwrap();
+        fs::write(modules.join("jest/bin/jest.js"), "").unwrap();
+        let link = |name: &str, target: &str| {
+            let path = dot_bin.join(name);
+            std::os::unix::fs::symlink(target, &path).unwrap();
+            path
+        };
+        let jest = link("jest", "../jest/bin/jest.js");
+        let renamed = link("curl", "../jest/bin/jest.js");
+        let outside = link("ls", "/bin/ls");
+        fs::write(dot_bin.join("plain"), "#!/bin/sh\n").unwrap();
+        assert_eq!(own_tool(&jest).as_deref(), Some("jest"));
+        assert_eq!(own_tool(&renamed), None, "a link names its package's file");
+        assert_eq!(own_tool(&outside), None, "a link out of node_modules");
+        assert_eq!(own_tool(&dot_bin.join("plain")), None, "not a link");
+        assert_eq!(own_tool(&tmp.path().join("jest")), None);
     }
 }

@@ -179,6 +179,7 @@ fn gather_context(
         reads: Vec::new(),
         existing: Vec::new(),
         scratch: Default::default(),
+        tools: Default::default(),
     }
 }
 
@@ -236,6 +237,7 @@ fn judge(args: &ExplainArgs) -> Decision {
                 .ok()
                 .map(|m| Entry::from_mode(m.uid(), m.mode()))
         });
+    context.tools = host::own_tools(policy.tools_to_probe(&analysis, &context));
     policy.decide(&request, &analysis, &context)
 }
 

@@ -325,3 +325,64 @@ fn git_clones_and_fetches_through_the_proxy() {
     ok(&d.run(&["--", "git", "clone", "-q", "--depth", "1", public, "public"]));
     reached(&d, &["github.com"]);
 }
+
+/// Ordinary work judged as what it is: the virtualenv's pip named by its
+/// path gets PyPI and installs; a dry run and liveness checks run (`kill -0
+/// 1` was stopped as a signal to init); a version query of a program planted
+/// on `PATH` inside the workspace stays held.
+#[test]
+fn a_venv_pip_named_by_path_installs_and_dry_runs_and_liveness_checks_run() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let d = Daemon::start_in_git();
+    ok(&d.run(&["--", "python3", "-m", "venv", ".venv"]));
+    ok(&d.run(&[
+        "--",
+        ".venv/bin/pip",
+        "install",
+        "--no-cache-dir",
+        "six==1.17.0",
+    ]));
+    six_is_installed(&d, ".venv/bin/python");
+    reached(&d, &["pypi.org", "files.pythonhosted.org"]);
+
+    std::fs::write(d.work().join("stray.txt"), "x\n").unwrap();
+    let dry = d.run(&["--", "git", "clean", "-n"]);
+    ok(&dry);
+    assert!(
+        String::from_utf8_lossy(&dry.stdout).contains("Would remove stray.txt"),
+        "{dry:?}"
+    );
+    assert!(d.work().join("stray.txt").exists(), "a dry run removed it");
+
+    let alive = d.run(&[
+        "-c",
+        "kill -0 $$ && echo alive; kill -0 1 2>/dev/null; echo checked",
+    ]);
+    ok(&alive);
+    assert_eq!(
+        String::from_utf8_lossy(&alive.stdout),
+        "alive\nchecked\n",
+        "{alive:?}"
+    );
+
+    let bin = d.work().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let planted = bin.join("praxis-planted-tool");
+    std::fs::write(&planted, "#!/bin/sh\necho planted > pwned\n").unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let held = d
+        .cmd(&common::bin("praxis-run"))
+        .args(["--", "praxis-planted-tool", "--version"])
+        .env("PATH", path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(held.status.code(), Some(125), "{held:?}");
+    assert!(!d.work().join("pwned").exists(), "the planted tool ran");
+}

@@ -190,6 +190,8 @@ pub fn gather(
             .ok()
             .map(|m| Entry::from_mode(m.uid(), m.mode()))
     });
+    // Programs named by a path in a writable tree: a project's own tool?
+    context.tools = host::own_tools(policy.tools_to_probe(analysis, &context));
     Ok(Gathered { context, path_var })
 }
 

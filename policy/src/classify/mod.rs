@@ -66,9 +66,11 @@ pub enum Fact {
     ExecOption,
     /// Inline code names a system path.
     CodeNamesSystemPath,
+    /// `kill` sends a signal to init or to every process (`kill -9 -1`).
+    SignalsEveryProcess,
 }
 
-const FACTS: [(Fact, &str); 22] = [
+const FACTS: [(Fact, &str); 23] = [
     (Fact::Escalated, "escalated"),
     (Fact::ForkBomb, "fork_bomb"),
     (Fact::FetchToInterpreter, "fetch_to_interpreter"),
@@ -91,6 +93,7 @@ const FACTS: [(Fact, &str); 22] = [
     (Fact::ExecEnv, "exec_env"),
     (Fact::ExecOption, "exec_option"),
     (Fact::CodeNamesSystemPath, "code_names_system_path"),
+    (Fact::SignalsEveryProcess, "signals_every_process"),
 ];
 
 impl Fact {
@@ -173,6 +176,9 @@ pub struct Facts {
     pub connect: Vec<Destination>,
     /// Why some destination it needs is not known (so not granted).
     pub unknown_destinations: Vec<String>,
+    /// The absolute path of a program named by its path inside a tree the
+    /// request can write (`./a.out`, `.venv/bin/pip`).
+    pub local_program: Option<String>,
     /// Names of the environment variables it sets (`NAME=v cmd`, `env`, `export`).
     pub env: Vec<String>,
     /// Why the tier is what it is, for explanations.
@@ -248,6 +254,8 @@ pub struct Tables {
     pub argument_paths: ArgumentPaths,
     /// `[exec_env]` and `[[exec_option]]`.
     pub launchers: Launchers,
+    /// `[information]`: flags that, alone, ask only for a version or usage.
+    pub information_flags: Vec<String>,
 }
 
 /// One `[git_config] writers` entry: `remote add`, `branch -u`.
@@ -440,6 +448,9 @@ fn sub_matches(pattern: &[String], operands: &[&Word]) -> bool {
 struct Classifier<'t, 'f> {
     tables: &'t Tables,
     frame: &'f Frame<'f>,
+    /// Literal shared-scratch paths earlier commands of the request create
+    /// or write as the caller's own (`cc -o /tmp/a.out`).
+    written: &'f [String],
 }
 
 impl Classifier<'_, '_> {
@@ -624,6 +635,15 @@ impl Classifier<'_, '_> {
     /// Classifies `program args` against the table (no redirects, no stdin).
     fn argv(&self, program: &str, args: &[Word], facts: &mut Facts) {
         facts.program = program.to_owned();
+        if let [only] = args
+            && !only.dynamic
+            && self.tables.information_flags.contains(&only.text)
+        {
+            facts.tier = Some(Tier::ReadOnly);
+            facts.flags = vec![only.text.clone()];
+            facts.note = format!("`{program} {}` only prints information", only.text);
+            return;
+        }
         let Some(entry) = self.tables.programs.get(program) else {
             facts.set(Fact::UnknownProgram);
             facts.tier = None;
@@ -688,8 +708,19 @@ impl Classifier<'_, '_> {
                 connect.extend(raise.connect.iter().cloned());
             }
         }
+        let dry_run = tier.is_some()
+            && parsed.flags.iter().any(|f| {
+                entry.dry_run_flags.contains(f) || sub.is_some_and(|s| s.dry_run_flags.contains(f))
+            })
+            && !rest.iter().any(|w| is_remote(&w.text));
+        if dry_run {
+            // It only shows what it would do: nothing is written.
+            tier = Some(Tier::ReadOnly);
+            operands = Operands::Read;
+        }
         facts.tier = tier;
         facts.note = match (tier, sub) {
+            (Some(_), _) if dry_run => format!("`{program}` is asked for a dry run: read_only"),
             (None, _) => format!("`{program}` with these arguments is not in the table"),
             (Some(t), Some(s)) => format!("`{program} {}` is {}", s.words.join(" "), t.as_str()),
             (Some(t), None) => format!("`{program}` is {}", t.as_str()),
@@ -717,7 +748,7 @@ impl Classifier<'_, '_> {
             } else {
                 None
             };
-            if entry.output_flags.contains(flag) {
+            if entry.output_flags.contains(flag) && !dry_run {
                 self.add_path(facts, &literal(value), Access::Write);
             } else if let Some(file) = read.filter(|f| !f.is_empty()) {
                 self.add_path(facts, &literal(file), Access::Read);
@@ -831,6 +862,7 @@ impl Classifier<'_, '_> {
                 }
             }
             "find" => self.find(args, facts),
+            "kill" => kill(args, facts),
             "git" => match facts.sub.first().map(String::as_str) {
                 Some("push") => {
                     if facts.operands.iter().any(|op| op.starts_with('+')) {
@@ -1090,6 +1122,54 @@ impl Classifier<'_, '_> {
     }
 }
 
+/// `kill`'s signal and targets. Signal 0 sends nothing: it only asks whether
+/// the processes exist. A target of 1 or -1 (in any spelling the shell reads
+/// as that number) is init or every process.
+fn kill(args: &[Word], facts: &mut Facts) {
+    let number = |t: &str| t.trim().parse::<i64>().ok();
+    let mut signal: Option<&str> = None;
+    let mut targets: Vec<&Word> = Vec::new();
+    let mut only_targets = false;
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        let t = word.text.as_str();
+        // Options come first: after a target, `-1` is a process group.
+        if only_targets
+            || !targets.is_empty()
+            || word.dynamic
+            || !t.starts_with('-')
+            || t.len() == 1
+        {
+            targets.push(word);
+            continue;
+        }
+        match t {
+            "--" => only_targets = true,
+            "-s" | "-n" | "--signal" => signal = words.next().map(|w| w.text.as_str()),
+            "-l" | "-L" | "--list" | "--table" => return,
+            _ if t.starts_with("--signal=") => signal = Some(&t["--signal=".len()..]),
+            // The first `-X` names the signal; a later one is a process group.
+            _ if signal.is_none() => signal = Some(&t[1..]),
+            _ => targets.push(word),
+        }
+    }
+    if signal.and_then(number) == Some(0) && !targets.is_empty() {
+        facts.tier = Some(Tier::ReadOnly);
+        facts.note =
+            "`kill -0` sends no signal: it only asks whether the process exists".to_owned();
+        return;
+    }
+    // `kill -1` alone: bash reads the `-1` as a signal and errors; it stays held as every process.
+    let lone = targets.is_empty() && signal.and_then(number) == Some(1);
+    if lone
+        || targets
+            .iter()
+            .any(|w| !w.dynamic && matches!(number(&w.text), Some(1 | -1)))
+    {
+        facts.set(Fact::SignalsEveryProcess);
+    }
+}
+
 /// Skips a sed address (`1,5`, `$`, `/re/`, `\%re%`, `!`) and braces.
 fn skip_sed_address(s: &str) -> &str {
     let b = s.as_bytes();
@@ -1188,6 +1268,7 @@ fn is_remote(text: &str) -> bool {
 pub fn classify_script(script: &Script, tables: &Tables, frame: &Frame<'_>) -> Vec<Facts> {
     let mut cwd: Option<String> = frame.cwd.map(str::to_owned);
     let mut out = Vec::with_capacity(script.commands.len());
+    let mut written: Vec<String> = Vec::new();
     for cmd in &script.commands {
         let local = Frame {
             cwd: cwd.as_deref(),
@@ -1196,8 +1277,22 @@ pub fn classify_script(script: &Script, tables: &Tables, frame: &Frame<'_>) -> V
         let classifier = Classifier {
             tables,
             frame: &local,
+            written: &written,
         };
-        out.push(classifier.command(cmd, script));
+        let facts = classifier.command(cmd, script);
+        let own_scratch = PathClass::SharedScratch.bit() | PathClass::Scratch.bit();
+        written.extend(
+            facts
+                .paths
+                .iter()
+                .filter(|p| {
+                    p.exact
+                        && matches!(p.access, Access::Create | Access::Write | Access::Append)
+                        && p.classes & own_scratch == own_scratch
+                })
+                .filter_map(|p| p.path.clone()),
+        );
+        out.push(facts);
         if (cmd.program == "cd" || cmd.program == "pushd") && cmd.origin == Origin::TopLevel {
             cwd = next_cwd(cmd, &local, tables);
         }
@@ -1260,14 +1355,23 @@ impl Classifier<'_, '_> {
                 "`{}` calls a function this request defines; its body is judged",
                 cmd.program
             );
-        } else if cmd.invoked_as.contains('/') && self.is_local_program(cmd) {
-            facts.program = cmd.program.clone();
-            facts.set(Fact::WorkspaceScript);
-            facts.tier = Some(Tier::ReversibleWrite);
-            facts.note = format!(
-                "`{}` lives in a writable tree and runs sandboxed",
-                cmd.invoked_as
-            );
+        } else if cmd.invoked_as.contains('/')
+            && let Some(path) = self.local_program(cmd)
+        {
+            match self.frame.tools.get(std::path::Path::new(&path)) {
+                // A project's own tool (`.venv/bin/pip`): judged as the program it is.
+                Some(program) => self.argv(program, &cmd.args, &mut facts),
+                None => {
+                    facts.program = cmd.program.clone();
+                    facts.set(Fact::WorkspaceScript);
+                    facts.tier = Some(Tier::ReversibleWrite);
+                    facts.note = format!(
+                        "`{}` lives in a writable tree and runs sandboxed",
+                        cmd.invoked_as
+                    );
+                }
+            }
+            facts.local_program = Some(path);
         } else if cmd.invoked_as.contains('/') && !cmd.invoked_as.starts_with('/') {
             facts.program = cmd.program.clone();
             facts.set(Fact::UnknownProgram);
@@ -1313,12 +1417,18 @@ impl Classifier<'_, '_> {
         facts
     }
 
-    /// Whether a program invoked by path lives where the request can write.
-    fn is_local_program(&self, cmd: &SimpleCommand) -> bool {
+    /// Where a program invoked by path lives, when the request can write
+    /// there: a writable tree, or a shared-scratch path an earlier command of
+    /// the request wrote as the caller's own (the program it just built).
+    fn local_program(&self, cmd: &SimpleCommand) -> Option<String> {
         let word = literal(&cmd.invoked_as);
         let located = self.tables.paths.locate(&word, self.frame, false);
         let local = PathClass::Workspace.bit() | PathClass::Scratch.bit() | PathClass::Cache.bit();
-        located.classes & local != 0 && located.classes & PathClass::Dynamic.bit() == 0
+        let path = located.path?;
+        let built =
+            located.classes & PathClass::SharedScratch.bit() != 0 && self.written.contains(&path);
+        ((located.classes & local != 0 || built) && located.classes & PathClass::Dynamic.bit() == 0)
+            .then_some(path)
     }
 
     fn shell(&self, cmd: &SimpleCommand, facts: &mut Facts) {

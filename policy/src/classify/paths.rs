@@ -230,6 +230,9 @@ pub struct Frame<'a> {
     pub git_remotes: &'a BTreeMap<String, String>,
     /// What the host says about shared-scratch paths.
     pub scratch: &'a BTreeMap<PathBuf, ScratchState>,
+    /// Programs named by a path that the host found to be a project's own
+    /// tool ([`crate::Context::tools`]).
+    pub tools: &'a BTreeMap<PathBuf, String>,
 }
 
 /// A resolved path argument.
@@ -480,6 +483,7 @@ mod tests {
             private_tmpdir: true,
             git_remotes: &BTreeMap::new(),
             scratch: &BTreeMap::new(),
+            tools: &BTreeMap::new(),
         };
         PathClass::names(lists().locate(&word(text), &frame, deleting).classes)
     }

@@ -25,6 +25,8 @@ pub struct Program {
     /// When one of these is given, there is no leading pattern/script operand.
     pub script_flags: Vec<String>,
     pub interactive: bool,
+    /// Flags that make any run a dry run (read-only).
+    pub dry_run_flags: Vec<String>,
     /// Most specific (most words) first.
     pub subs: Vec<Sub>,
     pub flags: Vec<FlagRaise>,
@@ -39,6 +41,8 @@ pub struct Sub {
     pub operands: Option<Operands>,
     /// Replaces the program's destinations.
     pub connect: Option<Vec<Connect>>,
+    /// Flags that make this subcommand a dry run, besides the program's.
+    pub dry_run_flags: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -76,6 +80,14 @@ impl ProgramTable {
         };
         for spec in specs {
             let idx = table.programs.len();
+            let dry_runs = !spec.dry_run_flags.is_empty()
+                || spec.sub.iter().any(|s| !s.dry_run_flags.is_empty());
+            if dry_runs && spec.examples.is_empty() {
+                return Err(format!(
+                    "program `{}`: dry_run_flags need examples",
+                    spec.names.join(", ")
+                ));
+            }
             let mut subs: Vec<Sub> = Vec::new();
             for s in &spec.sub {
                 let sub_connect = match &s.connect {
@@ -88,6 +100,7 @@ impl ProgramTable {
                     bare_tier: s.bare_tier.map(tier),
                     operands: s.operands,
                     connect: sub_connect.clone(),
+                    dry_run_flags: s.dry_run_flags.clone(),
                 }));
             }
             let mut flags = Vec::new();
@@ -121,6 +134,7 @@ impl ProgramTable {
                 input_at_flags: spec.input_at_flags.clone(),
                 script_flags: spec.script_flags.clone(),
                 interactive: spec.interactive,
+                dry_run_flags: spec.dry_run_flags.clone(),
                 subs,
                 flags,
             });

@@ -46,6 +46,11 @@ pub struct Case {
     /// `symlink` or `special`.
     #[serde(default)]
     pub scratch: BTreeMap<String, ScratchSpec>,
+    /// The host's answer for programs named by a path (relative to the
+    /// workspace, or absolute): the program each is found to be, as a
+    /// project's own tool (`".venv/bin/pip" = "pip"`). Unlisted: none is.
+    #[serde(default)]
+    pub tools: BTreeMap<String, String>,
     /// Why the case is in the corpus.
     #[serde(default)]
     pub note: Option<String>,
@@ -185,6 +190,9 @@ pub fn run(policy: &Policy, file: &str, text: &str) -> Result<Vec<Outcome>, Pars
             ctx.scratch = policy.scratch_states(&analysis, &ctx, 1000, |_| None);
             for (path, state) in &case.scratch {
                 ctx.scratch.insert(PathBuf::from(path), (*state).into());
+            }
+            for (path, program) in &case.tools {
+                ctx.tools.insert(ctx.workspace.join(path), program.clone());
             }
             let d = policy.decide(&request, &analysis, &ctx);
             Outcome {

@@ -26,6 +26,8 @@ pub struct PatternsFile {
     pub wrappers: Vec<crate::shell::WrapperSpec>,
     pub git_config: GitConfig,
     pub argument_paths: ArgumentPathsSpec,
+    /// Flags that, as the whole argument list, only ask for a version or usage.
+    pub information: InformationSpec,
     /// Variables that make a program run or load other code.
     pub exec_env: crate::shell::ExecEnvSpec,
     /// Options that run a command or code, or touch a file.
@@ -106,6 +108,14 @@ pub struct ArgumentPathsSpec {
     pub recursive_flags: Vec<String>,
     /// Programs that read the directories they name recursively.
     pub recursive_programs: Vec<String>,
+    pub examples: Vec<crate::shell::DecisionExample>,
+}
+
+/// `[information]`: a program asked only for its version or its usage.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InformationSpec {
+    pub flags: Vec<String>,
     pub examples: Vec<crate::shell::DecisionExample>,
 }
 
@@ -333,6 +343,13 @@ pub struct ProgramSpec {
     pub interactive: bool,
     #[serde(default)]
     pub note: String,
+    /// Flags that make any run of it a dry run: read-only (T0), unless
+    /// an operand is on another host.
+    #[serde(default)]
+    pub dry_run_flags: Vec<String>,
+    /// Decisions its table entry must give (required with `dry_run_flags`).
+    #[serde(default)]
+    pub examples: Vec<crate::shell::DecisionExample>,
     #[serde(default)]
     pub sub: Vec<SubSpec>,
     #[serde(default)]
@@ -352,6 +369,9 @@ pub struct SubSpec {
     /// Replaces the program's `connect` list (`[]`: no network).
     #[serde(default)]
     pub connect: Option<Vec<String>>,
+    /// Flags that make this subcommand a dry run, besides the program's.
+    #[serde(default)]
+    pub dry_run_flags: Vec<String>,
 }
 
 /// Flags that raise the tier or change how operands are used (`sed -i`).
