@@ -20,6 +20,11 @@ pub struct Peer {
     pub uid: u32,
     pub gid: u32,
     pub pid: Option<i32>,
+    /// Whether its process was inside a command praxis runs when its
+    /// request arrived, as the process pinned by its pidfd was then;
+    /// `None` until that is examined, which counts as inside where it
+    /// matters.
+    pub inside: Option<bool>,
 }
 
 impl Peer {
@@ -29,6 +34,7 @@ impl Peer {
             uid: cred.uid(),
             gid: cred.gid(),
             pid: cred.pid(),
+            inside: None,
         })
     }
 }

@@ -5,13 +5,13 @@
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 
-use crate::audit::{AuditStore, Durability, Event, EventKind};
+use crate::audit::{AuditStore, Durability, Event, EventKind, Maker};
 use crate::children::Children;
 use crate::errors;
 
@@ -34,6 +34,9 @@ pub struct KillSwitch {
     /// True once an engagement was audited and in-flight work ended, so the
     /// watcher, the per-request stat and `praxis kill` act exactly once.
     engaged: AtomicBool,
+    /// Who is changing the file through praxisd, until the change is
+    /// audited (by whichever of the handler and the watcher sees it first).
+    maker: Mutex<Option<Maker>>,
     running: Arc<Children>,
     /// Between SIGTERM and SIGKILL of the work it ends.
     grace: Duration,
@@ -59,6 +62,7 @@ impl KillSwitch {
         KillSwitch {
             file,
             engaged: AtomicBool::new(false),
+            maker: Mutex::new(None),
             running,
             grace,
         }
@@ -96,8 +100,21 @@ impl KillSwitch {
         }
     }
 
-    /// Writes the file atomically (temporary file, then rename).
-    pub fn engage(&self, reason: &str) -> Result<(), KillSwitchError> {
+    /// The maker of the change in progress, once.
+    fn take_maker(&self) -> Option<Maker> {
+        self.maker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    fn claim(&self, by: Maker) {
+        *self.maker.lock().unwrap_or_else(PoisonError::into_inner) = Some(by);
+    }
+
+    /// Writes the file atomically (temporary file, then rename), made by `by`.
+    pub fn engage(&self, reason: &str, by: Maker) -> Result<(), KillSwitchError> {
+        self.claim(by);
         let io_err = |source| KillSwitchError::Io {
             path: self.file.display().to_string(),
             source,
@@ -109,8 +126,9 @@ impl KillSwitch {
         std::fs::rename(&tmp, &self.file).map_err(io_err)
     }
 
-    /// Removes the file; already absent is fine.
-    pub fn release(&self) -> Result<(), KillSwitchError> {
+    /// Removes the file, released by `by`; already absent is fine.
+    pub fn release(&self, by: Maker) -> Result<(), KillSwitchError> {
+        self.claim(by);
         match std::fs::remove_file(&self.file) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(KillSwitchError::Io {
                 path: self.file.display().to_string(),
@@ -130,7 +148,7 @@ pub fn check(switch: &Arc<KillSwitch>, audit: &Arc<AuditStore>) -> Result<(), En
         Some(engaged) => {
             if !switch.engaged.load(Ordering::SeqCst) {
                 let (switch, audit) = (Arc::clone(switch), Arc::clone(audit));
-                tokio::task::spawn_blocking(move || sync(&switch, &audit, None));
+                tokio::task::spawn_blocking(move || sync(&switch, &audit));
             }
             Err(engaged)
         }
@@ -139,7 +157,7 @@ pub fn check(switch: &Arc<KillSwitch>, audit: &Arc<AuditStore>) -> Result<(), En
 
 /// Acts on the file having appeared: audit once, then end every running
 /// command (SIGTERM, SIGKILL after the grace). Blocking.
-pub fn on_engaged(switch: &KillSwitch, audit: &AuditStore, engaged: &Engaged, by_uid: Option<u32>) {
+pub fn on_engaged(switch: &KillSwitch, audit: &AuditStore, engaged: &Engaged) {
     if switch.engaged.swap(true, Ordering::SeqCst) {
         return;
     }
@@ -151,10 +169,10 @@ pub fn on_engaged(switch: &KillSwitch, audit: &AuditStore, engaged: &Engaged, by
     detail.insert("file".into(), switch.file.display().to_string().into());
     let event = Event {
         reason: Some(engaged.reason.clone()),
-        uid: by_uid,
         detail: Some(detail),
         ..Event::new(EventKind::Kill)
-    };
+    }
+    .made_by(switch.take_maker());
     if let Err(e) = audit.append(event, Durability::Full) {
         tracing::error!(
             "audit of kill switch engagement failed: {}",
@@ -164,14 +182,11 @@ pub fn on_engaged(switch: &KillSwitch, audit: &AuditStore, engaged: &Engaged, by
 }
 
 /// Acts on the file having gone: audit the release once.
-pub fn on_released(switch: &KillSwitch, audit: &AuditStore, by_uid: Option<u32>) {
+pub fn on_released(switch: &KillSwitch, audit: &AuditStore) {
     if !switch.engaged.swap(false, Ordering::SeqCst) {
         return;
     }
-    let event = Event {
-        uid: by_uid,
-        ..Event::new(EventKind::Release)
-    };
+    let event = Event::new(EventKind::Release).made_by(switch.take_maker());
     if let Err(e) = audit.append(event, Durability::Full) {
         tracing::error!(
             "audit of kill switch release failed: {}",
@@ -181,10 +196,10 @@ pub fn on_released(switch: &KillSwitch, audit: &AuditStore, by_uid: Option<u32>)
 }
 
 /// Brings the engaged flag in line with the file, acting on any change.
-pub fn sync(switch: &KillSwitch, audit: &AuditStore, by_uid: Option<u32>) {
+pub fn sync(switch: &KillSwitch, audit: &AuditStore) {
     match switch.current() {
-        Some(engaged) => on_engaged(switch, audit, &engaged, by_uid),
-        None => on_released(switch, audit, by_uid),
+        Some(engaged) => on_engaged(switch, audit, &engaged),
+        None => on_released(switch, audit),
     }
 }
 
@@ -211,7 +226,7 @@ pub fn watch(switch: Arc<KillSwitch>, audit: Arc<AuditStore>) -> Result<(), Kill
         | AddWatchFlags::IN_MOVED_FROM;
     inotify.add_watch(&dir, mask).map_err(watch_err)?;
     // The file may predate the daemon.
-    sync(&switch, &audit, None);
+    sync(&switch, &audit);
     std::thread::Builder::new()
         .name("kill-switch".into())
         .spawn(move || {
@@ -222,7 +237,7 @@ pub fn watch(switch: Arc<KillSwitch>, audit: Arc<AuditStore>) -> Result<(), Kill
                             .iter()
                             .any(|e| e.name.as_deref() == Some(name.as_os_str()))
                         {
-                            sync(&switch, &audit, None);
+                            sync(&switch, &audit);
                         }
                     }
                     Err(nix::Error::EINTR) => {}

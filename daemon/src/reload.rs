@@ -9,7 +9,7 @@ use std::sync::Arc;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use praxis_policy::{BUILTIN_PATTERNS, Policy, Source};
 
-use crate::audit::{Durability, Event, EventKind};
+use crate::audit::{Durability, Event, EventKind, Maker};
 use crate::config::{Config, POLICY_FILE};
 use crate::errors;
 use crate::state::Daemon;
@@ -34,7 +34,7 @@ pub fn load(config: &Config) -> Result<Policy, String> {
 }
 
 /// Reloads and audits the attempt. Blocking (reads files, waits for the commit).
-pub fn reload(daemon: &Daemon, trigger: &str, by_uid: Option<u32>) -> Result<String, String> {
+pub fn reload(daemon: &Daemon, trigger: &str, by: Option<Maker>) -> Result<String, String> {
     let result = load(&daemon.config).map(|policy| {
         let revision = policy.revision().to_owned();
         daemon.set_policy(Arc::new(policy));
@@ -46,17 +46,16 @@ pub fn reload(daemon: &Daemon, trigger: &str, by_uid: Option<u32>) -> Result<Str
         Ok(revision) => Event {
             policy_revision: Some(revision.clone()),
             reason: Some(String::from("policy reloaded")),
-            uid: by_uid,
             detail: Some(detail),
             ..Event::new(EventKind::Reload)
         },
         Err(why) => Event {
             reason: Some(format!("reload refused, last good policy kept: {why}")),
-            uid: by_uid,
             detail: Some(detail),
             ..Event::new(EventKind::Reload)
         },
-    };
+    }
+    .made_by(by);
     if let Err(e) = daemon.record_blocking(event, Durability::Full) {
         tracing::error!("audit of a reload failed: {e}");
     }

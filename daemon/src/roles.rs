@@ -142,6 +142,7 @@ mod tests {
             uid,
             gid,
             pid: None,
+            inside: None,
         }
     }
 

@@ -87,6 +87,7 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
                 )
                 .await;
             };
+            let peer = at_request(&daemon, &stream, peer);
             let (reader, writer) = stream.into_split();
             let mut writer = Writer::new(writer);
             let inbound = Inbound {
@@ -116,6 +117,7 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
                 )
                 .await;
             };
+            let peer = at_request(&daemon, &stream, peer);
             let (_reader, writer) = stream.into_split();
             crate::judge::run(&daemon, peer, request, cwd_dir, &mut Writer::new(writer)).await;
         }
@@ -134,6 +136,26 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
             )
             .await
         }
+    }
+}
+
+/// The peer as its process is now that its request is in: pinned by its
+/// pidfd, its pid read through it and whether it lies inside a command
+/// praxis runs (its cgroup or its ancestry). A process that cannot be
+/// examined (exited, or no pidfd) counts as inside.
+fn at_request(daemon: &Daemon, stream: &UnixStream, peer: Peer) -> Peer {
+    let now = PinnedPeer::of(stream.as_fd())
+        .and_then(|pinned| pinned.examine(|now| (now.pid, daemon.children.contains(now))));
+    match now {
+        Ok((pid, inside)) => Peer {
+            pid: Some(pid),
+            inside: Some(inside),
+            ..peer
+        },
+        Err(_) => Peer {
+            inside: Some(true),
+            ..peer
+        },
     }
 }
 

@@ -226,3 +226,24 @@ fn own_uid() -> u32 {
         .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
         .unwrap()
 }
+
+/// The kill switch, its release and a reload name the operator who made
+/// them: uid and the pid of the process that asked.
+#[test]
+fn kill_release_and_reload_name_their_operator() {
+    let d = Daemon::start();
+    for args in [
+        &["kill", "--reason", "channel test"][..],
+        &["kill", "--release"],
+        &["reload"],
+    ] {
+        let out = d.praxis(args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+    }
+    for kind in ["kill", "release", "reload"] {
+        let events = d.events_of_kind(kind);
+        let event = events.last().unwrap_or_else(|| panic!("no {kind} event"));
+        assert_eq!(event["uid"], own_uid(), "{event}");
+        assert!(event["pid"].as_u64().is_some_and(|p| p > 1), "{event}");
+    }
+}

@@ -196,7 +196,25 @@ pub struct Event {
     pub detail: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+/// Who made an operator change that is not a request's: the uid and the
+/// pid of the operator's process, as examined when it asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Maker {
+    pub uid: u32,
+    pub pid: Option<u32>,
+}
+
 impl Event {
+    /// This event, made by `by` (none: by praxisd itself, a signal or a
+    /// file's change).
+    pub fn made_by(self, by: Option<Maker>) -> Event {
+        Event {
+            uid: by.map(|m| m.uid),
+            pid: by.and_then(|m| m.pid),
+            ..self
+        }
+    }
+
     /// An event of `kind` with every other field empty; fill the rest with
     /// struct update syntax: `Event { reason: Some(r), ..Event::new(kind) }`.
     pub fn new(kind: EventKind) -> Event {

@@ -89,7 +89,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 
-pub use event::{Appended, Durability, Event, EventKind, StoredEvent};
+pub use event::{Appended, Durability, Event, EventKind, Maker, StoredEvent};
 pub use verify::VerifyReport;
 pub use writer::TxOp;
 

@@ -127,6 +127,7 @@ pub async fn serve_tcp(daemon: Arc<Daemon>, listener: TcpListener, token: ApiTok
         uid: nix::unistd::geteuid().as_raw(),
         gid: nix::unistd::getegid().as_raw(),
         pid: None,
+        inside: None,
     });
     loop {
         match listener.accept().await {

@@ -18,7 +18,7 @@ use praxis_proto::{
 
 use praxis_snapshot::SnapshotError;
 
-use crate::audit::{Durability, Event, EventKind, StoredEvent};
+use crate::audit::{Durability, Event, EventKind, Maker, StoredEvent};
 use crate::conn::{Peer, Writer};
 use crate::pinned::{PinError, PinnedPeer};
 use crate::stage::credentials::store as credential_store;
@@ -108,6 +108,15 @@ pub fn outside_only(request: &OperatorRequest) -> bool {
             | OperatorRequest::Inspect { .. }
             | OperatorRequest::MemoryStats
     )
+}
+
+/// The operator `peer` (as admitted: its pid that of its process at the
+/// request) as the maker of an audited change.
+fn maker(peer: &Peer) -> Maker {
+    Maker {
+        uid: peer.uid,
+        pid: peer.pid.and_then(|pid| u32::try_from(pid).ok()),
+    }
 }
 
 /// Admits `request` from `peer`, whose process `process` pinned at connect,
@@ -305,16 +314,32 @@ pub async fn handle(
             OperatorRequest::Status => vec![OperatorReply::Status(Box::new(status(daemon)))],
             OperatorRequest::Kill { reason } => {
                 let reason = reason.unwrap_or_else(|| format!("engaged by uid {}", peer.uid));
-                blocking(daemon, move |d| match d.kill_switch.engage(&reason) {
+                blocking(daemon, move |d| {
+                    match d.kill_switch.engage(&reason, maker(&peer)) {
+                        Ok(()) => {
+                            kill_switch::on_engaged(
+                                &d.kill_switch,
+                                &d.audit,
+                                &kill_switch::Engaged { reason },
+                            );
+                            OperatorReply::Done {
+                                message: String::from("kill switch engaged"),
+                            }
+                        }
+                        Err(e) => OperatorReply::Refused {
+                            reason: errors::one_line(&e),
+                        },
+                    }
+                })
+                .await
+                .pipe_one()
+            }
+            OperatorRequest::Release => {
+                blocking(daemon, move |d| match d.kill_switch.release(maker(&peer)) {
                     Ok(()) => {
-                        kill_switch::on_engaged(
-                            &d.kill_switch,
-                            &d.audit,
-                            &kill_switch::Engaged { reason },
-                            Some(peer.uid),
-                        );
+                        kill_switch::on_released(&d.kill_switch, &d.audit);
                         OperatorReply::Done {
-                            message: String::from("kill switch engaged"),
+                            message: String::from("kill switch released"),
                         }
                     }
                     Err(e) => OperatorReply::Refused {
@@ -324,21 +349,8 @@ pub async fn handle(
                 .await
                 .pipe_one()
             }
-            OperatorRequest::Release => blocking(daemon, move |d| match d.kill_switch.release() {
-                Ok(()) => {
-                    kill_switch::on_released(&d.kill_switch, &d.audit, Some(peer.uid));
-                    OperatorReply::Done {
-                        message: String::from("kill switch released"),
-                    }
-                }
-                Err(e) => OperatorReply::Refused {
-                    reason: errors::one_line(&e),
-                },
-            })
-            .await
-            .pipe_one(),
             OperatorRequest::Reload => blocking(daemon, move |d| {
-                match reload::reload(d, "operator", Some(peer.uid)) {
+                match reload::reload(d, "operator", Some(maker(&peer))) {
                     Ok(revision) => OperatorReply::Done {
                         message: format!("policy reloaded, revision {revision}"),
                     },

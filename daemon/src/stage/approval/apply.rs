@@ -73,7 +73,7 @@ pub async fn apply(
     let role_defined = held.permit().policy.roles().any(|r| r == trail.role);
     let now_ms = clock::now_ms();
     let presented = ticket.presented_token.as_deref().map(|presented| {
-        if token::from_inside(daemon, &trail.peer) {
+        if token::from_inside(&trail.peer) {
             Presented::FromInside
         } else {
             Presented::Looked(

@@ -166,6 +166,7 @@ mod tests {
             uid: 7,
             gid: 7,
             pid: Some(std::process::id() as i32),
+            inside: None,
         };
         assert_eq!(session_key(Some("s1"), &peer), "s1");
         assert!(session_key(None, &peer).starts_with("unix-sid-"));

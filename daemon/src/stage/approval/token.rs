@@ -25,17 +25,17 @@ pub fn sha256(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-/// Whether `peer` may be a command praxis runs (an unknown pid may be).
-pub fn from_inside(daemon: &Daemon, peer: &Peer) -> bool {
-    peer.pid
-        .is_none_or(|pid| daemon.children.contains_process(pid))
+/// Whether `peer` may be a command praxis runs: as its process was when
+/// its request arrived (a peer never examined may be).
+pub fn from_inside(peer: &Peer) -> bool {
+    peer.inside.unwrap_or(true)
 }
 
 /// Mints a one-time token for a policy HOLD judged for a runtime that asks
 /// its user, and records `approval_minted` in the transaction that stores it
 /// (the hash only). Returns the token, for the runtime's prompt alone.
 pub async fn mint(daemon: &Daemon, trail: &Trail, ticket: &Ticket) -> Result<String, String> {
-    if from_inside(daemon, &trail.peer) {
+    if from_inside(&trail.peer) {
         return Err(String::from(
             "no approval token is minted for a request from inside a command praxis runs",
         ));
