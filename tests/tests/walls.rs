@@ -280,3 +280,32 @@ fn a_command_reads_no_shell_startup_file() {
         assert!(cmdline.contains("--norc --noprofile -c"), "{cmdline}");
     }
 }
+
+/// A read the sandbox refuses reaches the agent as one line after the
+/// output, naming the path and what to do instead; a refusal that is the
+/// file's own mode gets no such line.
+#[test]
+fn a_refused_read_is_explained_in_one_line() {
+    let d = Daemon::start_in_git();
+    let outside = d.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let secret = outside.join("notes.txt");
+    std::fs::write(&secret, "private\n").unwrap();
+    std::fs::write(d.work().join("reader.sh"), "cat \"$1\"\n").unwrap();
+    let out = d.run(&["-c", &format!("sh reader.sh {}", secret.display())]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let told: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("praxis: the sandbox refused"))
+        .collect();
+    assert_eq!(told.len(), 1, "{stderr}");
+    assert!(told[0].contains(&secret.display().to_string()), "{stderr}");
+    assert!(told[0].contains("approval"), "{stderr}");
+    // The workspace file's own mode: not the sandbox, nothing added.
+    let locked = d.work().join("locked.txt");
+    std::fs::write(&locked, "x\n").unwrap();
+    std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    let out = d.run(&["-c", "sh reader.sh locked.txt; true"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("praxis: the sandbox refused"), "{stderr}");
+}

@@ -32,8 +32,10 @@ use crate::spawn::{self, Running, SpawnError, Waited};
 use crate::state::Daemon;
 
 mod output;
+mod refusals;
 
 use output::Output;
+use refusals::{Reach, Refusals};
 
 /// How long output may keep arriving after the command's group was killed
 /// (without a cgroup, a process that left the group can hold a pipe open).
@@ -460,6 +462,7 @@ pub async fn run(
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };
     make_cache_home(&permit);
+    let mut refusals = Refusals::new(Reach::of(&spec, &permit.cwd));
     let spawned = start(&spec, &permit.argv, &permit.cwd, permit.stdin);
     // The child has its copy; ours go now, not when the command ends.
     let names: Vec<String> = permit.brokered.iter().map(|b| b.env.clone()).collect();
@@ -561,6 +564,7 @@ pub async fn run(
             n = read_chunk(&mut stderr, &mut err_buf) => match n {
                 Some(n) => {
                     offline_failure |= !network && says_offline(&err_buf[..n]);
+                    refusals.chunk(&err_buf[..n]);
                     let deliver = output.chunk(true, &err_buf[..n]);
                     connected = send(writer, connected, true, deliver).await;
                 }
@@ -635,8 +639,12 @@ pub async fn run(
     }
     let failed = !matches!(waited, Some(Ok((Some(0), _))));
     let refused = std::mem::take(&mut *refused.lock().unwrap_or_else(|p| p.into_inner()));
+    let refusal_note = refusals
+        .note()
+        .map(|line| redactor.redact_str(&line).into_owned());
     for line in [
         network_note(&refused, failed && offline_failure),
+        refusal_note,
         grant_note,
     ]
     .into_iter()

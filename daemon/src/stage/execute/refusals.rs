@@ -1,0 +1,310 @@
+//! The sandbox's refusals, told to the agent: a program that hit a wall
+//! prints "Permission denied" or "Operation not permitted" with what it
+//! tried, which says nothing about why. This reads the command's stderr as
+//! it passes, picks out the paths those lines name, and when one of them
+//! lies outside what the sandbox let this command read or write, adds one
+//! line after the output saying so and what to do instead. A path the
+//! sandbox allowed (a plain file-mode refusal) gets no line.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Lines longer than this are looked at only up to it.
+const MAX_LINE: usize = 4096;
+/// Paths named in the note at most.
+const MAX_NAMED: usize = 3;
+
+/// What the sandbox let one command reach, to tell its refusals apart.
+#[derive(Debug)]
+pub struct Reach {
+    home: PathBuf,
+    cwd: PathBuf,
+    /// Trees it may write (the workspace, the caches, its grants, the
+    /// scratch dirs its TMPDIR is one of).
+    writable: Vec<PathBuf>,
+    /// Trees it may read besides those.
+    readable: Vec<PathBuf>,
+    /// Never readable, even inside a readable tree.
+    secrets: Vec<PathBuf>,
+    /// Kept read-only inside writable trees.
+    protected: Vec<PathBuf>,
+}
+
+impl Reach {
+    /// What `spec` lets the command reach, run in `cwd`.
+    pub fn of(spec: &praxis_sandbox::Spec, cwd: &Path) -> Reach {
+        let mut writable = vec![spec.workspace.clone(), spec.scratch_root.clone()];
+        writable.extend(spec.writable_caches.iter().cloned());
+        writable.extend(spec.write_grants.iter().cloned());
+        let relative_to_home = |list: &[PathBuf]| -> Vec<PathBuf> {
+            list.iter()
+                .map(|p| {
+                    if p.is_absolute() {
+                        p.clone()
+                    } else {
+                        spec.home.join(p)
+                    }
+                })
+                .collect()
+        };
+        Reach {
+            home: spec.home.clone(),
+            cwd: cwd.to_path_buf(),
+            writable,
+            readable: spec.reads.clone(),
+            secrets: relative_to_home(&spec.secrets),
+            protected: spec.protected.clone(),
+        }
+    }
+
+    /// Why the sandbox refused `path`, or None when it allowed it.
+    fn wall(&self, path: &Path) -> Option<Wall> {
+        let under = |trees: &[PathBuf]| trees.iter().any(|t| path.starts_with(t));
+        if under(&self.secrets) {
+            return Some(Wall::Secret);
+        }
+        if under(&self.writable) {
+            return under(&self.protected).then_some(Wall::Protected);
+        }
+        if under(&self.readable) {
+            return Some(Wall::ReadOnly);
+        }
+        Some(Wall::Unreadable)
+    }
+
+    /// A path as a program printed it: absolute, `~/…`, or relative to
+    /// the command's directory; `.` and `..` folded.
+    fn resolve(&self, word: &str) -> Option<PathBuf> {
+        let raw = if let Some(inside) = word.strip_prefix("~/") {
+            self.home.join(inside)
+        } else if word.starts_with('/') {
+            PathBuf::from(word)
+        } else if word.contains('/') || word.starts_with('.') {
+            self.cwd.join(word)
+        } else {
+            return None;
+        };
+        let mut out = PathBuf::new();
+        for component in raw.components() {
+            match component {
+                Component::ParentDir => {
+                    out.pop();
+                }
+                Component::CurDir => {}
+                other => out.push(other),
+            }
+        }
+        Some(out)
+    }
+}
+
+/// Which wall a refused path met.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Wall {
+    /// Outside every tree the command may read.
+    Unreadable,
+    /// A secret.
+    Secret,
+    /// Readable, not writable.
+    ReadOnly,
+    /// A protected path inside a writable tree.
+    Protected,
+}
+
+/// The refusals seen in one command's stderr so far.
+#[derive(Debug)]
+pub struct Refusals {
+    reach: Reach,
+    /// The line being read, until its newline arrives.
+    partial: Vec<u8>,
+    /// Paths refused by the sandbox, in the order seen, with their wall.
+    walls: Vec<(PathBuf, Wall)>,
+    /// Whether a refused operation (no path) was seen.
+    operation: bool,
+}
+
+impl Refusals {
+    pub fn new(reach: Reach) -> Refusals {
+        Refusals {
+            reach,
+            partial: Vec::new(),
+            walls: Vec::new(),
+            operation: false,
+        }
+    }
+
+    /// Reads one chunk of stderr.
+    pub fn chunk(&mut self, bytes: &[u8]) {
+        for piece in bytes.split_inclusive(|b| *b == b'\n') {
+            if self.partial.len() < MAX_LINE {
+                let room = MAX_LINE - self.partial.len();
+                self.partial
+                    .extend_from_slice(&piece[..piece.len().min(room)]);
+            }
+            if piece.ends_with(b"\n") {
+                let line = std::mem::take(&mut self.partial);
+                self.line(&String::from_utf8_lossy(&line));
+            }
+        }
+    }
+
+    fn line(&mut self, line: &str) {
+        let denied = line.contains("Permission denied") || line.contains("EACCES");
+        let not_permitted = line.contains("Operation not permitted") || line.contains("EPERM");
+        if !denied && !not_permitted {
+            return;
+        }
+        let mut named = false;
+        for word in line.split(|c: char| c.is_whitespace() || matches!(c, ',' | '(' | ')')) {
+            let word = word.trim_matches(|c: char| {
+                matches!(c, '\'' | '"' | '`' | ':' | ';' | '[' | ']' | '‘' | '’')
+            });
+            let Some(path) = self.reach.resolve(word) else {
+                continue;
+            };
+            named = true;
+            if let Some(wall) = self.reach.wall(&path)
+                && !self.walls.iter().any(|(p, _)| *p == path)
+            {
+                self.walls.push((path, wall));
+            }
+        }
+        self.operation |= not_permitted && !named;
+    }
+
+    /// The one line for the agent, if the sandbox refused anything.
+    pub fn note(mut self) -> Option<String> {
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.line(&String::from_utf8_lossy(&line));
+        }
+        let worst = self.walls.iter().map(|(_, w)| *w).min();
+        let named: Vec<String> = self
+            .walls
+            .iter()
+            .take(MAX_NAMED)
+            .map(|(p, _)| self.shown(p))
+            .collect();
+        let more = self.walls.len().saturating_sub(MAX_NAMED);
+        let paths = if more > 0 {
+            format!("{} and {more} more", named.join(", "))
+        } else {
+            named.join(", ")
+        };
+        let why = match worst {
+            Some(Wall::Unreadable) => format!(
+                "{paths}: outside what commands may read (the workspace, $TMPDIR, the tool \
+                 caches and the trees listed in patterns.toml). Work in the workspace or \
+                 $TMPDIR, or run a command that names the path: it is held for an approval \
+                 that grants exactly that read"
+            ),
+            Some(Wall::Secret) => format!(
+                "{paths}: a secret, never readable by commands unless an operator approves a \
+                 command that names it"
+            ),
+            Some(Wall::ReadOnly) => format!(
+                "{paths}: readable but not writable here. Commands write the workspace, \
+                 $TMPDIR and the tool caches; write there, or run a command that names the \
+                 path, which is held for an approval that grants exactly that write"
+            ),
+            Some(Wall::Protected) => format!(
+                "{paths}: protected (it runs code or steers agents later), kept read-only; \
+                 an operator can approve a command that names it"
+            ),
+            None if self.operation => String::from(
+                "an operation commands may not make (a unix socket, a raw socket, ptrace, a \
+                 mount or a set-id bit); a TCP connection through the proxy or a socketpair \
+                 works",
+            ),
+            None => return None,
+        };
+        Some(format!("praxis: the sandbox refused {why}.\n"))
+    }
+
+    /// A path as the agent knows it: `~/…` under the home.
+    fn shown(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.reach.home) {
+            Ok(inside) if !inside.as_os_str().is_empty() => format!("~/{}", inside.display()),
+            _ => path.display().to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reach() -> Reach {
+        Reach {
+            home: PathBuf::from("/home/dev"),
+            cwd: PathBuf::from("/home/dev/project"),
+            writable: vec![
+                PathBuf::from("/home/dev/project"),
+                PathBuf::from("/home/dev/.cache"),
+            ],
+            readable: vec![PathBuf::from("/usr"), PathBuf::from("/etc")],
+            secrets: vec![
+                PathBuf::from("/home/dev/.ssh"),
+                PathBuf::from("/etc/shadow"),
+            ],
+            protected: vec![PathBuf::from("/home/dev/project/.git/hooks")],
+        }
+    }
+
+    fn note(stderr: &[&[u8]]) -> Option<String> {
+        let mut refusals = Refusals::new(reach());
+        for chunk in stderr {
+            refusals.chunk(chunk);
+        }
+        refusals.note()
+    }
+
+    #[test]
+    fn a_read_outside_the_lists_is_told_with_what_to_do() {
+        let said = note(&[b"cat: /home/dev/.pgpass: Permission denied\n"]).unwrap();
+        assert!(
+            said.starts_with("praxis: the sandbox refused ~/.pgpass: outside"),
+            "{said}"
+        );
+        assert!(said.contains("approval"), "{said}");
+        assert_eq!(said.lines().count(), 1);
+        // Split across reads, quoted as Python does.
+        let said = note(&[
+            b"PermissionError: [Errno 13] Permission den",
+            b"ied: '/srv/data/x.csv'\n",
+        ])
+        .unwrap();
+        assert!(said.contains("/srv/data/x.csv"), "{said}");
+    }
+
+    #[test]
+    fn each_wall_is_named_and_plain_refusals_are_not() {
+        let said = note(&[b"cat: /etc/shadow: Permission denied\n"]).unwrap();
+        assert!(said.contains("a secret"), "{said}");
+        let said = note(&[b"touch: cannot touch '/etc/motd': Permission denied\n"]).unwrap();
+        assert!(said.contains("readable but not writable"), "{said}");
+        let said =
+            note(&[b"cp: cannot create regular file '.git/hooks/pre-commit': Permission denied\n"])
+                .unwrap();
+        assert!(said.contains("protected"), "{said}");
+        // Inside the workspace and not protected: the file's own mode, not the sandbox.
+        assert_eq!(note(&[b"sh: ./run.sh: Permission denied\n"]), None);
+        assert_eq!(note(&[b"all good\n"]), None);
+    }
+
+    #[test]
+    fn a_refused_operation_without_a_path_is_told_too() {
+        let said = note(&[b"socket: Operation not permitted\n"]).unwrap();
+        assert!(said.contains("unix socket"), "{said}");
+    }
+
+    #[test]
+    fn many_paths_are_counted_not_listed() {
+        let lines = b"ls: cannot open directory '/srv/a': Permission denied\n\
+ls: cannot open directory '/srv/b': Permission denied\n\
+ls: cannot open directory '/srv/c': Permission denied\n\
+ls: cannot open directory '/srv/d': Permission denied\n";
+        let said = note(&[lines]).unwrap();
+        assert!(said.contains("and 1 more"), "{said}");
+        assert_eq!(said.lines().count(), 1);
+    }
+}
