@@ -38,9 +38,10 @@ fn allowed_commands_keep_their_exit_status_and_stdin() {
 fn output_is_truncated_with_a_marker() {
     let d = Daemon::start();
     let out = d.run(&["-c", "head -c 3000000 /dev/zero"]);
+    // Past the cap praxisd closes the pipe: the writer's next write fails.
     assert_eq!(
         out.status.code(),
-        Some(0),
+        Some(128 + 13),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -50,6 +51,32 @@ fn output_is_truncated_with_a_marker() {
         "{} bytes",
         out.stdout.len()
     );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let told: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("output cap"))
+        .collect();
+    assert_eq!(told.len(), 1, "{stderr}");
+    assert!(
+        told[0].contains("stdout") && told[0].contains("SIGPIPE"),
+        "{stderr}"
+    );
+}
+
+/// A writer that never stops costs praxisd only its cap: the pipe is
+/// closed past it, so the command ends at once instead of at its time limit.
+#[test]
+fn an_endless_writer_ends_at_the_cap() {
+    let d = Daemon::start();
+    let started = std::time::Instant::now();
+    let out = d.run(&["--timeout", "60", "-c", "yes praxis"]);
+    assert_eq!(out.status.code(), Some(128 + 13), "{out:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "ran until {:?}",
+        started.elapsed()
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bytes dropped"));
 }
 
 #[test]

@@ -503,6 +503,7 @@ pub async fn run(
     };
     let network = proxy.is_some();
     let mut offline_failure = false;
+    let mut closed_at_cap: Vec<&str> = Vec::new();
     let registration = daemon.children.register(running.pgid);
     let allow = Refusal {
         reason: permit.decision.reason.clone(),
@@ -555,6 +556,13 @@ pub async fn run(
                 Some(n) => {
                     let deliver = output.chunk(false, &out_buf[..n]);
                     connected = send(writer, connected, false, deliver).await;
+                    if output.stdout.past_cap() {
+                        // Past the cap: stop reading (closing the pipe), so
+                        // a writer that goes on gets SIGPIPE, not our CPU.
+                        stdout = None;
+                        closed_at_cap.push("stdout");
+                        connected = send_both(writer, connected, output.finish(false)).await;
+                    }
                 }
                 None => {
                     stdout = None;
@@ -567,6 +575,11 @@ pub async fn run(
                     refusals.chunk(&err_buf[..n]);
                     let deliver = output.chunk(true, &err_buf[..n]);
                     connected = send(writer, connected, true, deliver).await;
+                    if output.stderr.past_cap() {
+                        stderr = None;
+                        closed_at_cap.push("stderr");
+                        connected = send_both(writer, connected, output.finish(true)).await;
+                    }
                 }
                 None => {
                     stderr = None;
@@ -642,9 +655,19 @@ pub async fn run(
     let refusal_note = refusals
         .note()
         .map(|line| redactor.redact_str(&line).into_owned());
+    let cap_note = (!closed_at_cap.is_empty()).then(|| {
+        format!(
+            "praxis: {} passed the {}-byte output cap; praxisd stopped reading it and closed \
+             the pipe, so the command's further writes there failed (SIGPIPE). Send long output \
+             to a file in the workspace and read the part you need.\n",
+            closed_at_cap.join(" and "),
+            permit.output_cap
+        )
+    });
     for line in [
         network_note(&refused, failed && offline_failure),
         refusal_note,
+        cap_note,
         grant_note,
     ]
     .into_iter()

@@ -95,6 +95,12 @@ impl<'r> Bounded<'r> {
         self.dropped
     }
 
+    /// Whether bytes past the cap have arrived: nothing more of this
+    /// stream will reach the client, so it need not be read.
+    pub fn past_cap(&self) -> bool {
+        self.dropped > 0
+    }
+
     /// The marker closing a truncated stream, if it was.
     pub fn marker(&self, stream: &str) -> Option<String> {
         (self.dropped > 0).then(|| {
