@@ -136,6 +136,7 @@ pub async fn capture(
         writable_caches: Vec::new(),
         write_grants: Vec::new(),
         read_grants: Vec::new(),
+        socket_relays: Vec::new(),
         protected: Vec::new(),
         reads: Vec::new(),
         secrets: Vec::new(),
