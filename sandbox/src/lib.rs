@@ -184,6 +184,10 @@ pub use cgroup::{
     CgroupBase, CgroupError, Limiting, Tracking, V1Bases, limiting, process_control, tracking,
 };
 pub use env::{ALWAYS_DENIED_ENV, BASE_ENV_ALLOW, PROXY_ENV};
+
+/// `PRAXIS_SOCKET_<n>`: the sandbox sets it to `127.0.0.1:<port>` of the
+/// n-th socket relay (from 1), like the proxy variables, and no caller can.
+pub const SOCKET_ENV_PREFIX: &str = "PRAXIS_SOCKET_";
 pub use filter::FilterError;
 pub use fs_rules::RulesError;
 pub use pins::PinError;
@@ -332,7 +336,8 @@ pub struct Spec {
     /// socket its decision granted, handed to the parent in this order
     /// ([`Child::take_socket_listeners`]), which relays each connection to
     /// its socket. Any makes the namespace, with the network off too; the
-    /// command still cannot make a unix socket itself.
+    /// command still cannot make a unix socket itself. The n-th (from 1) is
+    /// named by `PRAXIS_SOCKET_<n>=127.0.0.1:<port>` ([`SOCKET_ENV_PREFIX`]).
     pub socket_relays: Vec<u16>,
     /// Paths kept unwritable inside writable trees: absolute, or relative
     /// names (`.git/hooks`) applied under every writable tree. A final

@@ -580,6 +580,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         &made.scratch.0,
         spec.profile,
         egress_port,
+        &relay_ports,
     )?;
 
     let limits_by_rlimit = !crate::limiting().by_cgroup();

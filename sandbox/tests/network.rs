@@ -243,13 +243,15 @@ fn socket_relays_hand_over_one_listener_each_with_the_network_off() {
     let mut spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
     spec.socket_relays = praxis_sandbox::relay_ports(2);
     let [first, second] = [spec.socket_relays[0], spec.socket_relays[1]];
-    let script = format!(
-        "echo to-first > /dev/tcp/127.0.0.1/{first}
-         echo to-second > /dev/tcp/127.0.0.1/{second}
-         echo proxy=[$http_proxy]"
-    );
-    let (output, served) = run_relayed(&spec, &script);
+    let script = "echo to-first > /dev/tcp/${PRAXIS_SOCKET_1/://}
+         echo to-second > /dev/tcp/${PRAXIS_SOCKET_2/://}
+         echo proxy=[$http_proxy] $PRAXIS_SOCKET_1 $PRAXIS_SOCKET_2";
+    let (output, served) = run_relayed(&spec, script);
     assert_eq!(served, ["to-first\n", "to-second\n"], "{output}");
+    assert!(
+        output.contains(&format!("127.0.0.1:{first} 127.0.0.1:{second}")),
+        "{output}"
+    );
     // Network off stays off: no proxy to go out through.
     assert!(output.contains("proxy=[]"), "{output}");
 }
