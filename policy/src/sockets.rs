@@ -106,7 +106,10 @@ mod tests {
                 "tcp://127.0.0.1:2375",
             ),
         ] {
-            assert!(SocketClients::build(&[bad.clone()]).is_err(), "{bad:?}");
+            assert!(
+                SocketClients::build(std::slice::from_ref(&bad)).is_err(),
+                "{bad:?}"
+            );
         }
         let twice = spec("/run/docker.sock", "DOCKER_HOST", "tcp://{addr}");
         assert!(SocketClients::build(&[twice.clone(), twice]).is_err());
