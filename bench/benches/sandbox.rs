@@ -46,6 +46,7 @@ fn setup() -> Setup {
         writable_caches: Vec::new(),
         write_grants: Vec::new(),
         read_grants: Vec::new(),
+        socket_relays: Vec::new(),
         protected: vec![ws.join(".git/hooks"), ws.join(".git/config")],
         reads: reads.clone(),
         secrets: vec![home.join(".ssh"), PathBuf::from("/etc/shadow")],

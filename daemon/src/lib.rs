@@ -40,6 +40,7 @@ pub mod reload;
 pub mod roles;
 pub mod server;
 pub mod session;
+pub mod socket_relay;
 pub mod spawn;
 pub mod stage;
 pub mod state;

@@ -33,11 +33,13 @@ pub type Waited = Result<(Option<i32>, Option<i32>), String>;
 
 /// A spawned command: its process group, its exit (a future that reaps it
 /// in the task that awaits it), and, for a command with network grants, the
-/// listener inside its network namespace that the egress proxy serves.
+/// listener inside its network namespace that the egress proxy serves, and
+/// one listener there per socket relay, in the spec's order.
 pub struct Running {
     pub pgid: i32,
     pub exited: Pin<Box<dyn Future<Output = Waited> + Send>>,
     pub egress: Option<std::net::TcpListener>,
+    pub sockets: Vec<std::net::TcpListener>,
 }
 
 /// A pipe whose ends close on exec.
@@ -56,11 +58,13 @@ pub fn sandboxed(
     let prepared = praxis_sandbox::prepare(spec)?;
     let mut child = praxis_sandbox::spawn(prepared, argv, cwd, stdio)?;
     let egress = child.take_egress_listener();
+    let sockets = child.take_socket_listeners();
     let pgid = child.pid();
     Ok(Running {
         pgid,
         exited: Box::pin(reaped(child)),
         egress,
+        sockets,
     })
 }
 
@@ -136,6 +140,7 @@ pub async fn capture(
         writable_caches: Vec::new(),
         write_grants: Vec::new(),
         read_grants: Vec::new(),
+        socket_relays: Vec::new(),
         protected: Vec::new(),
         reads: Vec::new(),
         secrets: Vec::new(),

@@ -50,8 +50,9 @@ impl fmt::Display for Destination {
 
 /// What a command may do beyond its sandbox profile: the paths outside the
 /// workspace (or protected inside it) it writes, the paths outside its read
-/// trees (or secret) it reads, and the destinations it connects to. An
-/// ALLOW, or an approved HOLD, runs with exactly these.
+/// trees (or secret) it reads, the destinations it connects to and the
+/// path-named unix sockets it reaches through a relay. An ALLOW, or an
+/// approved HOLD, runs with exactly these.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grants {
     /// Exact paths (absolute, normalized) the command may create or change.
@@ -62,17 +63,26 @@ pub struct Grants {
     pub read: Vec<PathBuf>,
     /// Exact destinations the command may connect to; empty means no network.
     pub connect: Vec<Destination>,
+    /// Exact absolute paths of unix sockets the command reaches, each
+    /// through a relay on a loopback port of its own network namespace: the
+    /// command itself still cannot make a unix socket.
+    #[serde(default)]
+    pub sockets: Vec<PathBuf>,
 }
 
 impl Grants {
     pub fn is_empty(&self) -> bool {
-        self.write.is_empty() && self.read.is_empty() && self.connect.is_empty()
+        self.write.is_empty()
+            && self.read.is_empty()
+            && self.connect.is_empty()
+            && self.sockets.is_empty()
     }
 
     /// Adds what `other` grants, keeping the first occurrence's order.
     pub fn extend(&mut self, other: &Grants) {
         extend_paths(&mut self.write, &other.write);
         extend_paths(&mut self.read, &other.read);
+        extend_paths(&mut self.sockets, &other.sockets);
         for c in &other.connect {
             if !self.connect.contains(c) {
                 self.connect.push(c.clone());
@@ -81,7 +91,8 @@ impl Grants {
     }
 
     /// "will write /tmp/x/out; will read /srv/notes; will connect to
-    /// pypi.org:443", or "no grants".
+    /// pypi.org:443; will connect to the socket /var/run/docker.sock", or
+    /// "no grants".
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
         for (verb, paths) in [("write", &self.write), ("read", &self.read)] {
@@ -93,6 +104,18 @@ impl Grants {
         if !self.connect.is_empty() {
             let to: Vec<String> = self.connect.iter().map(ToString::to_string).collect();
             parts.push(format!("will connect to {}", to.join(", ")));
+        }
+        if !self.sockets.is_empty() {
+            let sockets: Vec<String> = self
+                .sockets
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            parts.push(format!(
+                "will connect to the socket{} {}",
+                if sockets.len() > 1 { "s" } else { "" },
+                sockets.join(", ")
+            ));
         }
         if parts.is_empty() {
             "no grants beyond its profile (no network)".to_owned()
@@ -229,11 +252,13 @@ mod tests {
         g.write.push(PathBuf::from("/tmp/x/out"));
         g.read.push(PathBuf::from("/srv/notes"));
         g.connect.push(Destination::parse("pypi.org:443").unwrap());
+        g.sockets.push(PathBuf::from("/var/run/docker.sock"));
         g.extend(&g.clone());
-        assert_eq!((g.write.len(), g.read.len()), (1, 1));
+        assert_eq!((g.write.len(), g.read.len(), g.sockets.len()), (1, 1, 1));
         assert_eq!(
             g.summary(),
-            "will write /tmp/x/out; will read /srv/notes; will connect to pypi.org:443"
+            "will write /tmp/x/out; will read /srv/notes; will connect to pypi.org:443; \
+             will connect to the socket /var/run/docker.sock"
         );
     }
 }

@@ -23,6 +23,7 @@ use crate::rules::config::{self, Loopback, OperatorFile, PatternsFile, Posture, 
 use crate::rules::{Rule, RuleSet};
 pub use crate::shell::display_command;
 use crate::shell::{self, DecisionExample, Launchers, Script, SimpleCommand, Wrappers};
+use crate::sockets::SocketClients;
 use crate::{Context, Profile, Resolution, Tier, Verdict};
 
 mod reads;
@@ -191,6 +192,7 @@ pub struct Policy {
     redactor: Redactor,
     runtime_tools: HashSet<String>,
     no_rc: BTreeMap<String, Vec<String>>,
+    socket_clients: SocketClients,
 }
 
 fn invalid(file: &str, message: impl Into<String>) -> LoadError {
@@ -652,6 +654,8 @@ impl Policy {
             redactor,
             runtime_tools: file.runtime_tools.allow.iter().cloned().collect(),
             no_rc: file.interpreters.no_rc.clone(),
+            socket_clients: SocketClients::build(&file.sockets)
+                .map_err(|m| at(&patterns, "[[socket]]", m))?,
         };
         policy.check_examples(|id| {
             let at_index = ids.iter().position(|x| x == id).map_or(0, |i| origins[i]);
@@ -1099,6 +1103,7 @@ impl Policy {
                 write: Vec::new(),
                 read: Vec::new(),
                 connect: f.connect.clone(),
+                sockets: Vec::new(),
             },
             ungranted: f
                 .unknown_destinations
@@ -1141,7 +1146,9 @@ impl Policy {
             .collect();
         if !holds.is_empty() {
             decided_by(&mut out, Verdict::Hold, &holds);
-            out.not_relaxable = holds.iter().any(|r| r.not_relaxable);
+            grant_sockets(&mut out, &holds);
+            out.not_relaxable =
+                holds.iter().any(|r| r.not_relaxable) || !out.grants.sockets.is_empty();
             return (out, None);
         }
         if let Some(allow) = matched.iter().find(|r| r.verdict == Verdict::Allow) {
@@ -1249,6 +1256,13 @@ impl Policy {
         } else {
             ports.join(", ")
         }
+    }
+
+    /// The variables that point a program at `socket`, relayed at `addr`
+    /// (`[[socket]]`).
+    #[must_use]
+    pub fn socket_env(&self, socket: &Path, addr: &str) -> Vec<(String, String)> {
+        self.socket_clients.env(socket, addr)
     }
 
     /// The ports of this machine commands may reach (`[loopback] ports`, the
@@ -1556,6 +1570,30 @@ const UNKNOWN_DESTINATION: &str = "no connect grant: ";
 /// already let the command write: it needs a write grant of its own.
 const NEEDS_WRITE_GRANT: Classes =
     PathClass::OutsideWorkspace.bit() | PathClass::SharedScratch.bit() | PathClass::Protected.bit();
+
+/// The unix sockets the HOLD rules that decided grant, named in the reason:
+/// the operator approves exactly these, each time (a socket's service is
+/// reached whole, so no learned lesson lifts the HOLD).
+fn grant_sockets(out: &mut Judged, holds: &[&Rule]) {
+    for socket in holds.iter().flat_map(|r| &r.sockets) {
+        if !out.grants.sockets.contains(socket) {
+            out.grants.sockets.push(socket.clone());
+        }
+    }
+    if !out.grants.sockets.is_empty() {
+        let names: Vec<String> = out
+            .grants
+            .sockets
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        out.reason = format!(
+            "{} (approving it lets the command connect to the unix socket {})",
+            out.reason,
+            names.join(", ")
+        );
+    }
+}
 
 /// Every literal path the command changes outside what its profile writes;
 /// a dynamic or globbed one is noted, never granted.

@@ -17,6 +17,7 @@ pub mod redact;
 pub mod reversible;
 pub mod rules;
 pub mod shell;
+pub mod sockets;
 pub mod verdict;
 
 pub use context::{Context, Resolution, ScratchState};

@@ -517,3 +517,76 @@ fn this_machine_is_reached_only_on_open_ports_and_never_on_praxis_own() {
         .to_string();
     assert!(err.contains("0 is not a port"), "{err}");
 }
+
+/// An operator policy of one rule granting `sockets` (a TOML list) to curl.
+fn socket_rule(decision: &str, sockets: &str) -> String {
+    format!(
+        r#"
+[[rule]]
+id = "curl-socket"
+decision = "{decision}"
+reason = "curl reaches the service's socket"
+program = ["curl"]
+sockets = {sockets}
+tier = "read_only"
+match = ["curl http://x/version"]
+"#
+    )
+}
+
+fn load_operator(operator: &str) -> Result<Policy, praxis_policy::LoadError> {
+    Policy::load(
+        Source {
+            name: "patterns.toml",
+            text: BUILTIN_PATTERNS,
+        },
+        Some(Source {
+            name: "policy.toml",
+            text: operator,
+        }),
+    )
+}
+
+#[test]
+fn a_socket_grant_is_a_high_risk_hold_naming_the_socket() {
+    let policy = load_operator(&socket_rule("hold", r#"["/srv/svc/api.sock"]"#))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let d = judge(&policy, "curl http://x/version", "agent");
+    assert_eq!(d.decision, Verdict::Hold);
+    assert_eq!(d.tier, praxis_policy::Tier::HighRisk, "a socket rule is T3");
+    assert_eq!(
+        d.grants.sockets,
+        [std::path::PathBuf::from("/srv/svc/api.sock")]
+    );
+    assert!(d.reason.contains("/srv/svc/api.sock"), "{}", d.reason);
+    assert!(
+        d.grants_summary()
+            .contains("will connect to the socket /srv/svc/api.sock"),
+        "{}",
+        d.grants_summary()
+    );
+    assert!(d.not_relaxable, "no learned lesson lifts a socket grant");
+    // Without the rule, nothing grants a socket.
+    let plain = judge(
+        &Policy::builtin().unwrap(),
+        "curl http://x/version",
+        "agent",
+    );
+    assert!(plain.grants.sockets.is_empty());
+}
+
+#[test]
+fn socket_grants_are_exact_paths_on_hold_rules_only() {
+    for (decision, sockets) in [
+        ("allow", r#"["/srv/svc/api.sock"]"#),
+        ("hold", r#"["srv/api.sock"]"#),
+        ("hold", r#"["/srv/*.sock"]"#),
+        ("hold", r#"["/srv/../run/api.sock"]"#),
+        ("hold", r#"["~/api.sock"]"#),
+    ] {
+        let err = load_operator(&socket_rule(decision, sockets))
+            .err()
+            .unwrap_or_else(|| panic!("{decision} {sockets} loaded"));
+        assert!(err.to_string().contains("socket"), "{err}");
+    }
+}

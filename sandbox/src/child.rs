@@ -105,8 +105,8 @@ impl Stage {
             Stage::Probe => "self-test probe",
             Stage::Cgroup => "joining the command's cgroup",
             Stage::Loopback => "bringing up lo in the network namespace",
-            Stage::EgressListener => "binding the egress listener",
-            Stage::Handoff => "handing the egress listener to the parent",
+            Stage::EgressListener => "binding a listener (egress or socket relay)",
+            Stage::Handoff => "handing a listener to the parent",
         }
     }
 }
@@ -118,12 +118,13 @@ pub(crate) struct Identity<'a> {
     pub(crate) groups: &'a [libc::gid_t],
 }
 
-/// The egress listener the child makes in its network namespace.
-pub(crate) struct Egress {
-    /// `127.0.0.1:port`, network byte order.
-    pub(crate) addr: libc::sockaddr_in,
-    /// The child's end of the close-on-exec socketpair the listener is
-    /// passed over (SCM_RIGHTS).
+/// The listeners the child makes in its network namespace: the egress
+/// listener (when the network is on), then one per socket relay.
+pub(crate) struct NetNs<'a> {
+    /// `127.0.0.1:port` each, network byte order.
+    pub(crate) listeners: &'a [libc::sockaddr_in],
+    /// The child's end of the close-on-exec socketpair the listeners are
+    /// passed over (SCM_RIGHTS, one message each).
     pub(crate) handoff_fd: RawFd,
 }
 
@@ -149,8 +150,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) parent_pid: libc::pid_t,
     pub(crate) rlimits: &'a [(libc::c_int, u64)],
     pub(crate) mount_ns: bool,
-    /// A network namespace of its own, with the egress listener.
-    pub(crate) egress: Option<&'a Egress>,
+    /// A network namespace of its own, with its listeners.
+    pub(crate) net: Option<&'a NetNs<'a>>,
     /// Maps for a user namespace of its own, made with the other namespaces
     /// when the daemon lacks CAP_SYS_ADMIN (or alone, so that RLIMIT_NPROC
     /// counts the command's processes only).
@@ -233,20 +234,19 @@ fn fail(report_fd: RawFd, stage: Stage, err: i32) -> ! {
 }
 
 /// In a fresh network namespace: brings `lo` up (the kernel gives it
-/// 127.0.0.1 and ::1), binds and listens on `egress.addr`, and sends the
-/// listening socket to the parent over the handoff socketpair. The child's
-/// own copy is closed: only the parent accepts on it.
+/// 127.0.0.1 and ::1), binds and listens on each of `net.listeners`, and
+/// sends each listening socket to the parent over the handoff socketpair.
+/// The child's own copies are closed: only the parent accepts on them.
 ///
 /// # Safety
 /// Raw system calls on stack data only; to be called in the cloned child.
-unsafe fn egress_listener(egress: &Egress) -> Result<(), (Stage, i32)> {
-    let failed = |stage: Stage| Err((stage, errno()));
+unsafe fn net_listeners(net: &NetNs<'_>) -> Result<(), (Stage, i32)> {
     // SAFETY (whole block): raw system calls on stack values; every
     // descriptor opened here is closed here.
     unsafe {
         let ctl = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
         if ctl < 0 {
-            return failed(Stage::Loopback);
+            return Err((Stage::Loopback, errno()));
         }
         let mut req: libc::ifreq = std::mem::zeroed();
         req.ifr_name[0] = b'l' as c_char;
@@ -260,14 +260,32 @@ unsafe fn egress_listener(egress: &Egress) -> Result<(), (Stage, i32)> {
         if !up {
             return Err((Stage::Loopback, up_errno));
         }
+        for addr in net.listeners {
+            listen_and_hand_over(addr, net.handoff_fd)?;
+        }
+    }
+    Ok(())
+}
 
+/// Binds and listens on `addr`, then sends the socket over `handoff_fd`
+/// and closes the child's copy.
+///
+/// # Safety
+/// Raw system calls on stack data only; to be called in the cloned child.
+unsafe fn listen_and_hand_over(
+    addr: &libc::sockaddr_in,
+    handoff_fd: RawFd,
+) -> Result<(), (Stage, i32)> {
+    // SAFETY (whole block): raw system calls on stack values; the
+    // descriptor opened here is closed here.
+    unsafe {
         let listener = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
         if listener < 0 {
-            return failed(Stage::EgressListener);
+            return Err((Stage::EgressListener, errno()));
         }
-        let addr = (&egress.addr as *const libc::sockaddr_in).cast::<libc::sockaddr>();
+        let raw = (addr as *const libc::sockaddr_in).cast::<libc::sockaddr>();
         let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        if libc::bind(listener, addr, len) != 0 || libc::listen(listener, libc::SOMAXCONN) != 0 {
+        if libc::bind(listener, raw, len) != 0 || libc::listen(listener, libc::SOMAXCONN) != 0 {
             let err = errno();
             libc::close(listener);
             return Err((Stage::EgressListener, err));
@@ -293,7 +311,7 @@ unsafe fn egress_listener(egress: &Egress) -> Result<(), (Stage, i32)> {
         libc::CMSG_DATA(cmsg)
             .cast::<RawFd>()
             .write_unaligned(listener);
-        let sent = libc::sendmsg(egress.handoff_fd, &msg, libc::MSG_NOSIGNAL);
+        let sent = libc::sendmsg(handoff_fd, &msg, libc::MSG_NOSIGNAL);
         let err = errno();
         libc::close(listener);
         if sent != 1 {
@@ -368,7 +386,7 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
         if plan.mount_ns {
             namespaces |= libc::CLONE_NEWNS;
         }
-        if plan.egress.is_some() {
+        if plan.net.is_some() {
             namespaces |= libc::CLONE_NEWNET;
         }
         if namespaces != 0 || plan.userns.is_some() {
@@ -396,8 +414,8 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                 }
             }
         }
-        if let Some(egress) = plan.egress
-            && let Err((stage, err)) = egress_listener(egress)
+        if let Some(net) = plan.net
+            && let Err((stage, err)) = net_listeners(net)
         {
             fail(fd, stage, err);
         }

@@ -93,7 +93,8 @@ pub(crate) struct EnvBlock {
 /// `PRAXIS_SANDBOX` and either, with the network off,
 /// `PRAXIS_SANDBOX_NETWORK_DISABLED=1`, or, given the egress listener's
 /// port, the proxy variables set to `http://127.0.0.1:<port>` and the
-/// exclusion lists empty. The first occurrence of a name wins.
+/// exclusion lists empty; and `PRAXIS_SOCKET_<n>=127.0.0.1:<port>` for the
+/// n-th socket relay (from 1). The first occurrence of a name wins.
 pub(crate) fn build(
     candidate: &[(OsString, OsString)],
     extra_allow: &[String],
@@ -101,6 +102,7 @@ pub(crate) fn build(
     tmpdir: &Path,
     profile: Profile,
     egress_port: Option<u16>,
+    relay_ports: &[u16],
 ) -> Result<EnvBlock, SandboxError> {
     let mut seen: Vec<&[u8]> = Vec::new();
     let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
@@ -136,6 +138,12 @@ pub(crate) fn build(
                 pairs.push((name.as_bytes().to_vec(), Vec::new()));
             }
         }
+    }
+    for (n, port) in (1..).zip(relay_ports) {
+        pairs.push((
+            format!("{}{n}", crate::SOCKET_ENV_PREFIX).into_bytes(),
+            format!("127.0.0.1:{port}").into_bytes(),
+        ));
     }
     let path = pairs
         .iter()
@@ -200,6 +208,7 @@ mod tests {
             Path::new("/t/x"),
             Profile::ReadOnly,
             None,
+            &[],
         )
         .unwrap();
         assert_eq!(
@@ -219,8 +228,16 @@ mod tests {
 
     #[test]
     fn proxied_network_points_every_proxy_variable_at_the_listener() {
-        let candidate = vec![pair("NO_PROXY", "*"), pair("ALL_PROXY", "socks5://x:1")];
-        let extra = vec!["NO_PROXY".to_owned(), "ALL_PROXY".to_owned()];
+        let candidate = vec![
+            pair("NO_PROXY", "*"),
+            pair("ALL_PROXY", "socks5://x:1"),
+            pair("PRAXIS_SOCKET_1", "elsewhere:1"),
+        ];
+        let extra = vec![
+            "NO_PROXY".to_owned(),
+            "ALL_PROXY".to_owned(),
+            "PRAXIS_SOCKET_1".to_owned(),
+        ];
         let block = build(
             &candidate,
             &extra,
@@ -228,9 +245,21 @@ mod tests {
             Path::new("/t"),
             Profile::Full,
             Some(50123),
+            &[50124, 50125],
         )
         .unwrap();
         let rendered = render(&block);
+        let relays: Vec<&String> = rendered
+            .iter()
+            .filter(|e| e.starts_with("PRAXIS_SOCKET_"))
+            .collect();
+        assert_eq!(
+            relays,
+            [
+                "PRAXIS_SOCKET_1=127.0.0.1:50124",
+                "PRAXIS_SOCKET_2=127.0.0.1:50125"
+            ]
+        );
         assert!(rendered.contains(&format!("PATH={DEFAULT_PATH}")));
         assert!(rendered.contains(&"PRAXIS_SANDBOX=full".to_owned()));
         assert!(
@@ -264,6 +293,7 @@ mod tests {
             Path::new("/t"),
             Profile::Full,
             None,
+            &[],
         );
         assert!(matches!(err, Err(SandboxError::Invalid(_))));
     }

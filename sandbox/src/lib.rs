@@ -95,6 +95,14 @@
 //! path-named sockets such as praxisd's, docker's or systemd's out of reach);
 //! AF_UNIX `socketpair` stays allowed.
 //!
+//! Socket relays ([`Spec::socket_relays`]): a decision that grants a
+//! path-named unix socket does not open `socket(AF_UNIX)`. The command runs
+//! in a private network namespace (with the network off too), where the
+//! child binds one more TCP listener on `127.0.0.1:<port>` per granted
+//! socket and hands them to the parent with the egress listener;
+//! [`Child::take_socket_listeners`] gives them to the daemon, which relays
+//! each connection to its socket. seccomp keeps refusing AF_UNIX.
+//!
 //! [`Network::Proxied`]: the command runs in a network namespace of its own
 //! that holds only `lo`. Before exec the child binds a TCP listener on
 //! `127.0.0.1:<port>` there and passes it to the parent over a close-on-exec
@@ -176,11 +184,17 @@ pub use cgroup::{
     CgroupBase, CgroupError, Limiting, Tracking, V1Bases, limiting, process_control, tracking,
 };
 pub use env::{ALWAYS_DENIED_ENV, BASE_ENV_ALLOW, PROXY_ENV};
+
+/// `PRAXIS_SOCKET_<n>`: the sandbox sets it to `127.0.0.1:<port>` of the
+/// n-th socket relay (from 1), like the proxy variables, and no caller can.
+pub const SOCKET_ENV_PREFIX: &str = "PRAXIS_SOCKET_";
 pub use filter::FilterError;
 pub use fs_rules::RulesError;
 pub use pins::PinError;
 pub use probe::{SelfTestReport, Support, self_test, support};
-pub use process::{Child, ExitStatus, Leftovers, Prepared, Waited, prepare, spawn, sweep_scratch};
+pub use process::{
+    Child, ExitStatus, Leftovers, Prepared, Waited, prepare, relay_ports, spawn, sweep_scratch,
+};
 pub use spare::{discard_spare, keep_spares, make_spare};
 
 /// Minimum Landlock ABI: 6 brings the abstract-unix-socket and signal scopes.
@@ -317,6 +331,14 @@ pub struct Spec {
     /// here is readable for this command (secrets inside a granted directory
     /// are not). One that is absent or a symlink gets no rule.
     pub read_grants: Vec<PathBuf>,
+    /// Ports (from [`relay_ports`]) of the TCP listeners on `127.0.0.1`
+    /// made inside the command's private network namespace, one per unix
+    /// socket its decision granted, handed to the parent in this order
+    /// ([`Child::take_socket_listeners`]), which relays each connection to
+    /// its socket. Any makes the namespace, with the network off too; the
+    /// command still cannot make a unix socket itself. The n-th (from 1) is
+    /// named by `PRAXIS_SOCKET_<n>=127.0.0.1:<port>` ([`SOCKET_ENV_PREFIX`]).
+    pub socket_relays: Vec<u16>,
     /// Paths kept unwritable inside writable trees: absolute, or relative
     /// names (`.git/hooks`) applied under every writable tree. A final
     /// component ending in `*` matches by prefix. One that a write grant

@@ -133,6 +133,7 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
         writable_caches: Vec::new(),
         write_grants: Vec::new(),
         read_grants: Vec::new(),
+        socket_relays: Vec::new(),
         protected: vec![hooks.clone()],
         // The secret lies in a read tree: the carve must take it out.
         reads: vec![outside.clone()],

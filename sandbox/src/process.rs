@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::cgroup::CommandCgroup;
-use crate::child::{self, Egress, Identity, Plan, Stage, Then};
+use crate::child::{self, Identity, NetNs, Plan, Stage, Then};
 use crate::env::{self, EnvBlock};
 use crate::filter::{self, Sockets};
 use crate::fs_rules::{self, Exclusion, Grant};
@@ -126,6 +126,8 @@ pub struct Prepared {
     /// The egress listener's port in the command's network namespace;
     /// `None` with the network off.
     egress_port: Option<u16>,
+    /// The socket relays' listener ports there, in the spec's order.
+    relay_ports: Vec<u16>,
     ruleset: OwnedFd,
     landlock_flags: u32,
     filter: &'static [libc::sock_filter],
@@ -157,7 +159,7 @@ impl Prepared {
     pub fn restrictions(&self) -> String {
         let read_only = self.pins.pins.iter().filter(|p| p.read_only).count();
         format!(
-            "profile {}, {}, landlock {} rules{}, {} protected paths mounted read-only, \
+            "profile {}, {}{}, landlock {} rules{}, {} protected paths mounted read-only, \
              {} paths covered, seccomp on, capabilities dropped, no_new_privs",
             self.profile.as_str(),
             match self.egress_port {
@@ -166,6 +168,10 @@ impl Prepared {
                     "network through the egress proxy only (private namespace, \
                      listener 127.0.0.1:{port})"
                 ),
+            },
+            match self.relay_ports.len() {
+                0 => String::new(),
+                n => format!(", {n} unix sockets relayed from 127.0.0.1"),
             },
             self.rule_count,
             if self.landlock_flags & LOG_NEW_EXEC_ON != 0 {
@@ -399,6 +405,31 @@ fn carve(key: &carve_cache::Key) -> Result<carve_cache::Carved, SandboxError> {
     Ok(deps.seal(rules, secrets, write_exclusions))
 }
 
+/// `count` distinct ports for [`crate::Spec::socket_relays`], from the
+/// ephemeral range like the egress listener's.
+pub fn relay_ports(count: usize) -> Vec<u16> {
+    let mut ports = Vec::with_capacity(count);
+    while ports.len() < count {
+        let port = ephemeral_port();
+        if !ports.contains(&port) {
+            ports.push(port);
+        }
+    }
+    ports
+}
+
+/// The socket relays' ports, checked: none is 0 and none repeats.
+fn checked_relay_ports(ports: &[u16]) -> Result<Vec<u16>, SandboxError> {
+    for (i, port) in ports.iter().enumerate() {
+        if *port == 0 || ports[..i].contains(port) {
+            return Err(SandboxError::Invalid(format!(
+                "socket relay port {port} is 0 or given twice"
+            )));
+        }
+    }
+    Ok(ports.to_vec())
+}
+
 /// A port for the egress listener. The namespace is fresh, so every port is
 /// free in it; one from the ephemeral range keeps clear of the fixed ports a
 /// command's own servers tend to use.
@@ -431,24 +462,37 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         )));
     }
     let privileged = effective_cap(caps::Capability::CAP_SYS_ADMIN)?;
+    let relay_ports = checked_relay_ports(&spec.socket_relays)?;
+    let private_net = !spec.network.is_off() || !relay_ports.is_empty();
+    if private_net {
+        // Without CAP_SYS_ADMIN the namespace needs a user namespace of its own.
+        pins::net_namespaces_work(!privileged).map_err(|errno| {
+            SandboxError::Unsupported(format!(
+                "a private network namespace cannot be made here (unshare {} refused: {}); \
+                 the command could only run with raw network",
+                if privileged {
+                    "CLONE_NEWNET"
+                } else {
+                    "CLONE_NEWUSER|CLONE_NEWNET"
+                },
+                crate::errno_name(errno)
+            ))
+        })?;
+    }
     let egress_port = match spec.network {
         Network::Off => None,
-        Network::Proxied { port } => {
-            // Without CAP_SYS_ADMIN the namespace needs a user namespace of its own.
-            pins::net_namespaces_work(!privileged).map_err(|errno| {
-                SandboxError::Unsupported(format!(
-                    "a private network namespace cannot be made here (unshare {} refused: {}); \
-                     the command could only run with raw network",
-                    if privileged {
-                        "CLONE_NEWNET"
-                    } else {
-                        "CLONE_NEWUSER|CLONE_NEWNET"
-                    },
-                    crate::errno_name(errno)
-                ))
-            })?;
-            Some(port.unwrap_or_else(ephemeral_port))
+        Network::Proxied { port: Some(port) } if relay_ports.contains(&port) => {
+            return Err(SandboxError::Invalid(format!(
+                "egress port {port} is also a socket relay's"
+            )));
         }
+        Network::Proxied { port: Some(port) } => Some(port),
+        Network::Proxied { port: None } => Some(loop {
+            let port = ephemeral_port();
+            if !relay_ports.contains(&port) {
+                break port;
+            }
+        }),
     };
     let owner = spec.run_as.as_ref().map(|r| (r.uid, r.gid));
     let restricted = spec.profile != Profile::Full;
@@ -510,7 +554,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         carve: key,
         scratch_root: spec.scratch_root.clone(),
         owner,
-        network_off: spec.network.is_off(),
+        network_off: !private_net,
         limits: spec.limits,
     };
     let made = spare::take_or_make(&inputs, &carved)?;
@@ -536,17 +580,19 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         &made.scratch.0,
         spec.profile,
         egress_port,
+        &relay_ports,
     )?;
 
     let limits_by_rlimit = !crate::limiting().by_cgroup();
-    let namespaces = !pin_plan.is_empty() || egress_port.is_some();
+    let namespaces = !pin_plan.is_empty() || private_net;
     // RLIMIT_NPROC counts a user's processes per user namespace: in one of
     // its own, the command's processes count alone, not the user's others.
     let own_nproc_count = limits_by_rlimit && pins::user_namespaces_work();
     let userns = (!privileged && (namespaces || own_nproc_count)).then(UserNsMaps::current);
-    let sockets = match egress_port {
-        None => Sockets::None,
-        Some(_) => Sockets::PrivateNet,
+    let sockets = if private_net {
+        Sockets::PrivateNet
+    } else {
+        Sockets::None
     };
     let filter = filter::program(sockets)?;
 
@@ -570,6 +616,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     Ok(Prepared {
         profile: spec.profile,
         egress_port,
+        relay_ports,
         ruleset: made.ruleset,
         landlock_flags: if abi >= 7 { LOG_NEW_EXEC_ON } else { 0 },
         filter,
@@ -766,8 +813,9 @@ fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd), SandboxError> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// The egress listener's way from the child's network namespace to us: a
-/// close-on-exec unix socketpair, our end and the child's.
+/// The way of the listeners (egress, socket relays) from the child's
+/// network namespace to us: a close-on-exec unix socketpair, our end and
+/// the child's.
 fn handoff_pair() -> Result<(OwnedFd, OwnedFd), SandboxError> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
     socketpair(
@@ -776,10 +824,11 @@ fn handoff_pair() -> Result<(OwnedFd, OwnedFd), SandboxError> {
         None,
         SockFlag::SOCK_CLOEXEC,
     )
-    .map_err(|e| SandboxError::os("socketpair for the egress listener", e.into()))
+    .map_err(|e| SandboxError::os("socketpair for the listeners", e.into()))
 }
 
-/// Takes the listener the child sent before it exec'd (already queued).
+/// Takes the next listener the child sent before it exec'd (already
+/// queued, one per message).
 fn receive_listener(ours: &OwnedFd) -> Result<TcpListener, SandboxError> {
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     let mut byte = [0u8; 1];
@@ -791,11 +840,11 @@ fn receive_listener(ours: &OwnedFd) -> Result<TcpListener, SandboxError> {
         Some(&mut space),
         MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_CMSG_CLOEXEC,
     )
-    .map_err(|e| SandboxError::os("receiving the egress listener", e.into()))?;
+    .map_err(|e| SandboxError::os("receiving a listener", e.into()))?;
     let mut received = Vec::new();
     for cmsg in msg
         .cmsgs()
-        .map_err(|e| SandboxError::os("receiving the egress listener", e.into()))?
+        .map_err(|e| SandboxError::os("receiving a listener", e.into()))?
     {
         if let ControlMessageOwned::ScmRights(fds) = cmsg {
             received.extend(fds);
@@ -808,7 +857,7 @@ fn receive_listener(ours: &OwnedFd) -> Result<TcpListener, SandboxError> {
     match (owned.next(), owned.next()) {
         (Some(listener), None) => Ok(TcpListener::from(listener)),
         _ => Err(SandboxError::Invalid(
-            "the child did not hand over exactly one egress listener".into(),
+            "the child did not hand over one listener per message".into(),
         )),
     }
 }
@@ -844,14 +893,19 @@ pub(crate) fn launch(
     absolute(cwd, "cwd")?;
     let cwd = c_string(cwd.as_os_str().as_bytes(), "cwd")?;
     let (report_read, report_write) = pipe_cloexec()?;
-    let handoff = prepared.egress_port.map(|_| handoff_pair()).transpose()?;
-    let egress = prepared
+    // The egress listener first, then one per socket relay.
+    let listeners: Vec<libc::sockaddr_in> = prepared
         .egress_port
-        .zip(handoff.as_ref())
-        .map(|(port, (_, theirs))| Egress {
-            addr: loopback(port),
-            handoff_fd: theirs.as_raw_fd(),
-        });
+        .iter()
+        .chain(&prepared.relay_ports)
+        .map(|port| loopback(*port))
+        .collect();
+    let private_net = !listeners.is_empty();
+    let handoff = private_net.then(handoff_pair).transpose()?;
+    let net = handoff.as_ref().map(|(_, theirs)| NetNs {
+        listeners: &listeners,
+        handoff_fd: theirs.as_raw_fd(),
+    });
     let groups: Vec<libc::gid_t> = prepared
         .run_as
         .as_ref()
@@ -873,7 +927,7 @@ pub(crate) fn launch(
         parent_pid: unsafe { libc::getpid() },
         rlimits: &prepared.rlimits,
         mount_ns: !prepared.pins.is_empty(),
-        egress: egress.as_ref(),
+        net: net.as_ref(),
         userns: prepared.userns.as_ref(),
         pins: &prepared.pins.pins,
         masks: &prepared.pins.masks,
@@ -975,6 +1029,7 @@ pub fn spawn(
         envp: &env_ptrs,
     };
     let launched = launch(&prepared, cwd, &stdio, then)?;
+    let (prepared_egress, relays) = (prepared.egress_port.is_some(), prepared.relay_ports.len());
     let pid = launched.pid;
     let mut buf = [0u8; 8];
     let filled = read_report(&launched.report, &mut buf)?;
@@ -995,7 +1050,12 @@ pub fn spawn(
     child.pidfd = Some(pidfd_open(pid)?);
     crate::guardian::watch(pid);
     if let Some(ours) = &launched.handoff {
-        child.egress_listener = Some(receive_listener(ours)?);
+        if prepared_egress {
+            child.egress_listener = Some(receive_listener(ours)?);
+        }
+        for _ in 0..relays {
+            child.socket_listeners.push(receive_listener(ours)?);
+        }
     }
     Ok(child)
 }
@@ -1060,6 +1120,7 @@ pub struct Child {
     ruleset: Option<OwnedFd>,
     restrictions: String,
     egress_listener: Option<TcpListener>,
+    socket_listeners: Vec<TcpListener>,
 }
 
 impl Child {
@@ -1074,6 +1135,7 @@ impl Child {
             ruleset: None,
             restrictions: String::new(),
             egress_listener: None,
+            socket_listeners: Vec::new(),
         }
     }
 
@@ -1085,6 +1147,13 @@ impl Child {
     /// taken, and with the network off.
     pub fn take_egress_listener(&mut self) -> Option<TcpListener> {
         self.egress_listener.take()
+    }
+
+    /// The listeners of [`crate::Spec::socket_relays`] inside the command's
+    /// network namespace, in the spec's order: relay each connection
+    /// accepted on one to its unix socket. Empty once taken.
+    pub fn take_socket_listeners(&mut self) -> Vec<TcpListener> {
+        std::mem::take(&mut self.socket_listeners)
     }
 
     /// The process id (also the process group and session id).

@@ -12,11 +12,9 @@ use std::time::Duration;
 use common::{Fixture, PROXIED, have};
 use praxis_sandbox::{Network, Profile, Spec, Stdio};
 
-/// Runs `bash -c script` under `spec`, serving the egress listener with a
-/// thread that accepts one connection and returns what it sent. Returns the
-/// command's output, the listener's port and what reached the listener.
-fn run_proxied(spec: &Spec, script: &str) -> (String, u16, String) {
-    let (mut reader, writer) = std::io::pipe().unwrap();
+/// Starts `bash -c script` under `spec`, its stdout and stderr into a pipe.
+fn spawn_bash(spec: &Spec, script: &str) -> (praxis_sandbox::Child, std::io::PipeReader) {
+    let (reader, writer) = std::io::pipe().unwrap();
     let writer: OwnedFd = writer.into();
     let stdio = Stdio {
         stdin: std::fs::File::open("/dev/null").unwrap().into(),
@@ -25,16 +23,22 @@ fn run_proxied(spec: &Spec, script: &str) -> (String, u16, String) {
     };
     let prepared = praxis_sandbox::prepare(spec).unwrap();
     let argv: Vec<OsString> = ["bash", "-c", script].iter().map(OsString::from).collect();
-    let mut child = praxis_sandbox::spawn(prepared, &argv, &spec.workspace, stdio).unwrap();
-    let listener = child.take_egress_listener().expect("an egress listener");
-    assert!(child.take_egress_listener().is_none(), "taken once");
-    let port = listener.local_addr().unwrap().port();
-    let served = std::thread::spawn(move || {
+    let child = praxis_sandbox::spawn(prepared, &argv, &spec.workspace, stdio).unwrap();
+    (child, reader)
+}
+
+/// A thread that accepts one connection on `listener` and returns what it sent.
+fn serve_once(listener: TcpListener) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
         let mut got = String::new();
         conn.read_to_string(&mut got).unwrap();
         got
-    });
+    })
+}
+
+/// Waits for the command to end and returns its output.
+fn finish(mut child: praxis_sandbox::Child, mut reader: std::io::PipeReader) -> String {
     let waited = child
         .wait_timeout(Duration::from_secs(30), Duration::from_secs(1))
         .unwrap();
@@ -42,6 +46,19 @@ fn run_proxied(spec: &Spec, script: &str) -> (String, u16, String) {
     let mut output = String::new();
     reader.read_to_string(&mut output).unwrap();
     assert!(!waited.timed_out, "{output}");
+    output
+}
+
+/// Runs `bash -c script` under `spec`, serving the egress listener with a
+/// thread that accepts one connection and returns what it sent. Returns the
+/// command's output, the listener's port and what reached the listener.
+fn run_proxied(spec: &Spec, script: &str) -> (String, u16, String) {
+    let (mut child, reader) = spawn_bash(spec, script);
+    let listener = child.take_egress_listener().expect("an egress listener");
+    assert!(child.take_egress_listener().is_none(), "taken once");
+    let port = listener.local_addr().unwrap().port();
+    let served = serve_once(listener);
+    let output = finish(child, reader);
     (output, port, served.join().unwrap())
 }
 
@@ -194,4 +211,61 @@ fn probe_helper() {
         std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
     };
     std::process::exit(code);
+}
+
+/// Runs `bash -c script` under `spec`, serving each socket relay listener
+/// with a thread that accepts one connection. Returns the command's output
+/// and what reached each listener, in the spec's order.
+fn run_relayed(spec: &Spec, script: &str) -> (String, Vec<String>) {
+    let (mut child, reader) = spawn_bash(spec, script);
+    let listeners = child.take_socket_listeners();
+    assert!(child.take_socket_listeners().is_empty(), "taken once");
+    let ports: Vec<u16> = listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect();
+    assert_eq!(
+        ports, spec.socket_relays,
+        "one listener per relay, in order"
+    );
+    let served: Vec<_> = listeners.into_iter().map(serve_once).collect();
+    let output = finish(child, reader);
+    let served = served.into_iter().map(|s| s.join().unwrap()).collect();
+    (output, served)
+}
+
+#[test]
+fn socket_relays_hand_over_one_listener_each_with_the_network_off() {
+    if !have("bash") {
+        return;
+    }
+    let fx = Fixture::new();
+    let mut spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
+    spec.socket_relays = praxis_sandbox::relay_ports(2);
+    let [first, second] = [spec.socket_relays[0], spec.socket_relays[1]];
+    let script = "echo to-first > /dev/tcp/${PRAXIS_SOCKET_1/://}
+         echo to-second > /dev/tcp/${PRAXIS_SOCKET_2/://}
+         echo proxy=[$http_proxy] $PRAXIS_SOCKET_1 $PRAXIS_SOCKET_2";
+    let (output, served) = run_relayed(&spec, script);
+    assert_eq!(served, ["to-first\n", "to-second\n"], "{output}");
+    assert!(
+        output.contains(&format!("127.0.0.1:{first} 127.0.0.1:{second}")),
+        "{output}"
+    );
+    // Network off stays off: no proxy to go out through.
+    assert!(output.contains("proxy=[]"), "{output}");
+}
+
+#[test]
+fn socket_relays_come_beside_the_egress_listener() {
+    if !have("bash") {
+        return;
+    }
+    let fx = Fixture::new();
+    let mut spec = fx.spec(Profile::WorkspaceWrite, PROXIED);
+    spec.socket_relays = praxis_sandbox::relay_ports(1);
+    let relay = spec.socket_relays[0];
+    let (output, served) =
+        run_relayed(&spec, &format!("echo relayed > /dev/tcp/127.0.0.1/{relay}"));
+    assert_eq!(served, ["relayed\n"], "{output}");
 }

@@ -41,6 +41,9 @@ pub struct Case {
     /// The exact destinations expected (`host:port`), when given.
     #[serde(default)]
     pub connect: Option<Vec<String>>,
+    /// The exact unix sockets expected (absolute paths), when given.
+    #[serde(default)]
+    pub sockets: Option<Vec<String>>,
     /// The host's answer for shared-scratch paths the command writes:
     /// `absent` (the default for every such path), `owned`, `foreign`,
     /// `symlink` or `special`.
@@ -106,6 +109,7 @@ impl Outcome {
     fn grants_match(&self) -> bool {
         Self::paths_match(self.case.write.as_ref(), &self.grants.write)
             && Self::paths_match(self.case.read.as_ref(), &self.grants.read)
+            && Self::paths_match(self.case.sockets.as_ref(), &self.grants.sockets)
             && self.connect_matches()
     }
 
@@ -139,11 +143,12 @@ impl Outcome {
             String::new()
         } else {
             format!(
-                " grants `{}` (want write {:?}, read {:?}, connect {:?})",
+                " grants `{}` (want write {:?}, read {:?}, connect {:?}, sockets {:?})",
                 self.grants.summary(),
                 self.case.write,
                 self.case.read,
-                self.case.connect
+                self.case.connect,
+                self.case.sockets
             )
         };
         format!(

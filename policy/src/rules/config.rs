@@ -40,10 +40,22 @@ pub struct PatternsFile {
     pub redact: Option<crate::redact::RedactConfig>,
     #[serde(default)]
     pub runtime_tools: RuntimeTools,
+    /// How a program reaches a relayed unix socket.
+    #[serde(default, rename = "socket")]
+    pub sockets: Vec<SocketSpec>,
     /// Package registries and services by name: `npm = ["registry.npmjs.org:443"]`.
     /// `connect` lists name them as `registry:npm`.
     #[serde(default)]
     pub registries: BTreeMap<String, Vec<String>>,
+}
+
+/// `[[socket]]`: the variables that point a socket's own clients at its
+/// relay, `{addr}` standing for the relay's `127.0.0.1:<port>`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SocketSpec {
+    pub path: String,
+    pub env: BTreeMap<String, String>,
 }
 
 /// `[runtime_tools]`: agent-runtime tools that run no host command and touch
@@ -475,6 +487,10 @@ pub struct RuleSpec {
     /// instead of what the program table says.
     #[serde(default)]
     pub connect: Option<Vec<String>>,
+    /// Unix sockets (exact absolute paths) a HOLD rule grants: once approved,
+    /// the command reaches each through a relay. Such a rule is high_risk.
+    #[serde(default)]
+    pub sockets: Vec<String>,
     /// What an ALLOW rule speaks for beyond the program it matched, the paths
     /// its `paths`/`access` match and the destinations of its `connect`.
     #[serde(default)]

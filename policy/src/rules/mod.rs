@@ -8,6 +8,7 @@ pub mod cases;
 pub mod config;
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 
 use regex::Regex;
 
@@ -42,6 +43,8 @@ pub struct Rule {
     pub profile: Option<Profile>,
     /// When an ALLOW by this rule decides: exactly these destinations.
     pub connect: Option<Vec<Destination>>,
+    /// The unix sockets this HOLD rule grants, once approved.
+    pub sockets: Vec<PathBuf>,
     /// Parts an ALLOW by this rule speaks for beyond what its criteria match.
     covers: Vec<Cover>,
     roles: Vec<String>,
@@ -52,6 +55,22 @@ pub struct Rule {
     pub not_matches: Vec<String>,
     /// Learned memory may never lift this rule's HOLD.
     pub not_relaxable: bool,
+}
+
+/// A socket a rule grants (or a `[[socket]]` path): an exact absolute
+/// path, normalized, without patterns.
+pub(crate) fn socket_path(entry: &str) -> Result<PathBuf, String> {
+    let exact = entry.starts_with('/')
+        && entry != "/"
+        && !entry.contains(['*', '?', '[', '{', '~', '$'])
+        && crate::classify::paths::normalize(entry) == entry;
+    if exact {
+        Ok(PathBuf::from(entry))
+    } else {
+        Err(format!(
+            "socket `{entry}` must be an exact absolute path (normalized, no pattern)"
+        ))
+    }
 }
 
 fn verdict(d: RuleDecision) -> Verdict {
@@ -104,6 +123,23 @@ impl Rule {
         let tier = match spec.tier {
             Some(t) => Some(t.tier().ok_or("a rule's tier cannot be `unknown`")?),
             None => None,
+        };
+        let sockets = spec
+            .sockets
+            .iter()
+            .map(|e| socket_path(e))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !sockets.is_empty() && spec.decision != RuleDecision::Hold {
+            return Err(
+                "`sockets` marks HOLD rules only: a socket is granted by an operator's approval"
+                    .to_owned(),
+            );
+        }
+        // A socket's service is reached whole (docker's is root on the host).
+        let tier = if sockets.is_empty() {
+            tier
+        } else {
+            Some(tier.map_or(Tier::HighRisk, |t| t.max(Tier::HighRisk)))
         };
         let has_criteria = !spec.program.is_empty()
             || !spec.subcommand.is_empty()
@@ -166,6 +202,7 @@ impl Rule {
             tier,
             profile: spec.profile,
             connect,
+            sockets,
             covers: spec.covers.clone(),
             roles: spec.roles.clone(),
             preconditions: spec.preconditions.clone(),

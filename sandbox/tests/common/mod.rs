@@ -67,6 +67,7 @@ impl Fixture {
             writable_caches: Vec::new(),
             write_grants: Vec::new(),
             read_grants: Vec::new(),
+            socket_relays: Vec::new(),
             protected: [".git/hooks", ".git/config", ".mcp.json"]
                 .iter()
                 .map(|p| self.ws.join(p))

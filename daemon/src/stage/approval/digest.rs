@@ -52,6 +52,9 @@ pub fn request_digest(
     for dest in &access.connect {
         field(b"n", dest.to_string().as_bytes());
     }
+    for socket in &access.sockets {
+        field(b"s", socket.as_os_str().as_encoded_bytes());
+    }
     let mut names: Vec<&str> = grants.iter().map(|g| g.name.as_str()).collect();
     names.sort_unstable();
     for name in names {
@@ -122,6 +125,16 @@ mod tests {
                 Profile::ReadOnly,
                 &Grants {
                     read: vec![PathBuf::from("/tmp/out")],
+                    ..Grants::default()
+                },
+                &[],
+            ),
+            request_digest(
+                "d",
+                &cwd,
+                Profile::ReadOnly,
+                &Grants {
+                    sockets: vec![PathBuf::from("/tmp/out")],
                     ..Grants::default()
                 },
                 &[],

@@ -28,6 +28,7 @@ use crate::egress::{self, EgressHub};
 use crate::errors;
 use crate::paths::expand_home;
 use crate::pipeline::gate::{Brokered, Executed, Permit, Ran, Refusal, Trail, decision_frame};
+use crate::socket_relay;
 use crate::spawn::{self, Running, SpawnError, Waited};
 use crate::state::Daemon;
 
@@ -49,9 +50,27 @@ fn sandbox_profile(profile: Profile) -> praxis_sandbox::Profile {
     }
 }
 
+/// The variables that point the command's programs at its socket relays
+/// (`[[socket]]`), one relay port each, in the order of the grants.
+fn socket_env(permit: &Permit, relay_ports: &[u16]) -> Vec<(String, String)> {
+    permit
+        .decision
+        .grants
+        .sockets
+        .iter()
+        .zip(relay_ports)
+        .flat_map(|(socket, port)| {
+            permit
+                .policy
+                .socket_env(socket, &format!("127.0.0.1:{port}"))
+        })
+        .collect()
+}
+
 /// The sandbox spec for a permit: profile and network from the decision,
 /// path lists from the policy, limits from the policy, identity from the
-/// peer; `egress` when the command goes out through the proxy.
+/// peer; `egress` when the command goes out through the proxy; one relay
+/// port per granted socket.
 fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_sandbox::Spec {
     // The policy the permit was issued under, even if a reload happened since.
     let lists = permit.policy.sandbox_lists();
@@ -92,6 +111,8 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
             groups,
         }
     });
+    let socket_relays = praxis_sandbox::relay_ports(permit.decision.grants.sockets.len());
+    let socket_env = socket_env(permit, &socket_relays);
     praxis_sandbox::Spec {
         profile: sandbox_profile(permit.decision.profile),
         network: if permit.decision.network() {
@@ -104,6 +125,7 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
         writable_caches,
         write_grants: permit.decision.grants.write.clone(),
         read_grants: permit.decision.grants.read.clone(),
+        socket_relays,
         protected,
         reads,
         secrets,
@@ -113,6 +135,11 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
             .cloned()
             .chain(Brokered::env_entries(&permit.brokered))
             .chain(egress.map(EgressHub::child_env).unwrap_or_default())
+            .chain(
+                socket_env
+                    .iter()
+                    .map(|(n, v)| (OsString::from(n), OsString::from(v))),
+            )
             .collect(),
         extra_env_allow: permit
             .brokered
@@ -123,6 +150,7 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
                     .map(|_| EgressHub::child_env_names())
                     .unwrap_or_default(),
             )
+            .chain(socket_env.into_iter().map(|(name, _)| name))
             .collect(),
         rlimits: praxis_sandbox::Rlimits {
             fsize_bytes: limits.rlimit_fsize_bytes,
@@ -447,6 +475,7 @@ pub async fn run(
     started: impl FnOnce(i32),
     on_egress: impl Fn(ConnectionEvent) + Send + Sync + 'static,
 ) -> Executed {
+    let on_egress: socket_relay::Sink = Arc::new(on_egress);
     let began = Instant::now();
     let redactor = match redactor(&permit) {
         Ok(r) => r,
@@ -486,6 +515,7 @@ pub async fn run(
     let proxy = match (egress, running.egress.take()) {
         (Some((hub, egress_permit)), Some(listener)) => {
             let refused = Arc::clone(&refused);
+            let on_egress = Arc::clone(&on_egress);
             let sink = move |event: ConnectionEvent| {
                 if matches!(event.verdict, praxis_egress::Verdict::Refused(_)) {
                     let mut refused = refused.lock().unwrap_or_else(|p| p.into_inner());
@@ -501,6 +531,18 @@ pub async fn run(
         }
         _ => None,
     };
+    // Each granted socket is relayed from its listener until the command ends.
+    let relays: Vec<tokio::task::JoinHandle<()>> = std::mem::take(&mut running.sockets)
+        .into_iter()
+        .zip(permit.decision.grants.sockets.iter().cloned())
+        .map(|(listener, socket)| {
+            tokio::spawn(socket_relay::serve(
+                listener,
+                socket,
+                Arc::clone(&on_egress),
+            ))
+        })
+        .collect();
     let network = proxy.is_some();
     let mut offline_failure = false;
     let mut closed_at_cap: Vec<&str> = Vec::new();
@@ -649,6 +691,9 @@ pub async fn run(
     if let Some(proxy) = proxy {
         // Ends every tunnel the command still had; each reports its event.
         proxy.abort();
+    }
+    for relay in relays {
+        relay.abort();
     }
     let failed = !matches!(waited, Some(Ok((Some(0), _))));
     let refused = std::mem::take(&mut *refused.lock().unwrap_or_else(|p| p.into_inner()));
