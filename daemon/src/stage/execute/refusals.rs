@@ -192,10 +192,10 @@ impl Refusals {
         };
         let why = match worst {
             Some(Wall::Unreadable) => format!(
-                "{paths}: outside what commands may read (the workspace, $TMPDIR, the tool \
-                 caches and the trees listed in patterns.toml). Work in the workspace or \
-                 $TMPDIR, or run a command that names the path: it is held for an approval \
-                 that grants exactly that read"
+                "{paths}: outside what commands may reach (they write the workspace, $TMPDIR \
+                 and the tool caches, and read those and the trees listed in patterns.toml). \
+                 Work in the workspace or $TMPDIR, or run a command that names the path: it is \
+                 held for an approval that grants exactly that read or write"
             ),
             Some(Wall::Secret) => format!(
                 "{paths}: a secret, never readable by commands unless an operator approves a \
