@@ -34,6 +34,7 @@ pub mod operator;
 pub mod paths;
 pub mod pinned;
 pub mod pipeline;
+pub mod private_tmp;
 pub mod program_cache;
 pub mod recovery;
 pub mod reload;

@@ -118,6 +118,13 @@ impl Layout {
         self.state_dir.with_file_name("praxis-scratch")
     }
 
+    /// Where the private `/tmp` and `/var/tmp` of each session (or of each
+    /// workspace, for commands run without a session) are kept: beside the
+    /// state dir, on disk; a command sees its own at `/tmp` and `/var/tmp`.
+    pub fn private_tmp_root(&self) -> PathBuf {
+        self.state_dir.with_file_name("praxis-tmp")
+    }
+
     /// Where the egress proxy's CA certificate and the trust bundle that
     /// includes it are kept for sandboxed commands to read: beside the state
     /// dir, which commands can never read (the CA's key stays there).

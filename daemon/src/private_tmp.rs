@@ -1,0 +1,101 @@
+//! Each session's private `/tmp` and `/var/tmp`: a directory of its own
+//! under [`Layout::private_tmp_root`], holding `tmp` and `var-tmp`, which
+//! the sandbox mounts at `/tmp` and `/var/tmp` in every command of that
+//! session. What one command leaves there the next one finds; the host's
+//! shared `/tmp` is not visible. A command run without a session gets the
+//! private `/tmp` of its workspace.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use praxis_proto::paths::Layout;
+use sha2::{Digest, Sha256};
+
+/// The directory holding the private `/tmp` (`tmp`) and `/var/tmp`
+/// (`var-tmp`) for `session`, else for `workspace`.
+pub fn dir_for(layout: &Layout, session: Option<&str>, workspace: &Path) -> PathBuf {
+    let (kind, key) = match session.filter(|s| !s.is_empty()) {
+        Some(session) => ("session", session.as_bytes().to_vec()),
+        None => (
+            "workspace",
+            workspace.as_os_str().as_encoded_bytes().to_vec(),
+        ),
+    };
+    let digest = hex::encode(Sha256::digest(&key));
+    layout
+        .private_tmp_root()
+        .join(format!("{kind}-{}", &digest[..24]))
+}
+
+/// The two directories a command mounts: `(tmp, var-tmp)` under `dir`.
+pub fn mounts_of(dir: &Path) -> (PathBuf, PathBuf) {
+    (dir.join("tmp"), dir.join("var-tmp"))
+}
+
+/// Makes `dir` and its two directories if missing: mode 0700, owned by
+/// `owner` (uid, gid) when the daemon serves another user. Touches `dir`
+/// so its retention counts from its last use.
+pub fn make(dir: &Path, owner: Option<(u32, u32)>) -> io::Result<(PathBuf, PathBuf)> {
+    let root = dir.parent().unwrap_or(dir);
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o711)
+        .create(root)?;
+    let (tmp, var_tmp) = mounts_of(dir);
+    for made in [dir, tmp.as_path(), var_tmp.as_path()] {
+        match fs::DirBuilder::new().mode(0o700).create(made) {
+            Ok(()) => {
+                if let Some((uid, gid)) = owner {
+                    std::os::unix::fs::chown(made, Some(uid), Some(gid))?;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let meta = fs::symlink_metadata(made)?;
+                if !meta.is_dir() {
+                    return Err(io::Error::other(format!(
+                        "{} is not a directory",
+                        made.display()
+                    )));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // Its mtime is when it was last used: retention counts from there.
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    let now = std::time::SystemTime::now();
+    fs::File::open(dir)?.set_modified(now)?;
+    Ok((tmp, var_tmp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_or_else_a_workspace_has_its_own() {
+        let layout = Layout::for_mode(praxis_proto::Mode::User);
+        let a = dir_for(&layout, Some("s1"), Path::new("/w"));
+        let b = dir_for(&layout, Some("s2"), Path::new("/w"));
+        let c = dir_for(&layout, None, Path::new("/w"));
+        let d = dir_for(&layout, Some(""), Path::new("/w"));
+        assert_ne!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(c, d);
+        assert!(a.starts_with(layout.private_tmp_root()));
+    }
+
+    #[test]
+    fn made_once_and_again() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("praxis-tmp/session-x");
+        let (tmp, var_tmp) = make(&dir, None).unwrap();
+        fs::write(tmp.join("kept"), "1").unwrap();
+        assert_eq!(make(&dir, None).unwrap(), (tmp.clone(), var_tmp.clone()));
+        assert!(tmp.join("kept").exists() && var_tmp.is_dir());
+        let mode = fs::metadata(&tmp).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+}
