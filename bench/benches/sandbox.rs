@@ -60,6 +60,7 @@ fn setup() -> Setup {
         limits: Limits::default(),
         run_as: None,
         scratch_root: root.join("scratch"),
+        private_tmp: None,
     };
     let proxied = Spec {
         network: Network::Proxied { port: None },

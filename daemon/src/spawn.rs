@@ -154,6 +154,7 @@ pub async fn capture(
         limits: praxis_sandbox::Limits::default(),
         run_as: None,
         scratch_root: layout.scratch_root(),
+        private_tmp: None,
     };
     let argv = [
         shell.as_os_str().to_owned(),

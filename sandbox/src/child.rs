@@ -158,6 +158,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) userns: Option<&'a UserNsMaps>,
     pub(crate) pins: &'a [Pin],
     pub(crate) masks: &'a [Mask],
+    /// A private `/tmp` to mount before the pins.
+    pub(crate) tmp: Option<&'a crate::private_tmp::TmpPlan>,
     pub(crate) cwd: &'a CStr,
     pub(crate) drop_bounding: bool,
     pub(crate) last_cap: libc::c_ulong,
@@ -321,6 +323,66 @@ unsafe fn listen_and_hand_over(
     Ok(())
 }
 
+/// Mounts the private `/tmp` and `/var/tmp` over the host's, then binds
+/// back each tree that must stay in reach at its own path. Every source is
+/// opened first: once `/tmp` is covered, a source under it is out of sight.
+///
+/// # Safety
+/// Raw system calls on prepared data only; to be called in the cloned
+/// child, in its own mount namespace.
+unsafe fn private_tmp(fd: RawFd, tmp: &crate::private_tmp::TmpPlan) {
+    // SAFETY (whole block): raw system calls on prepared C strings and
+    // stack values; every descriptor opened here is closed here.
+    unsafe {
+        let check = |stage, ok: bool| {
+            if !ok {
+                fail(fd, stage, errno());
+            }
+        };
+        let open = |path: &CStr| {
+            libc::open(
+                path.as_ptr(),
+                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        let mut covers = [-1 as RawFd; 2];
+        let mut shown = [-1 as RawFd; crate::private_tmp::MAX_SHOWN];
+        for (slot, (source, _)) in covers.iter_mut().zip(tmp.covers.iter()) {
+            *slot = open(source);
+            check(Stage::Mount, *slot >= 0);
+        }
+        for (slot, path) in shown.iter_mut().zip(tmp.shown.iter()) {
+            *slot = open(path);
+            check(Stage::Mount, *slot >= 0);
+        }
+        let no_type: *const c_char = std::ptr::null();
+        let no_data: *const libc::c_void = std::ptr::null();
+        let mut buf = [0u8; 32];
+        for (&source, (_, covered)) in covers.iter().zip(tmp.covers.iter()) {
+            let by_fd = fd_path(&mut buf, source);
+            check(
+                Stage::Mount,
+                libc::mount(by_fd, covered.as_ptr(), no_type, libc::MS_BIND, no_data) == 0,
+            );
+            libc::close(source);
+        }
+        for (&source, path) in shown.iter().zip(tmp.shown.iter()) {
+            let by_fd = fd_path(&mut buf, source);
+            check(
+                Stage::Mount,
+                libc::mount(
+                    by_fd,
+                    path.as_ptr(),
+                    no_type,
+                    libc::MS_BIND | libc::MS_REC,
+                    no_data,
+                ) == 0,
+            );
+            libc::close(source);
+        }
+    }
+}
+
 /// Runs the child's set-up. Called right after `clone` in the child.
 ///
 /// # Safety
@@ -434,6 +496,9 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                     no_data,
                 ) == 0,
             );
+            if let Some(tmp) = plan.tmp {
+                private_tmp(fd, tmp);
+            }
             for pin in plan.pins {
                 let path = pin.path.as_ptr();
                 // Bind the very inode that was planned, through its descriptor:

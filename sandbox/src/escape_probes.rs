@@ -23,7 +23,7 @@ pub(crate) const PROBES: [(i32, &str); 8] = [
     (1 << 1, "write outside the workspace succeeded"),
     (1 << 2, "read of a secret path succeeded"),
     (1 << 3, "TCP connect to a loopback listener succeeded"),
-    (1 << 4, "UDP socket creation succeeded"),
+    (1 << 4, "raw or unix socket creation succeeded"),
     (1 << 5, "signal to pid 1 succeeded"),
     (1 << 6, "io_uring_setup succeeded"),
     (1 << 7, "write into the workspace's .git/hooks succeeded"),
@@ -76,10 +76,19 @@ pub(crate) fn run(args: &ProbeArgs, report_fd: RawFd) -> i32 {
             }
             libc::close(tcp);
         }
-        let udp = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if udp >= 0 {
-            bits |= PROBES[4].0;
-            libc::close(udp);
+        // A loopback of its own is allowed (TCP and UDP there reach nothing
+        // of the host's, as the connect above shows); raw and unix sockets
+        // are not.
+        for (family, kind) in [
+            (libc::AF_INET, libc::SOCK_RAW),
+            (libc::AF_PACKET, libc::SOCK_RAW),
+            (libc::AF_UNIX, libc::SOCK_STREAM),
+        ] {
+            let sock = libc::socket(family, kind | libc::SOCK_CLOEXEC, 0);
+            if sock >= 0 {
+                bits |= PROBES[4].0;
+                libc::close(sock);
+            }
         }
         if libc::kill(1, 0) == 0 {
             bits |= PROBES[5].0;

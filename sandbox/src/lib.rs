@@ -172,6 +172,7 @@ mod filter;
 mod fs_rules;
 mod mounts;
 mod pins;
+mod private_tmp;
 mod probe;
 mod process;
 mod spare;
@@ -191,6 +192,7 @@ pub const SOCKET_ENV_PREFIX: &str = "PRAXIS_SOCKET_";
 pub use filter::FilterError;
 pub use fs_rules::RulesError;
 pub use pins::PinError;
+pub use private_tmp::PrivateTmp;
 pub use probe::{SelfTestReport, Support, self_test, support};
 pub use process::{
     Child, ExitStatus, Leftovers, Prepared, Waited, prepare, relay_ports, spawn, sweep_scratch,
@@ -373,6 +375,9 @@ pub struct Spec {
     /// Parent dir of the per-command private `TMPDIR` (created 0700, removed
     /// when the [`Child`] or [`Prepared`] is dropped).
     pub scratch_root: PathBuf,
+    /// The session's private `/tmp` and `/var/tmp`, mounted over the host's
+    /// (where the host allows a mount namespace); `TMPDIR` is then `/tmp`.
+    pub private_tmp: Option<PrivateTmp>,
 }
 
 /// The child's standard descriptors.

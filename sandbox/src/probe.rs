@@ -148,6 +148,7 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
         limits: Limits::default(),
         run_as: None,
         scratch_root: base.0.clone(),
+        private_tmp: None,
     };
     let prepared = process::prepare(&spec)?;
     let restrictions = prepared.restrictions();

@@ -20,6 +20,7 @@ use crate::filter::{self, Sockets};
 use crate::fs_rules::{self, Exclusion, Grant};
 use crate::mounts;
 use crate::pins::{self, PinPlan, UserNsMaps};
+use crate::private_tmp;
 use crate::{Network, Profile, SandboxError, Spec, Stdio, carve_cache, spare};
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): denials after exec are audited.
@@ -128,6 +129,9 @@ pub struct Prepared {
     egress_port: Option<u16>,
     /// The socket relays' listener ports there, in the spec's order.
     relay_ports: Vec<u16>,
+    /// Whether the command runs in a network namespace of its own (with
+    /// `lo` up, and its listeners if any).
+    private_net: bool,
     ruleset: OwnedFd,
     landlock_flags: u32,
     filter: &'static [libc::sock_filter],
@@ -138,6 +142,8 @@ pub struct Prepared {
     drop_bounding: bool,
     last_cap: libc::c_ulong,
     pins: PinPlan,
+    /// The private `/tmp` and what is shown again in it.
+    tmp: Option<private_tmp::TmpPlan>,
     rule_count: usize,
     scratch: ScratchDir,
     cgroup: Option<CommandCgroup>,
@@ -163,6 +169,7 @@ impl Prepared {
              {} paths covered, seccomp on, capabilities dropped, no_new_privs",
             self.profile.as_str(),
             match self.egress_port {
+                None if self.private_net => String::from("network off (a loopback of its own)"),
                 None => String::from("network off"),
                 Some(port) => format!(
                     "network through the egress proxy only (private namespace, \
@@ -463,10 +470,15 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     }
     let privileged = effective_cap(caps::Capability::CAP_SYS_ADMIN)?;
     let relay_ports = checked_relay_ports(&spec.socket_relays)?;
-    let private_net = !spec.network.is_off() || !relay_ports.is_empty();
-    if private_net {
-        // Without CAP_SYS_ADMIN the namespace needs a user namespace of its own.
-        pins::net_namespaces_work(!privileged).map_err(|errno| {
+    let needs_net = !spec.network.is_off() || !relay_ports.is_empty();
+    // Without CAP_SYS_ADMIN the namespace needs a user namespace of its own.
+    let net_works = pins::net_namespaces_work(!privileged);
+    // Every command gets a loopback of its own where the host allows one:
+    // test servers bind and connect there, and nothing leaves it. Where it
+    // does not, a command without network gets no sockets at all.
+    let private_net = needs_net || net_works.is_ok();
+    if needs_net {
+        net_works.map_err(|errno| {
             SandboxError::Unsupported(format!(
                 "a private network namespace cannot be made here (unshare {} refused: {}); \
                  the command could only run with raw network",
@@ -546,6 +558,22 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
     } else {
         PinPlan::default()
     };
+    // Without a mount namespace there is no private /tmp: the host's stays
+    // out of reach and `TMPDIR` is the command's scratch dir.
+    let tmp_plan = match (&spec.private_tmp, can_mount) {
+        (Some(private), true) => {
+            let keep: Vec<PathBuf> = [&spec.workspace]
+                .into_iter()
+                .chain(&spec.reads)
+                .chain(&spec.read_grants)
+                .chain(&spec.write_grants)
+                .chain(&writable_roots)
+                .cloned()
+                .collect();
+            Some(private_tmp::plan(private, &keep, owner)?)
+        }
+        _ => None,
+    };
     // The scratch dir, the ruleset with the carve's rules and the scratch
     // dir's grant, and the cgroups: made ahead when they can be (see
     // `spare`); the command's own write grants are added here.
@@ -568,23 +596,35 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
                 access: fs_rules::write_rights(),
             });
         }
+        if let (Some(private), Some(_)) = (&spec.private_tmp, &tmp_plan) {
+            for dir in [&private.tmp, &private.var_tmp] {
+                grants.push(Grant {
+                    path: dir.clone(),
+                    access: fs_rules::write_rights(),
+                });
+            }
+        }
         let mut grant_rules = fs_rules::carve(&grants, &carved.write_exclusions, &mut Vec::new())?;
         grant_rules.extend(read_grant_rules(&spec.read_grants, &kept_secrets)?);
         fs_rules::add_rules(&made.ruleset, &grant_rules)?;
         rule_count += grant_rules.len();
     }
+    let tmpdir = match tmp_plan {
+        Some(_) => Path::new("/tmp"),
+        None => made.scratch.0.as_path(),
+    };
     let env = env::build(
         &spec.env,
         &spec.extra_env_allow,
         &spec.home,
-        &made.scratch.0,
+        tmpdir,
         spec.profile,
         egress_port,
         &relay_ports,
     )?;
 
     let limits_by_rlimit = !crate::limiting().by_cgroup();
-    let namespaces = !pin_plan.is_empty() || private_net;
+    let namespaces = !pin_plan.is_empty() || tmp_plan.is_some() || private_net;
     // RLIMIT_NPROC counts a user's processes per user namespace: in one of
     // its own, the command's processes count alone, not the user's others.
     let own_nproc_count = limits_by_rlimit && pins::user_namespaces_work();
@@ -617,6 +657,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         profile: spec.profile,
         egress_port,
         relay_ports,
+        private_net,
         ruleset: made.ruleset,
         landlock_flags: if abi >= 7 { LOG_NEW_EXEC_ON } else { 0 },
         filter,
@@ -628,6 +669,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         userns,
         last_cap: last_cap()?,
         pins: pin_plan,
+        tmp: tmp_plan,
         rule_count,
         scratch: made.scratch,
         cgroup: made.cgroup,
@@ -900,11 +942,12 @@ pub(crate) fn launch(
         .chain(&prepared.relay_ports)
         .map(|port| loopback(*port))
         .collect();
-    let private_net = !listeners.is_empty();
-    let handoff = private_net.then(handoff_pair).transpose()?;
-    let net = handoff.as_ref().map(|(_, theirs)| NetNs {
+    let handoff = (!listeners.is_empty()).then(handoff_pair).transpose()?;
+    let net = prepared.private_net.then(|| NetNs {
         listeners: &listeners,
-        handoff_fd: theirs.as_raw_fd(),
+        handoff_fd: handoff
+            .as_ref()
+            .map_or(-1, |(_, theirs)| theirs.as_raw_fd()),
     });
     let groups: Vec<libc::gid_t> = prepared
         .run_as
@@ -926,7 +969,8 @@ pub(crate) fn launch(
         // SAFETY: getpid has no preconditions.
         parent_pid: unsafe { libc::getpid() },
         rlimits: &prepared.rlimits,
-        mount_ns: !prepared.pins.is_empty(),
+        mount_ns: !prepared.pins.is_empty() || prepared.tmp.is_some(),
+        tmp: prepared.tmp.as_ref(),
         net: net.as_ref(),
         userns: prepared.userns.as_ref(),
         pins: &prepared.pins.pins,

@@ -346,19 +346,37 @@ fn run_in_home(spec: &praxis_sandbox::Spec, script: &str) -> common::Ran {
 }
 
 #[test]
-fn tcp_and_udp_are_blocked_with_network_off() {
+fn the_host_is_out_of_reach_and_a_loopback_of_its_own_works_with_network_off() {
     if !common::have("bash") {
         return;
     }
     let fx = Fixture::new();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    let datagrams = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    datagrams.set_nonblocking(true).unwrap();
+    let udp_port = datagrams.local_addr().unwrap().port();
     let tcp = format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'");
-    let udp = "bash -c 'echo hi > /dev/udp/127.0.0.1/9'";
+    let udp = format!("bash -c 'echo hi > /dev/udp/127.0.0.1/{udp_port}'");
+    // A server and its client inside one command.
+    let own = "python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); \
+               s.listen(); c=socket.create_connection(s.getsockname()); \
+               a, _=s.accept(); c.sendall(b\"ok\"); print(a.recv(2).decode())'";
     for profile in [Profile::ReadOnly, Profile::WorkspaceWrite, Profile::Full] {
         let off = fx.spec(profile, Network::Off);
         assert!(!sh(&off, &tcp).ok(), "{profile:?}");
-        assert!(!sh(&off, udp).ok(), "{profile:?}");
+        // Sent into the command's own loopback: the host's socket gets nothing.
+        let _ = sh(&off, &udp);
+        let mut buf = [0u8; 8];
+        assert!(datagrams.recv(&mut buf).is_err(), "{profile:?}");
+        if common::have("python3") {
+            let ran = sh(&off, own);
+            assert!(
+                ran.ok() && ran.output.trim() == "ok",
+                "{profile:?}: {}",
+                ran.output
+            );
+        }
     }
 }
 

@@ -88,6 +88,7 @@ impl Fixture {
             limits: Limits::default(),
             run_as: None,
             scratch_root: self.scratch_root.clone(),
+            private_tmp: None,
         }
     }
 }

@@ -160,7 +160,22 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
         limits: daemon.config.command_limits,
         run_as,
         scratch_root: daemon.config.layout.scratch_root(),
+        private_tmp: None,
     }
+}
+
+/// The session's private `/tmp` and `/var/tmp` (else the workspace's),
+/// made for the command's user if missing.
+fn private_tmp(
+    daemon: &Daemon,
+    spec: &praxis_sandbox::Spec,
+    session: Option<&str>,
+) -> Result<praxis_sandbox::PrivateTmp, String> {
+    let dir = crate::private_tmp::dir_for(&daemon.config.layout, session, &spec.workspace);
+    let owner = spec.run_as.as_ref().map(|r| (r.uid, r.gid));
+    let (tmp, var_tmp) = crate::private_tmp::make(&dir, owner)
+        .map_err(|e| format!("cannot make the private /tmp {}: {e}", dir.display()))?;
+    Ok(praxis_sandbox::PrivateTmp { tmp, var_tmp })
 }
 
 /// Starts the command in the sandbox with fresh pipes for its output.
@@ -486,6 +501,10 @@ pub async fn run(
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };
     let mut spec = spec(daemon, &permit, egress.as_ref().map(|(hub, _)| &**hub));
+    spec.private_tmp = match private_tmp(daemon, &spec, trail.session.as_deref()) {
+        Ok(private) => Some(private),
+        Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
+    };
     let grant_note = match make_write_grants(&permit, &spec.protected) {
         Ok(note) => note,
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,

@@ -35,6 +35,9 @@ impl Reach {
         let mut writable = vec![spec.workspace.clone(), spec.scratch_root.clone()];
         writable.extend(spec.writable_caches.iter().cloned());
         writable.extend(spec.write_grants.iter().cloned());
+        if spec.private_tmp.is_some() {
+            writable.extend(["/tmp", "/var/tmp"].map(PathBuf::from));
+        }
         let relative_to_home = |list: &[PathBuf]| -> Vec<PathBuf> {
             list.iter()
                 .map(|p| {
