@@ -517,3 +517,21 @@ fn this_machine_is_reached_only_on_open_ports_and_never_on_praxis_own() {
         .to_string();
     assert!(err.contains("0 is not a port"), "{err}");
 }
+
+#[test]
+fn a_role_unknown_posture_is_contained_or_hold_and_nothing_else() {
+    let text = BUILTIN_PATTERNS.replacen(
+        "unknown = \"contained\"          # checkpointed",
+        "unknown = \"allow\"          # checkpointed",
+        1,
+    );
+    assert_ne!(text, BUILTIN_PATTERNS, "the agent role's posture is gone");
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("unknown = \"allow\""))
+        .unwrap()
+        + 1;
+    let err = builtin_load_error(&text);
+    assert!(err.starts_with(&format!("patterns.toml:{line}:")), "{err}");
+    assert!(err.contains("contained") && err.contains("hold"), "{err}");
+}
