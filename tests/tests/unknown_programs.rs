@@ -181,3 +181,23 @@ fn a_contained_unknown_program_reaches_no_network() {
     );
     assert_eq!(out.status.code(), Some(125), "{out:?}");
 }
+
+#[test]
+fn an_unknown_program_in_a_workspace_too_large_to_checkpoint_is_held_naming_the_size() {
+    let tools = tool_dir();
+    install(tools.path(), "wipe-tool", "#!/bin/sh\nrm -rf big\n");
+    let d = Daemon::start_with(&[("praxis.toml", "[snapshots]\nmax_mib = 1\n")], &[]);
+    let big = d.work().join("big");
+    fs::create_dir_all(&big).unwrap();
+    fs::write(big.join("blob.bin"), vec![1u8; 2 << 20]).unwrap();
+    let out = run_with_tools(&d, tools.path(), &["--", "wipe-tool"]);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    let reason = signal_json(&out)["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.contains("not reversible")
+            && reason.contains(&format!("{} bytes", 2 << 20))
+            && reason.contains("per-command limit"),
+        "{reason}"
+    );
+    assert!(big.join("blob.bin").exists(), "nothing ran uncheckpointed");
+}
