@@ -16,6 +16,14 @@ fn builtin_load_error(patterns: &str) -> String {
     .to_string()
 }
 
+/// Why `patterns` fails to load, which must name the line starting `start`.
+fn load_error_at_line_of(patterns: &str, start: &str) -> String {
+    let line = patterns.lines().position(|l| l.starts_with(start)).unwrap() + 1;
+    let err = builtin_load_error(patterns);
+    assert!(err.starts_with(&format!("patterns.toml:{line}:")), "{err}");
+    err
+}
+
 fn judge(policy: &Policy, command: &str, role: &str) -> praxis_policy::Decision {
     let request = Request {
         command: CommandText::Shell(command),
@@ -55,13 +63,7 @@ fn an_unknown_key_is_a_load_error_with_its_line() {
         "[meta]\nversion = 1\nsurprise = true\n",
         1,
     );
-    let line = text
-        .lines()
-        .position(|l| l.starts_with("surprise"))
-        .unwrap()
-        + 1;
-    let err = builtin_load_error(&text);
-    assert!(err.starts_with(&format!("patterns.toml:{line}:")), "{err}");
+    let err = load_error_at_line_of(&text, "surprise");
     assert!(err.contains("surprise"), "{err}");
 }
 
@@ -526,12 +528,6 @@ fn a_role_unknown_posture_is_contained_or_hold_and_nothing_else() {
         1,
     );
     assert_ne!(text, BUILTIN_PATTERNS, "the agent role's posture is gone");
-    let line = text
-        .lines()
-        .position(|l| l.starts_with("unknown = \"allow\""))
-        .unwrap()
-        + 1;
-    let err = builtin_load_error(&text);
-    assert!(err.starts_with(&format!("patterns.toml:{line}:")), "{err}");
+    let err = load_error_at_line_of(&text, "unknown = \"allow\"");
     assert!(err.contains("contained") && err.contains("hold"), "{err}");
 }

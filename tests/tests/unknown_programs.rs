@@ -11,7 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
-use common::{Daemon, bin, signal_json};
+use common::{Daemon, bin, last_finished, signal_json, tree};
 
 const CAREFUL_ROLE: &str = "[roles.careful]\nread_only = \"allow\"\nreversible_write = \"allow\"\n\
      external_side_effect = \"hold\"\nhigh_risk = \"hold\"\nunknown = \"hold\"\n";
@@ -51,36 +51,6 @@ fn run_with_tools(d: &Daemon, dir: &Path, args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .unwrap()
-}
-
-/// Every file under the workspace but .git: path and bytes.
-fn tree(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if entry.file_name() == ".git" {
-                continue;
-            }
-            let rel = path.strip_prefix(root).unwrap().display().to_string();
-            if entry.file_type().unwrap().is_dir() {
-                out.push((rel, Vec::new()));
-                stack.push(path);
-            } else {
-                out.push((rel, fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn last_finished(d: &Daemon) -> String {
-    d.events_of_kind("finished")
-        .last()
-        .and_then(|e| e["request_id"].as_str().map(str::to_owned))
-        .expect("a finished event")
 }
 
 #[test]
