@@ -1539,6 +1539,8 @@ fn hold_uncontained_unknown(decision: &mut Decision, judged: &[Judged]) {
         return;
     };
     decision.decision = Verdict::Hold;
+    // A lesson learned for the known part must not widen the unknown one.
+    decision.not_relaxable = true;
     decision.rule_ids = vec![String::from(UNKNOWN_UNCONTAINED)];
     decision.reason = format!(
         "unknown program `{unknown}` runs only contained (no network, nothing beyond T1): {why}"

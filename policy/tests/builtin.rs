@@ -531,3 +531,23 @@ fn a_role_unknown_posture_is_contained_or_hold_and_nothing_else() {
     let err = load_error_at_line_of(&text, "unknown = \"allow\"");
     assert!(err.contains("contained") && err.contains("hold"), "{err}");
 }
+
+#[test]
+fn an_unknown_program_asking_for_network_is_held_past_any_lesson() {
+    let policy = Policy::builtin().unwrap();
+    let d = judge(&policy, "mytool src && npm install", "agent");
+    assert_eq!(d.decision, Verdict::Hold);
+    assert_eq!(d.rule_ids, ["unknown.not-contained"]);
+    assert!(
+        d.not_relaxable,
+        "memory must not give an unknown program network"
+    );
+    assert!(d.reason.contains("registry.npmjs.org:443"), "{}", d.reason);
+    let alone = judge(&policy, "mytool src", "agent");
+    assert_eq!(alone.decision, Verdict::Allow);
+    assert_eq!(
+        alone.undo.workspace,
+        Some(false),
+        "a whole checkpoint first"
+    );
+}
