@@ -19,7 +19,9 @@ use crate::context::{Entry, ScratchState};
 use crate::decision::{CommandJudgment, CommandShape, Decision, Destination, Grants, PartJudgment};
 use crate::redact::{RedactConfig, Redactor};
 use crate::reversible::Undo;
-use crate::rules::config::{self, Loopback, OperatorFile, PatternsFile, Posture, RolePosture};
+use crate::rules::config::{
+    self, Loopback, OperatorFile, PatternsFile, Posture, RolePosture, UnknownPosture,
+};
 use crate::rules::{Rule, RuleSet};
 pub use crate::shell::display_command;
 use crate::shell::{self, DecisionExample, Launchers, Script, SimpleCommand, Wrappers};
@@ -919,6 +921,7 @@ impl Policy {
             }
         }
         decision.reason = with_ungranted(&decision.reason, &ungranted);
+        hold_uncontained_unknown(&mut decision, &judged);
         hold_shared_config_grant(&mut decision, &facts, &judged, context);
         if decision.decision == Verdict::Stop {
             // Nothing runs; an approval can never turn a STOP into a run.
@@ -1173,8 +1176,31 @@ impl Policy {
             return (out, None);
         }
         let Some(tier_known) = f.tier else {
+            if f.has(Fact::UnknownProgram)
+                && !f.plantable_path
+                && posture.unknown == UnknownPosture::Contained
+            {
+                // Bounded by the sandbox and undone from the checkpoint
+                // `Undo::add` asks for: nothing irreversible to hold for.
+                out.verdict = Verdict::Allow;
+                out.tier = Tier::ReversibleWrite;
+                out.profile = Profile::WorkspaceWrite;
+                out.rule_ids = vec![String::from(UNKNOWN_CONTAINED)];
+                out.reason = format!(
+                    "unknown program `{}`, run contained: workspace checkpointed, no network",
+                    f.program
+                );
+                return (out, None);
+            }
             out.rule_ids = vec![String::from("unknown")];
-            out.reason = format!("{}: unknown, so held", f.note);
+            out.reason = if f.plantable_path {
+                format!(
+                    "{}: unknown, and named by a path a request can write (it may have been planted), so held",
+                    f.note
+                )
+            } else {
+                format!("{}: unknown, so held", f.note)
+            };
             return (out, None);
         };
         out.verdict = posture_verdict(posture, tier_known.max(tier));
@@ -1490,6 +1516,51 @@ fn rule_unknown_role<'r>(rule: &'r Rule, roles: &BTreeMap<String, RolePosture>) 
 }
 
 /// What the role's posture gives a part or command of this tier.
+/// An unknown program runs only contained: a request that would also give
+/// it network, or that holds a part beyond T1, is held whatever allowed the
+/// rest, since the sandbox and the checkpoint bound only T1 work.
+fn hold_uncontained_unknown(decision: &mut Decision, judged: &[Judged]) {
+    if decision.decision != Verdict::Allow {
+        return;
+    }
+    let Some(unknown) = decision
+        .commands
+        .iter()
+        .zip(judged)
+        .find(|(_, j)| j.rule_ids.iter().any(|id| id == UNKNOWN_CONTAINED))
+        .map(|(c, _)| c.program.clone())
+    else {
+        return;
+    };
+    let why = if !decision.grants.connect.is_empty() {
+        format!(
+            "the request also reaches {}",
+            decision
+                .grants
+                .connect
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    } else if decision.tier > Tier::ReversibleWrite {
+        format!(
+            "the request also has a {} {} part",
+            decision.tier.label(),
+            decision.tier.as_str()
+        )
+    } else {
+        return;
+    };
+    decision.decision = Verdict::Hold;
+    // A lesson learned for the known part must not widen the unknown one.
+    decision.not_relaxable = true;
+    decision.rule_ids = vec![String::from(UNKNOWN_UNCONTAINED)];
+    decision.reason = format!(
+        "unknown program `{unknown}` runs only contained (no network, nothing beyond T1): {why}"
+    );
+}
+
 fn posture_verdict(posture: &RolePosture, tier: Tier) -> Verdict {
     let p = match tier {
         Tier::ReadOnly => posture.read_only,
@@ -1705,6 +1776,12 @@ const UNREADABLE: &str = "read.outside-allow-list";
 
 /// The rule id of [`Policy::hold_closed_loopback`].
 const CLOSED_LOOPBACK: &str = "loopback.port";
+
+/// The rule id of an unknown program the role runs contained.
+const UNKNOWN_CONTAINED: &str = "unknown.contained";
+
+/// The rule id of [`hold_uncontained_unknown`].
+const UNKNOWN_UNCONTAINED: &str = "unknown.not-contained";
 
 /// The rule id of [`hold_shared_config_grant`].
 const SHARED_CONFIG_GRANT: &str = "grant.shared-git-config";

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use crate::Tier;
-use crate::classify::{Access, Facts, PathUse};
+use crate::classify::{Access, Fact, Facts, PathUse};
 
 /// What must be saved for a command to be undone.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -51,6 +51,12 @@ impl Undo {
         if facts.program == "git" {
             // Git's other writes go to its own store, where the reflog keeps them.
             self.add_git(facts);
+            return;
+        }
+        if facts.has(Fact::UnknownProgram) && tier == Tier::ReversibleWrite {
+            // A contained unknown program may change anything in the
+            // workspace: only a whole checkpoint makes it undoable.
+            self.workspace = Some(self.workspace.unwrap_or(false));
             return;
         }
         let writes_listed = facts.paths.iter().any(|p| p.access != Access::Read);

@@ -16,6 +16,14 @@ fn builtin_load_error(patterns: &str) -> String {
     .to_string()
 }
 
+/// Why `patterns` fails to load, which must name the line starting `start`.
+fn load_error_at_line_of(patterns: &str, start: &str) -> String {
+    let line = patterns.lines().position(|l| l.starts_with(start)).unwrap() + 1;
+    let err = builtin_load_error(patterns);
+    assert!(err.starts_with(&format!("patterns.toml:{line}:")), "{err}");
+    err
+}
+
 fn judge(policy: &Policy, command: &str, role: &str) -> praxis_policy::Decision {
     let request = Request {
         command: CommandText::Shell(command),
@@ -55,13 +63,7 @@ fn an_unknown_key_is_a_load_error_with_its_line() {
         "[meta]\nversion = 1\nsurprise = true\n",
         1,
     );
-    let line = text
-        .lines()
-        .position(|l| l.starts_with("surprise"))
-        .unwrap()
-        + 1;
-    let err = builtin_load_error(&text);
-    assert!(err.starts_with(&format!("patterns.toml:{line}:")), "{err}");
+    let err = load_error_at_line_of(&text, "surprise");
     assert!(err.contains("surprise"), "{err}");
 }
 
@@ -589,4 +591,36 @@ fn socket_grants_are_exact_paths_on_hold_rules_only() {
             .unwrap_or_else(|| panic!("{decision} {sockets} loaded"));
         assert!(err.to_string().contains("socket"), "{err}");
     }
+}
+
+#[test]
+fn a_role_unknown_posture_is_contained_or_hold_and_nothing_else() {
+    let text = BUILTIN_PATTERNS.replacen(
+        "unknown = \"contained\"          # checkpointed",
+        "unknown = \"allow\"          # checkpointed",
+        1,
+    );
+    assert_ne!(text, BUILTIN_PATTERNS, "the agent role's posture is gone");
+    let err = load_error_at_line_of(&text, "unknown = \"allow\"");
+    assert!(err.contains("contained") && err.contains("hold"), "{err}");
+}
+
+#[test]
+fn an_unknown_program_asking_for_network_is_held_past_any_lesson() {
+    let policy = Policy::builtin().unwrap();
+    let d = judge(&policy, "mytool src && npm install", "agent");
+    assert_eq!(d.decision, Verdict::Hold);
+    assert_eq!(d.rule_ids, ["unknown.not-contained"]);
+    assert!(
+        d.not_relaxable,
+        "memory must not give an unknown program network"
+    );
+    assert!(d.reason.contains("registry.npmjs.org:443"), "{}", d.reason);
+    let alone = judge(&policy, "mytool src", "agent");
+    assert_eq!(alone.decision, Verdict::Allow);
+    assert_eq!(
+        alone.undo.workspace,
+        Some(false),
+        "a whole checkpoint first"
+    );
 }

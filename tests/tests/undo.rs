@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Output;
 
-use common::{Daemon, signal_json};
+use common::{Daemon, last_finished, signal_json, tree};
 
 fn git(d: &Daemon, args: &[&str]) {
     let st = d.cmd(Path::new("git")).args(args).status().unwrap();
@@ -44,41 +44,6 @@ fn scratch_repo(d: &Daemon) {
     fs::write(w.join("drafts/idea.md"), b"an untracked draft\n").unwrap();
     fs::set_permissions(w.join("drafts/idea.md"), fs::Permissions::from_mode(0o600)).unwrap();
     fs::write(w.join("debug.log"), b"ignored log\n").unwrap();
-}
-
-/// Every file under the workspace but .git: path, bytes, mode.
-fn tree(root: &Path) -> Vec<(String, Vec<u8>, u32)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if entry.file_name() == ".git" {
-                continue;
-            }
-            let meta = fs::symlink_metadata(&path).unwrap();
-            let rel = path.strip_prefix(root).unwrap().display().to_string();
-            if meta.is_dir() {
-                out.push((rel, Vec::new(), meta.permissions().mode() & 0o7777));
-                stack.push(path);
-            } else {
-                out.push((
-                    rel,
-                    fs::read(&path).unwrap(),
-                    meta.permissions().mode() & 0o7777,
-                ));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn last_finished(d: &Daemon) -> String {
-    d.events_of_kind("finished")
-        .last()
-        .and_then(|e| e["request_id"].as_str().map(str::to_owned))
-        .expect("a finished event")
 }
 
 fn undo(d: &Daemon, id: &str, extra: &[&str]) -> Output {

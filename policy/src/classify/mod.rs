@@ -179,6 +179,10 @@ pub struct Facts {
     /// The absolute path of a program named by its path inside a tree the
     /// request can write (`./a.out`, `.venv/bin/pip`).
     pub local_program: Option<String>,
+    /// A program named by a path that lies in a tree some request can write
+    /// (a shared scratch, a cache), or that cannot be told: it may have been
+    /// planted there (`/tmp/a.out`).
+    pub plantable_path: bool,
     /// Names of the environment variables it sets (`NAME=v cmd`, `env`, `export`).
     pub env: Vec<String>,
     /// Why the tier is what it is, for explanations.
@@ -1385,6 +1389,9 @@ impl Classifier<'_, '_> {
         } else {
             self.argv(&cmd.program, &cmd.args, &mut facts);
         }
+        if facts.local_program.is_none() && cmd.invoked_as.contains('/') {
+            facts.plantable_path = self.plantable(&cmd.invoked_as);
+        }
         if cmd.program == "git" && git_config_override(cmd, self.tables) {
             facts.set(Fact::GitConfigWrite);
         }
@@ -1429,6 +1436,21 @@ impl Classifier<'_, '_> {
             located.classes & PathClass::SharedScratch.bit() != 0 && self.written.contains(&path);
         ((located.classes & local != 0 || built) && located.classes & PathClass::Dynamic.bit() == 0)
             .then_some(path)
+    }
+
+    /// Whether a program path lies where a request could have put it.
+    fn plantable(&self, invoked_as: &str) -> bool {
+        let located = self
+            .tables
+            .paths
+            .locate(&literal(invoked_as), self.frame, false);
+        let writable = PathClass::Workspace.bit()
+            | PathClass::Scratch.bit()
+            | PathClass::SharedScratch.bit()
+            | PathClass::Cache.bit()
+            | PathClass::Dynamic.bit()
+            | PathClass::Unknown.bit();
+        located.path.is_none() || located.classes & writable != 0
     }
 
     fn shell(&self, cmd: &SimpleCommand, facts: &mut Facts) {

@@ -8,13 +8,20 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::engine::example_context;
-use crate::{CommandText, Grants, Policy, Request, ScratchState, Tier, Verdict};
+use crate::{
+    BUILTIN_PATTERNS, CommandText, Grants, Policy, Request, Resolution, ScratchState, Source, Tier,
+    Verdict,
+};
 
 use super::config::{self, ParseError};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CaseFile {
+    /// An operator `policy.toml`: the file's cases are judged with the
+    /// built-in patterns and it, instead of the policy given to [`run`].
+    #[serde(default)]
+    operator: Option<String>,
     #[serde(rename = "case")]
     cases: Vec<Case>,
 }
@@ -54,6 +61,11 @@ pub struct Case {
     /// project's own tool (`".venv/bin/pip" = "pip"`). Unlisted: none is.
     #[serde(default)]
     pub tools: BTreeMap<String, String>,
+    /// The host's answer for `PATH` lookups: the file each program name
+    /// resolves to; one inside the workspace is in a writable tree. Unlisted:
+    /// lookups are skipped.
+    #[serde(default)]
+    pub path: BTreeMap<String, String>,
     /// Why the case is in the corpus.
     #[serde(default)]
     pub note: Option<String>,
@@ -168,9 +180,39 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Case>, ParseError> {
     Ok(config::parse::<CaseFile>(file, text)?.cases)
 }
 
-/// Judges every case of `text` with `policy`.
-pub fn run(policy: &Policy, file: &str, text: &str) -> Result<Vec<Outcome>, ParseError> {
-    let cases = parse(file, text)?;
+/// Why a case file cannot be judged.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error("{file}: its operator policy does not load: {why}")]
+    Operator { file: String, why: String },
+}
+
+/// Judges every case of `text` with `policy` (or with the file's own
+/// operator policy over the built-in patterns).
+pub fn run(policy: &Policy, file: &str, text: &str) -> Result<Vec<Outcome>, RunError> {
+    let CaseFile { operator, cases } = config::parse::<CaseFile>(file, text)?;
+    let own = match operator {
+        Some(operator) => Some(
+            Policy::load(
+                Source {
+                    name: "patterns.toml",
+                    text: BUILTIN_PATTERNS,
+                },
+                Some(Source {
+                    name: file,
+                    text: &operator,
+                }),
+            )
+            .map_err(|e| RunError::Operator {
+                file: file.to_owned(),
+                why: e.to_string(),
+            })?,
+        ),
+        None => None,
+    };
+    let policy = own.as_ref().unwrap_or(policy);
     let mut search_from = 0;
     Ok(cases
         .into_iter()
@@ -195,6 +237,17 @@ pub fn run(policy: &Policy, file: &str, text: &str) -> Result<Vec<Outcome>, Pars
             ctx.scratch = policy.scratch_states(&analysis, &ctx, 1000, |_| None);
             for (path, state) in &case.scratch {
                 ctx.scratch.insert(PathBuf::from(path), (*state).into());
+            }
+            for (name, file) in &case.path {
+                let file = PathBuf::from(file);
+                let in_writable_root = file.starts_with(&ctx.workspace);
+                ctx.resolved.insert(
+                    name.clone(),
+                    Resolution::Found {
+                        path: file,
+                        in_writable_root,
+                    },
+                );
             }
             for (path, program) in &case.tools {
                 ctx.tools.insert(ctx.workspace.join(path), program.clone());

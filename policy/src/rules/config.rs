@@ -170,9 +170,22 @@ pub struct RolePosture {
     pub reversible_write: Posture,
     pub external_side_effect: Posture,
     pub high_risk: Posture,
-    /// Whether an unknown program may run (never, for shipped roles).
+    /// What a program the policy does not know gets, when it resolves
+    /// outside every writable tree. Unsaid: held.
     #[serde(default)]
-    pub unknown: Option<Posture>,
+    pub unknown: UnknownPosture,
+}
+
+/// A role's answer to a program the policy does not know.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnknownPosture {
+    /// Runs as T1 in the workspace-write profile without network, after a
+    /// whole-workspace checkpoint.
+    Contained,
+    /// Held for approval.
+    #[default]
+    Hold,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

@@ -424,3 +424,40 @@ fn running(pid: u32) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// Every file under the workspace but .git: path, bytes, mode.
+pub fn tree(root: &Path) -> Vec<(String, Vec<u8>, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            if meta.is_dir() {
+                out.push((rel, Vec::new(), meta.permissions().mode() & 0o7777));
+                stack.push(path);
+            } else {
+                out.push((
+                    rel,
+                    std::fs::read(&path).unwrap(),
+                    meta.permissions().mode() & 0o7777,
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The request id of the last command that finished.
+pub fn last_finished(d: &Daemon) -> String {
+    d.events_of_kind("finished")
+        .last()
+        .and_then(|e| e["request_id"].as_str().map(str::to_owned))
+        .expect("a finished event")
+}
