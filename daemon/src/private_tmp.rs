@@ -34,6 +34,23 @@ pub fn mounts_of(dir: &Path) -> (PathBuf, PathBuf) {
     (dir.join("tmp"), dir.join("var-tmp"))
 }
 
+/// Where `path`, as a command sees it, lies on the host: a path in `/tmp`
+/// or `/var/tmp` lies in the private ones under `dir`. None for any other
+/// path (`path` is normalized: no `..`).
+pub fn host_path(dir: &Path, path: &Path) -> Option<PathBuf> {
+    let (tmp, var_tmp) = mounts_of(dir);
+    [("/tmp", tmp), ("/var/tmp", var_tmp)]
+        .into_iter()
+        .find_map(|(seen, on_host)| {
+            let rest = path.strip_prefix(seen).ok()?;
+            Some(if rest.as_os_str().is_empty() {
+                on_host
+            } else {
+                on_host.join(rest)
+            })
+        })
+}
+
 /// Makes `dir` and its two directories if missing: mode 0700, owned by
 /// `owner` (uid, gid) when the daemon serves another user. Touches `dir`
 /// so its retention counts from its last use.
@@ -85,6 +102,18 @@ mod tests {
         assert_ne!(a, c);
         assert_eq!(c, d);
         assert!(a.starts_with(layout.private_tmp_root()));
+    }
+
+    #[test]
+    fn tmp_paths_lie_in_the_private_dirs() {
+        let dir = Path::new("/state/tmp/session-x");
+        let on_host = |p: &str| host_path(dir, Path::new(p));
+        assert_eq!(on_host("/tmp/a.out"), Some(dir.join("tmp/a.out")));
+        assert_eq!(on_host("/tmp"), Some(dir.join("tmp")));
+        assert_eq!(on_host("/var/tmp/x/y"), Some(dir.join("var-tmp/x/y")));
+        assert_eq!(on_host("/tmpx/a"), None);
+        assert_eq!(on_host("/var/tmpfs"), None);
+        assert_eq!(on_host("/home/dev/a.out"), None);
     }
 
     #[test]

@@ -9,20 +9,23 @@ use std::ffi::OsString;
 use std::fs;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use praxis_policy::context::{Entry, git_config_file, remotes_of_config};
+use praxis_policy::context::{git_config_file, remotes_of_config};
 use praxis_policy::{Analysis, Context, Policy, Resolution};
+use praxis_proto::ExecRequest;
 use praxis_sandbox::host;
 
 use crate::config::Config;
 use crate::paths::{DEFAULT_PATH, expand_home};
+use crate::private_tmp;
 use crate::program_cache::ProgramCache;
 
-/// Roots a sandboxed command could write besides the workspace and caches;
-/// a program resolved inside one of them may have been planted.
+/// Roots a sandboxed command could write besides the workspace, caches and
+/// its private `/tmp`; a program resolved inside one of them may have been
+/// planted.
 const SHARED_WRITABLE: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +105,17 @@ pub fn home_of(uid: u32) -> Result<PathBuf, PreconditionError> {
     Ok(home)
 }
 
+/// `PATH` as the host must search it to find what a command would run:
+/// entries in `/tmp` or `/var/tmp` point into the private ones under
+/// `tmp_dir`, where the command's own lie.
+fn path_seen_from(tmp_dir: &Path, path_var: &OsString) -> OsString {
+    let entries = std::env::split_paths(path_var)
+        .map(|entry| private_tmp::host_path(tmp_dir, &entry).unwrap_or(entry));
+    std::env::join_paths(entries).unwrap_or_else(|_| path_var.clone())
+}
+
+/// The request gives the command's `PATH` and its session, which names
+/// its private `/tmp`.
 pub fn gather(
     policy: &Policy,
     analysis: &Analysis,
@@ -109,23 +123,28 @@ pub fn gather(
     programs: &ProgramCache,
     cwd_dir: &OwnedFd,
     uid: u32,
-    env: &[(String, String)],
+    request: &ExecRequest,
 ) -> Result<Gathered, PreconditionError> {
     let cwd = cwd_of(cwd_dir)?;
     let home = home_of(uid)?;
     // The workspace is the git root when there is one: one walk, not two.
     let git_root = host::git_root(&cwd);
     let workspace = git_root.clone().unwrap_or_else(|| cwd.clone());
-    let path_var = env
+    let path_var = request
+        .env
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| OsString::from(v))
         .unwrap_or_else(|| OsString::from(DEFAULT_PATH));
 
+    // The command's /tmp and /var/tmp: its paths there lie under this dir.
+    let tmp_dir = private_tmp::dir_for(&config.layout, request.session.as_deref(), &workspace);
+    let (private_tmp, private_var_tmp) = private_tmp::mounts_of(&tmp_dir);
     // Writable besides the workspace: a program found in one may have been planted.
     let writable: Vec<PathBuf> = SHARED_WRITABLE
         .iter()
         .map(PathBuf::from)
+        .chain([private_tmp, private_var_tmp])
         .chain(
             policy
                 .sandbox_lists()
@@ -135,11 +154,13 @@ pub fn gather(
         )
         .collect();
 
+    // A bare name found through `PATH` in /tmp is found in the private one.
+    let search = path_seen_from(&tmp_dir, &path_var);
     let resolved: BTreeMap<String, Resolution> = analysis
         .programs()
         .into_iter()
         .map(|name| {
-            let resolution = match programs.resolve(&name, &path_var, &cwd, &writable, &workspace) {
+            let resolution = match programs.resolve(&name, &search, &cwd, &writable, &workspace) {
                 Some((path, in_writable_root)) => {
                     Resolution::found(path, in_writable_root, host::is_virtualenv_entry)
                 }
@@ -179,19 +200,23 @@ pub fn gather(
         // are never marked as skipped when serving.
         ..Context::default()
     };
+    // Paths as the command sees them, looked up where they lie on the host.
+    let on_host = |seen: &Path| private_tmp::host_path(&tmp_dir, seen);
     context.existing = policy
         .paths_to_probe(analysis, &context)
         .into_iter()
-        .filter(|p| p.exists())
+        .filter(|p| on_host(p).as_deref().unwrap_or(p).exists())
         .collect();
-    // Literal /tmp paths the command writes: new, or the caller's own all the way down?
-    context.scratch = policy.scratch_states(analysis, &context, uid, |p| {
-        fs::symlink_metadata(p)
-            .ok()
-            .map(|m| Entry::from_mode(m.uid(), m.mode()))
-    });
-    // Programs named by a path in a writable tree: a project's own tool?
-    context.tools = host::own_tools(policy.tools_to_probe(analysis, &context));
+    // Programs named by a path in a writable tree (`/tmp/a.out` in the
+    // private /tmp too): a project's own tool?
+    context.tools = policy
+        .tools_to_probe(analysis, &context)
+        .into_iter()
+        .filter_map(|seen| {
+            let name = host::own_tool(on_host(&seen).as_deref().unwrap_or(&seen))?;
+            Some((seen, name))
+        })
+        .collect();
     Ok(Gathered { context, path_var })
 }
 
