@@ -90,6 +90,22 @@ pub fn make(dir: &Path, owner: Option<(u32, u32)>) -> io::Result<(PathBuf, PathB
     Ok((tmp, var_tmp))
 }
 
+/// Bytes held by the files under `dir` (symlinks not followed; 0 when
+/// absent). Unreadable entries count as empty.
+pub fn size_of(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => size_of(&entry.path()),
+            Ok(_) => entry.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// Whether `name` is one [`dir_for`] gives.
 fn is_private_tmp_name(name: &std::ffi::OsStr) -> bool {
     name.to_str()
@@ -243,8 +259,14 @@ mod tests {
     fn made_once_and_again() {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("praxis-tmp/session-x");
+        assert_eq!(size_of(&dir), 0);
         let (tmp, var_tmp) = make(&dir, None).unwrap();
         fs::write(tmp.join("kept"), "1").unwrap();
+        fs::create_dir(var_tmp.join("sub")).unwrap();
+        fs::write(var_tmp.join("sub/more"), "234").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", tmp.join("link")).unwrap();
+        let link = fs::symlink_metadata(tmp.join("link")).unwrap().len();
+        assert_eq!(size_of(&dir), 4 + link);
         assert_eq!(make(&dir, None).unwrap(), (tmp.clone(), var_tmp.clone()));
         assert!(tmp.join("kept").exists() && var_tmp.is_dir());
         let mode = fs::metadata(&tmp).unwrap().permissions().mode() & 0o777;
