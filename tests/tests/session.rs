@@ -736,3 +736,40 @@ fn praxisd_removes_private_tmp_dirs_unused_past_their_retention() {
     assert!(fresh.join("tmp/left").exists());
     drop(d);
 }
+
+#[test]
+fn a_program_planted_in_the_private_tmp_and_found_through_path_is_held() {
+    let d = Daemon::start();
+    let at = private_tmp_of(&d, "s-plant")["tmp"]
+        .as_str()
+        .map(std::path::PathBuf::from)
+        .unwrap();
+    // An earlier command of the session left `ls` in its /tmp/bin; the host's
+    // shared /tmp/bin has none, so a lookup there would find /usr/bin/ls.
+    let bin_dir = at.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    std::fs::write(bin_dir.join("ls"), "#!/bin/sh\necho planted\n").unwrap();
+    std::fs::set_permissions(
+        bin_dir.join("ls"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("/tmp/bin:{}", std::env::var("PATH").unwrap_or_default());
+    let out = d
+        .cmd(&common::bin("praxis-run"))
+        .env("PATH", &path)
+        .args(["--session", "s-plant", "--", "ls"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("writable tree") && !text.contains("planted\n"),
+        "{text}"
+    );
+}
