@@ -105,13 +105,14 @@ pub fn home_of(uid: u32) -> Result<PathBuf, PreconditionError> {
     Ok(home)
 }
 
-/// `PATH` as the host must search it to find what a command would run:
-/// entries in `/tmp` or `/var/tmp` point into the private ones under
-/// `tmp_dir`, where the command's own lie.
-fn path_seen_from(tmp_dir: &Path, path_var: &OsString) -> OsString {
-    let entries = std::env::split_paths(path_var)
-        .map(|entry| private_tmp::host_path(tmp_dir, &entry).unwrap_or(entry));
-    std::env::join_paths(entries).unwrap_or_else(|_| path_var.clone())
+/// Where a path the command sees lies on the host: one in `/tmp` or
+/// `/var/tmp` in the private ones under `tmp_dir`, unless it is in the
+/// workspace or home (a home kept under `/tmp` is judged as a home).
+fn on_host(seen: &Path, tmp_dir: &Path, own: [&Path; 2]) -> PathBuf {
+    if own.iter().any(|tree| seen.starts_with(tree)) {
+        return seen.to_path_buf();
+    }
+    private_tmp::host_path(tmp_dir, seen).unwrap_or_else(|| seen.to_path_buf())
 }
 
 /// The request gives the command's `PATH` and its session, which names
@@ -155,7 +156,11 @@ pub fn gather(
         .collect();
 
     // A bare name found through `PATH` in /tmp is found in the private one.
-    let search = path_seen_from(&tmp_dir, &path_var);
+    let own = [workspace.as_path(), home.as_path()];
+    let search = std::env::join_paths(
+        std::env::split_paths(&path_var).map(|entry| on_host(&entry, &tmp_dir, own)),
+    )
+    .unwrap_or_else(|_| path_var.clone());
     let resolved: BTreeMap<String, Resolution> = analysis
         .programs()
         .into_iter()
@@ -201,11 +206,11 @@ pub fn gather(
         ..Context::default()
     };
     // Paths as the command sees them, looked up where they lie on the host.
-    let on_host = |seen: &Path| private_tmp::host_path(&tmp_dir, seen);
+    let own = [context.workspace.as_path(), context.home.as_path()];
     context.existing = policy
         .paths_to_probe(analysis, &context)
         .into_iter()
-        .filter(|p| on_host(p).as_deref().unwrap_or(p).exists())
+        .filter(|p| on_host(p, &tmp_dir, own).exists())
         .collect();
     // Programs named by a path in a writable tree (`/tmp/a.out` in the
     // private /tmp too): a project's own tool?
@@ -213,7 +218,7 @@ pub fn gather(
         .tools_to_probe(analysis, &context)
         .into_iter()
         .filter_map(|seen| {
-            let name = host::own_tool(on_host(&seen).as_deref().unwrap_or(&seen))?;
+            let name = host::own_tool(&on_host(&seen, &tmp_dir, own))?;
             Some((seen, name))
         })
         .collect();

@@ -348,8 +348,8 @@ impl PathLists {
         }
         let workspace = frame.workspace.filter(|w| is_within(path, w));
         // The tree itself too: it is the command's own, emptying it touches
-        // nothing else.
-        let in_scratch = self.scratch.iter().any(|s| is_within(path, s));
+        // nothing else. A home that lies there is still judged as a home.
+        let in_scratch = !in_home && self.scratch.iter().any(|s| is_within(path, s));
         if let Some(ws) = workspace {
             c |= PathClass::Workspace.bit();
             if path == ws {
@@ -531,6 +531,23 @@ mod tests {
             vec!["system_dir", "system_path", "outside_workspace"]
         );
         assert_eq!(classes("/tmpx", true), vec!["outside_workspace"]);
+        let home_in_tmp = Frame {
+            cwd: Some("/tmp/h/project"),
+            home: "/tmp/h",
+            workspace: Some("/tmp/h/project"),
+            praxis_dirs: &[],
+            private_tmpdir: true,
+            git_remotes: &BTreeMap::new(),
+            tools: &BTreeMap::new(),
+        };
+        let located =
+            |text: &str| PathClass::names(lists().locate(&word(text), &home_in_tmp, false).classes);
+        assert_eq!(
+            located("/tmp/h/.bashrc"),
+            vec!["outside_workspace", "protected"]
+        );
+        assert_eq!(located("/tmp/h/project/x"), vec!["workspace"]);
+        assert_eq!(located("/tmp/x"), vec!["scratch"]);
         assert_eq!(classes("~/.cache/pip", true), vec!["cache"]);
         assert!(classes("~/.ssh/id_rsa", false).contains(&"secret"));
         assert!(classes("../.git/hooks/pre-commit", false).contains(&"protected"));
