@@ -92,6 +92,11 @@ impl Children {
         }
     }
 
+    /// The process group of each running command (its first process's pid).
+    pub fn pgids(&self) -> Vec<i32> {
+        self.lock().keys().copied().collect()
+    }
+
     pub fn len(&self) -> usize {
         self.lock().len()
     }

@@ -53,7 +53,20 @@ struct File {
     api: ApiFile,
     #[serde(default)]
     sandbox: SandboxFile,
+    #[serde(default)]
+    tmp: TmpFile,
 }
+
+/// `[tmp]`: the private `/tmp` and `/var/tmp` of each session.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TmpFile {
+    /// Hours a private tmp dir is kept after its last use (default 168, 7 days).
+    retention_hours: Option<u64>,
+}
+
+/// How long a private tmp dir is kept after its last use by default.
+pub const DEFAULT_TMP_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// `[sandbox]`: what this site adds to the read allow-list of
 /// `patterns.toml` (a shared toolchain dir, say).
@@ -454,6 +467,8 @@ pub struct Config {
     /// The loopback address the judge API is also served on, with a bearer
     /// token; None: the unix socket only.
     pub api_tcp: Option<std::net::SocketAddr>,
+    /// How long a session's private tmp dir is kept after its last use.
+    pub tmp_retention: Duration,
 }
 
 /// Default lifetime of an approval.
@@ -541,6 +556,11 @@ impl Config {
                 budget.0[i] = (n > 0).then_some(n);
             }
         }
+        if file.tmp.retention_hours == Some(0) {
+            return Err(invalid(String::from(
+                "[tmp] retention_hours must be at least 1",
+            )));
+        }
         if let Some(addr) = file.api.tcp
             && !addr.ip().is_loopback()
         {
@@ -550,6 +570,9 @@ impl Config {
         }
         Ok(Config {
             api_tcp: file.api.tcp,
+            tmp_retention: file.tmp.retention_hours.map_or(DEFAULT_TMP_RETENTION, |h| {
+                Duration::from_secs(h.saturating_mul(3600))
+            }),
             approval_ttl: file
                 .approval_ttl_secs
                 .map_or(DEFAULT_APPROVAL_TTL, Duration::from_secs),
@@ -620,6 +643,24 @@ mod tests {
         let c = Config::load(layout(tmp.path())).unwrap();
         assert_eq!(c.kill_file, PathBuf::from("/x/STOP"));
         assert_eq!(c.kill_grace, Duration::from_millis(10));
+    }
+
+    #[test]
+    fn tmp_retention_is_hours_and_at_least_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.tmp_retention, Duration::from_secs(7 * 24 * 3600));
+        let write = |text: &str| std::fs::write(tmp.path().join(CONFIG_FILE), text).unwrap();
+        write("[tmp]\nretention_hours = 2\n");
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.tmp_retention, Duration::from_secs(7200));
+        for bad in [
+            "[tmp]\nretention_hours = 0\n",
+            "[tmp]\nretention = \"7d\"\n",
+        ] {
+            write(bad);
+            assert!(Config::load(layout(tmp.path())).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use praxis_daemon::audit::{self, AuditStore, Durability, Event, EventKind};
 use praxis_daemon::config::Config;
 use praxis_daemon::stage::{approval, credentials};
 use praxis_daemon::state::Daemon;
-use praxis_daemon::{errors, kill_switch, reload, server};
+use praxis_daemon::{errors, kill_switch, private_tmp, reload, server};
 use praxis_proto::{Layout, Mode};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -31,6 +31,36 @@ async fn sweep_expired(daemon: Arc<Daemon>) {
         every.tick().await;
         let audit = Arc::clone(&daemon.audit);
         let _ = tokio::task::spawn_blocking(move || approval::store::record_expired(&audit)).await;
+    }
+}
+
+/// How often private tmp dirs unused past their retention are removed.
+const TMP_SWEEP: Duration = Duration::from_secs(3600);
+
+/// Removes private tmp dirs unused past `[tmp] retention_hours`, at start and
+/// then hourly, never one a running command has mounted.
+async fn sweep_private_tmp(daemon: Arc<Daemon>) {
+    let mut every = tokio::time::interval(TMP_SWEEP);
+    loop {
+        every.tick().await;
+        let d = Arc::clone(&daemon);
+        let swept = tokio::task::spawn_blocking(move || {
+            let in_use = private_tmp::mounted_by(&d.children.pgids());
+            private_tmp::sweep(
+                &d.config.layout.private_tmp_root(),
+                d.config.tmp_retention,
+                std::time::SystemTime::now(),
+                &in_use,
+            )
+        })
+        .await;
+        match swept {
+            Ok(Ok(0)) | Err(_) => {}
+            Ok(Ok(n)) => {
+                tracing::info!("removed {n} private tmp dir(s) unused past their retention")
+            }
+            Ok(Err(e)) => tracing::warn!("cannot sweep private tmp dirs: {e}"),
+        }
     }
 }
 
@@ -314,6 +344,7 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let serving = tokio::spawn(server::serve(Arc::clone(&daemon), listener, stop_rx));
     tokio::spawn(sweep_expired(Arc::clone(&daemon)));
+    tokio::spawn(sweep_private_tmp(Arc::clone(&daemon)));
     let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;

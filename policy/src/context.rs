@@ -42,41 +42,6 @@ impl Resolution {
     }
 }
 
-/// What the host says about a path under a shared scratch tree (`/tmp`,
-/// `/var/tmp`) that a command names for writing: it is scratch for this
-/// caller only when it does not exist yet, or it and every directory between
-/// the scratch root and it belong to the caller and none is a symlink.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ScratchState {
-    /// Does not exist (its existing ancestors below the root are the caller's own directories).
-    Absent,
-    /// Exists; it and its ancestors below the root are the caller's, none a symlink.
-    OwnedByCaller,
-    /// It or an ancestor below the root belongs to another user.
-    Foreign,
-    /// It or an ancestor below the root is a symbolic link.
-    Symlink,
-    /// A socket, fifo or device, or an ancestor that is not a directory.
-    NotRegularOrDir,
-}
-
-impl ScratchState {
-    /// Whether the caller may get a write grant for the path as T1.
-    pub fn is_eligible(self) -> bool {
-        matches!(self, ScratchState::Absent | ScratchState::OwnedByCaller)
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            ScratchState::Absent => "does not exist yet",
-            ScratchState::OwnedByCaller => "is the caller's own",
-            ScratchState::Foreign => "belongs to another user",
-            ScratchState::Symlink => "is or passes through a symbolic link",
-            ScratchState::NotRegularOrDir => "is not a plain file or directory",
-        }
-    }
-}
-
 /// Everything `policy` may know about the host when deciding.
 #[derive(Clone, Debug, Default)]
 pub struct Context {
@@ -123,75 +88,6 @@ pub struct Context {
     /// path to the program name it is judged as. Any other such program is
     /// judged as the workspace's own code.
     pub tools: BTreeMap<PathBuf, String>,
-    /// States of the shared-scratch paths of [`crate::Policy::scratch_to_probe`].
-    /// A path absent from this map was not looked at: it is not scratch.
-    pub scratch: BTreeMap<PathBuf, ScratchState>,
-}
-
-/// What `lstat` says about one path, as [`ScratchState::assess`] needs it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub uid: u32,
-    pub kind: EntryKind,
-}
-
-impl Entry {
-    /// From `st_uid` and `st_mode` as `lstat` returns them.
-    pub fn from_mode(uid: u32, mode: u32) -> Entry {
-        const S_IFMT: u32 = 0o170_000;
-        let kind = match mode & S_IFMT {
-            0o040_000 => EntryKind::Dir,
-            0o100_000 => EntryKind::File,
-            0o120_000 => EntryKind::Symlink,
-            _ => EntryKind::Other,
-        };
-        Entry { uid, kind }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EntryKind {
-    Dir,
-    File,
-    Symlink,
-    /// Socket, fifo, device.
-    Other,
-}
-
-impl ScratchState {
-    /// The state of `path` (strictly inside `root`) for `caller_uid`, walking
-    /// every component below `root` with `lstat` (None: does not exist). The
-    /// first missing component makes the rest absent; every existing one must
-    /// be the caller's and not a symlink, and all but the last a directory.
-    pub fn assess(
-        root: &Path,
-        path: &Path,
-        caller_uid: u32,
-        mut lstat: impl FnMut(&Path) -> Option<Entry>,
-    ) -> ScratchState {
-        let Ok(below) = path.strip_prefix(root) else {
-            return ScratchState::Foreign;
-        };
-        let components: Vec<_> = below.components().collect();
-        let mut current = root.to_path_buf();
-        for (i, component) in components.iter().enumerate() {
-            current.push(component);
-            let Some(entry) = lstat(&current) else {
-                return ScratchState::Absent;
-            };
-            let last = i + 1 == components.len();
-            match entry.kind {
-                EntryKind::Symlink => return ScratchState::Symlink,
-                EntryKind::Other => return ScratchState::NotRegularOrDir,
-                EntryKind::File if !last => return ScratchState::NotRegularOrDir,
-                EntryKind::Dir | EntryKind::File => {}
-            }
-            if entry.uid != caller_uid {
-                return ScratchState::Foreign;
-            }
-        }
-        ScratchState::OwnedByCaller
-    }
 }
 
 /// The config file of the repository whose work tree is `work_tree`, as
@@ -300,36 +196,5 @@ mod tests {
         );
         let garbled = |p: &Path| (p == Path::new("/g/.git")).then(|| "nonsense".to_owned());
         assert_eq!(git_config_file(Path::new("/g"), garbled), None);
-    }
-
-    #[test]
-    fn scratch_is_new_or_owned_all_the_way_down() {
-        let entries: BTreeMap<PathBuf, Entry> = [
-            ("/tmp/mine", 1000, EntryKind::Dir),
-            ("/tmp/mine/f", 1000, EntryKind::File),
-            ("/tmp/theirs", 0, EntryKind::Dir),
-            ("/tmp/link", 1000, EntryKind::Symlink),
-            ("/tmp/sock", 1000, EntryKind::Other),
-        ]
-        .into_iter()
-        .map(|(p, uid, kind)| (PathBuf::from(p), Entry { uid, kind }))
-        .collect();
-        let state = |p: &str| {
-            ScratchState::assess(Path::new("/tmp"), Path::new(p), 1000, |q| {
-                entries.get(q).copied()
-            })
-        };
-        assert_eq!(state("/tmp/new"), ScratchState::Absent);
-        assert_eq!(state("/tmp/mine/new/deeper"), ScratchState::Absent);
-        assert_eq!(state("/tmp/mine/f"), ScratchState::OwnedByCaller);
-        assert_eq!(state("/tmp/theirs/x"), ScratchState::Foreign);
-        assert_eq!(state("/tmp/link/x"), ScratchState::Symlink);
-        assert_eq!(state("/tmp/sock"), ScratchState::NotRegularOrDir);
-        assert_eq!(state("/tmp/mine/f/x"), ScratchState::NotRegularOrDir);
-        assert_eq!(state("/etc/x"), ScratchState::Foreign);
-        assert!(state("/tmp/new").is_eligible() && !state("/tmp/theirs/x").is_eligible());
-        assert_eq!(Entry::from_mode(7, 0o120_777).kind, EntryKind::Symlink);
-        assert_eq!(Entry::from_mode(7, 0o040_755).kind, EntryKind::Dir);
-        assert_eq!(Entry::from_mode(7, 0o140_755).kind, EntryKind::Other);
     }
 }

@@ -15,7 +15,6 @@ use crate::classify::table::ProgramTable;
 use crate::classify::{
     Access, ArgumentPaths, Fact, Facts, GitConfigWriter, PathUse, Tables, classify_script,
 };
-use crate::context::{Entry, ScratchState};
 use crate::decision::{CommandJudgment, CommandShape, Decision, Destination, Grants, PartJudgment};
 use crate::redact::{RedactConfig, Redactor};
 use crate::reversible::Undo;
@@ -300,7 +299,6 @@ fn build_tables(
         system: absolute_dirs(source, &p.system)?,
         critical: patterns(source, &p.critical)?,
         scratch: absolute_dirs(source, &p.scratch)?,
-        shared_scratch: absolute_dirs(source, &p.shared_scratch)?,
         secrets: patterns(source, &p.secrets)?,
         protected: p
             .protected
@@ -748,7 +746,7 @@ impl Policy {
         source: &Source<'_>,
         examples: impl Iterator<Item = &'e DecisionExample>,
     ) -> Result<(), LoadError> {
-        let mut ctx = example_context::context();
+        let ctx = example_context::context();
         let failures: Vec<LoadError> = examples
             .filter_map(|example| {
                 let request = Request {
@@ -756,7 +754,6 @@ impl Policy {
                     role: "agent",
                 };
                 let analysis = self.analyze(&request);
-                ctx.scratch = self.scratch_states(&analysis, &ctx, 1000, |_| None);
                 let got = self.decide(&request, &analysis, &ctx);
                 (got.decision != example.decision).then(|| {
                     at(
@@ -1413,43 +1410,6 @@ impl Policy {
         &self.rules.rules
     }
 
-    /// The [`Context::scratch`] states of the literal paths under a shared
-    /// scratch tree (`/tmp`, `/var/tmp`) that the request creates or writes,
-    /// each assessed for `caller_uid` with `lstat` (None: no such path).
-    pub fn scratch_states(
-        &self,
-        analysis: &Analysis,
-        context: &Context,
-        caller_uid: u32,
-        mut lstat: impl FnMut(&Path) -> Option<Entry>,
-    ) -> BTreeMap<PathBuf, ScratchState> {
-        let facts = classify_script(
-            &analysis.script,
-            &self.tables,
-            &dirs(context).frame(context),
-        );
-        let named = facts.iter().flat_map(|f| f.paths.iter()).filter(|p| {
-            matches!(p.access, Access::Create | Access::Write | Access::Append)
-                && p.classes & PathClass::SharedScratch.bit() != 0
-                && p.classes & PathClass::Dynamic.bit() == 0
-        });
-        let mut out = BTreeMap::new();
-        for path in named.filter_map(|p| p.path.as_deref()) {
-            let root = self
-                .tables
-                .paths
-                .shared_scratch
-                .iter()
-                .find(|r| crate::classify::paths::is_within(path, r));
-            if let Some(root) = root {
-                let state =
-                    ScratchState::assess(Path::new(root), Path::new(path), caller_uid, &mut lstat);
-                out.insert(PathBuf::from(path), state);
-            }
-        }
-        out
-    }
-
     /// Programs the request names by a path inside a tree it can write, to
     /// be checked for being a project's own tool into [`Context::tools`].
     pub fn tools_to_probe(&self, analysis: &Analysis, context: &Context) -> Vec<PathBuf> {
@@ -1639,8 +1599,7 @@ const UNKNOWN_DESTINATION: &str = "no connect grant: ";
 
 /// Classes of a changed path that the workspace-write profile does not
 /// already let the command write: it needs a write grant of its own.
-const NEEDS_WRITE_GRANT: Classes =
-    PathClass::OutsideWorkspace.bit() | PathClass::SharedScratch.bit() | PathClass::Protected.bit();
+const NEEDS_WRITE_GRANT: Classes = PathClass::OutsideWorkspace.bit() | PathClass::Protected.bit();
 
 /// The unix sockets the HOLD rules that decided grant, named in the reason:
 /// the operator approves exactly these, each time (a socket's service is
@@ -1832,7 +1791,6 @@ impl Dirs {
             praxis_dirs: &self.praxis,
             private_tmpdir: false,
             git_remotes: &ctx.git_remotes,
-            scratch: &ctx.scratch,
             tools: &ctx.tools,
         }
     }

@@ -20,7 +20,7 @@ pub mod shell;
 pub mod sockets;
 pub mod verdict;
 
-pub use context::{Context, Resolution, ScratchState};
+pub use context::{Context, Resolution};
 pub use decision::{CommandJudgment, CommandShape, Decision, Destination, Grants};
 /// The built-in review surface, embedded in every binary.
 pub const BUILTIN_PATTERNS: &str = include_str!("../patterns.toml");

@@ -511,6 +511,15 @@ pub enum OperatorReply {
     Json {
         value: serde_json::Value,
     },
+    /// Where a session's private `/tmp` and `/var/tmp` lie on the host,
+    /// whether they were made yet, and the bytes they hold; `praxis session
+    /// show`'s events follow.
+    PrivateTmp {
+        tmp: String,
+        var_tmp: String,
+        exists: bool,
+        bytes: u64,
+    },
 }
 
 /// Daemon to client.

@@ -188,7 +188,7 @@ pub fn operator(
     loop {
         match recv(&stream)?.parse_message::<ServerMsg>()? {
             ServerMsg::Operator {
-                reply: reply @ OperatorReply::Events { .. },
+                reply: reply @ (OperatorReply::Events { .. } | OperatorReply::PrivateTmp { .. }),
             } => each(&reply),
             ServerMsg::Operator { reply } => {
                 each(&reply);

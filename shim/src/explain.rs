@@ -6,11 +6,10 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use praxis_policy::context::{Entry, git_config_file, git_remotes};
+use praxis_policy::context::{git_config_file, git_remotes};
 use praxis_policy::engine::BUILTIN_PATTERNS;
 use praxis_policy::rules::cases;
 use praxis_policy::rules::config::{OperatorFile, PatternsFile, parse};
@@ -178,7 +177,6 @@ fn gather_context(
         // decision lets reads there run without a grant.
         reads: Vec::new(),
         existing: Vec::new(),
-        scratch: Default::default(),
         tools: Default::default(),
     }
 }
@@ -231,12 +229,6 @@ fn judge(args: &ExplainArgs) -> Decision {
         .into_iter()
         .filter(|p| p.exists())
         .collect();
-    context.scratch =
-        policy.scratch_states(&analysis, &context, nix::unistd::getuid().as_raw(), |p| {
-            fs::symlink_metadata(p)
-                .ok()
-                .map(|m| Entry::from_mode(m.uid(), m.mode()))
-        });
     context.tools = host::own_tools(policy.tools_to_probe(&analysis, &context));
     policy.decide(&request, &analysis, &context)
 }

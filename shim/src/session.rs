@@ -1,7 +1,8 @@
 //! `praxis session list` and `praxis session show ID [--json]`: the agent
 //! sessions praxisd's session control plane follows, and one session's
-//! trajectory as a timeline (actions, boundaries, windows, steers,
-//! checkpoints), drawn from the audit log.
+//! private `/tmp` (where it lies on the host, its size) and trajectory as a
+//! timeline (actions, boundaries, windows, steers, checkpoints), drawn from
+//! the audit log.
 
 use clap::Subcommand;
 use praxis_proto::{OperatorReply, OperatorRequest, SessionInfo};
@@ -18,11 +19,13 @@ pub enum SessionCmd {
         #[arg(long)]
         json: bool,
     },
-    /// One session's timeline: actions, boundaries, windows, steers, checkpoints.
+    /// One session's private /tmp, and its timeline: actions, boundaries,
+    /// windows, steers, checkpoints.
     Show {
         /// The session id, as the runtime named it (`praxis session list`).
         session: String,
-        /// The audit events, one JSON object a line, instead of the timeline.
+        /// One JSON object a line (the private /tmp first, then the audit
+        /// events) instead of the timeline.
         #[arg(long)]
         json: bool,
     },
@@ -95,8 +98,28 @@ fn show(session: String, json: bool) -> i32 {
         OperatorRequest::SessionShow {
             session: session.clone(),
         },
-        |r| {
-            if let OperatorReply::Events { events } = r {
+        |r| match r {
+            OperatorReply::PrivateTmp {
+                tmp,
+                var_tmp,
+                exists,
+                bytes,
+            } => {
+                if json {
+                    let value = serde_json::json!({ "private_tmp": {
+                        "tmp": tmp, "var_tmp": var_tmp, "exists": exists, "bytes": bytes,
+                    }});
+                    println!("{value}");
+                } else {
+                    let size = if *exists {
+                        format!("{bytes} bytes")
+                    } else {
+                        String::from("not made yet")
+                    };
+                    println!("private /tmp  {tmp}  /var/tmp  {var_tmp}  ({size})");
+                }
+            }
+            OperatorReply::Events { events } => {
                 for e in events {
                     count += 1;
                     if json {
@@ -106,6 +129,7 @@ fn show(session: String, json: bool) -> i32 {
                     }
                 }
             }
+            _ => {}
         },
     );
     match printed {

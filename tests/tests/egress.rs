@@ -159,14 +159,10 @@ fn a_program_that_ignores_the_proxy_or_is_pointed_elsewhere_reaches_nothing() {
 #[test]
 fn an_approved_write_outside_the_workspace_gets_exactly_its_path() {
     let d = Daemon::start();
-    // A directory in the shared /tmp that belongs to another user: writing
-    // into it is held, and an approval grants the one path named.
-    let foreign = tempfile::Builder::new()
-        .prefix("praxis-e2e-foreign-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let nobody = nix::unistd::User::from_name("nobody").unwrap().unwrap();
-    nix::unistd::chown(foreign.path(), Some(nobody.uid), None).unwrap();
+    // A directory outside the workspace (and outside /tmp, the command's
+    // private scratch): writing into it is held, and an approval grants the
+    // one path named.
+    let foreign = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     std::fs::write(d.work().join("README.md"), "hello\n").unwrap();
     let out_path: PathBuf = foreign.path().join("out");
     let other_path: PathBuf = foreign.path().join("other");
@@ -191,26 +187,6 @@ fn an_approved_write_outside_the_workspace_gets_exactly_its_path() {
     // The script's write to a path nobody granted fails in the sandbox.
     assert!(!other_path.exists(), "{ran:?}");
     assert_ne!(ran.status.code(), Some(0), "{ran:?}");
-}
-
-#[test]
-fn a_new_path_in_the_shared_tmp_is_written_without_asking() {
-    let d = Daemon::start();
-    let dir = tempfile::Builder::new()
-        .prefix("praxis-e2e-scratch-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let file = dir.path().join("test.log");
-    let sub = dir.path().join("made");
-    let command = format!(
-        "echo hi > '{}' && mkdir -p '{}'",
-        file.display(),
-        sub.display()
-    );
-    let out = d.run(&["-c", &command]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hi\n");
-    assert!(sub.is_dir());
 }
 
 #[test]
@@ -431,28 +407,23 @@ fn a_bound_credential_goes_only_into_its_header_and_never_comes_back() {
     );
 }
 
-/// A new scratch directory under the shared `/tmp` for one test.
-fn shared_scratch() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("praxis-e2e-copy-")
-        .tempdir_in("/tmp")
-        .unwrap()
-}
-
 #[test]
-fn a_directory_copied_to_a_new_tmp_path_arrives_as_a_directory() {
+fn a_directory_copied_to_a_new_granted_path_arrives_as_a_directory() {
     let d = Daemon::start();
     let src = d.work().join("src");
     std::fs::create_dir_all(src.join("inner")).unwrap();
     std::fs::write(src.join("inner/file"), "copied\n").unwrap();
-    let scratch = shared_scratch();
-    let at = |name: &str| scratch.path().join(name);
+    // Outside the workspace, and not under /tmp (the command's private
+    // scratch): each copy is held and approved with a write grant for its
+    // new path.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let at = |name: &str| outside.path().join(name);
 
     // cp -a: the new path is made a directory first, so cp copies into it
     // and the agent is told where the copy went and how to copy the
     // contents instead.
     let dest = at("by-cp");
-    let out = d.run(&["--", "cp", "-a", "src", dest.to_str().unwrap()]);
+    let out = d.approve_and_rerun(&["--", "cp", "-a", "src", dest.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(
         std::fs::read_to_string(dest.join("src/inner/file")).unwrap(),
@@ -466,7 +437,7 @@ fn a_directory_copied_to_a_new_tmp_path_arrives_as_a_directory() {
 
     // cp -rT copies the contents to the new name itself, silently.
     let dest = at("by-cp-t");
-    let out = d.run(&["--", "cp", "-rT", "src", dest.to_str().unwrap()]);
+    let out = d.approve_and_rerun(&["--", "cp", "-rT", "src", dest.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(
         std::fs::read_to_string(dest.join("inner/file")).unwrap(),
@@ -480,13 +451,13 @@ fn a_directory_copied_to_a_new_tmp_path_arrives_as_a_directory() {
     // Several sources need a directory to land in.
     std::fs::write(d.work().join("README.md"), "hello\n").unwrap();
     let dest = at("by-cp-many");
-    let out = d.run(&["--", "cp", "-r", "src", "README.md", dest.to_str().unwrap()]);
+    let out = d.approve_and_rerun(&["--", "cp", "-r", "src", "README.md", dest.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(dest.join("src/inner/file").is_file() && dest.join("README.md").is_file());
 
     // A single file copied recursively stays a file.
     let dest = at("one-file");
-    let out = d.run(&["--", "cp", "-r", "README.md", dest.to_str().unwrap()]);
+    let out = d.approve_and_rerun(&["--", "cp", "-r", "README.md", dest.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(std::fs::read_to_string(&dest).unwrap(), "hello\n");
 
@@ -500,14 +471,14 @@ fn a_directory_copied_to_a_new_tmp_path_arrives_as_a_directory() {
         return;
     }
     let dest = at("by-rsync");
-    let out = d.run(&["--", "rsync", "-a", "src/", dest.to_str().unwrap()]);
+    let out = d.approve_and_rerun(&["--", "rsync", "-a", "src/", dest.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(
         std::fs::read_to_string(dest.join("inner/file")).unwrap(),
         "copied\n"
     );
     let dest = at("by-rsync-named");
-    let out = d.run(&["--", "rsync", "-a", "src", dest.to_str().unwrap()]);
+    let out = d.approve_and_rerun(&["--", "rsync", "-a", "src", dest.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(
         std::fs::read_to_string(dest.join("src/inner/file")).unwrap(),

@@ -10,9 +10,9 @@ use common::{Daemon, signal_json};
 #[test]
 fn an_approved_read_grant_reads_that_file_and_no_other() {
     let d = Daemon::start();
-    // The scratch dir lies under /tmp, which is no read tree.
-    let outside = d.dir.path().join("outside");
-    std::fs::create_dir_all(&outside).unwrap();
+    // In no read tree, and not under /tmp (the command's private scratch).
+    let outside_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = outside_dir.path().to_path_buf();
     let granted = outside.join("notes.txt");
     let other = outside.join("other.txt");
     std::fs::write(&granted, "granted-contents\n").unwrap();

@@ -627,3 +627,149 @@ fn a_push_after_a_long_generated_edit_phase_is_a_boundary() {
     sparse(s, &replayed);
     assert_audited(&d, s, &replayed);
 }
+
+/// The first line of `praxis session show --json`: where the session's
+/// private /tmp and /var/tmp lie on the host.
+fn private_tmp_of(d: &Daemon, session: &str) -> Value {
+    let show = d.praxis(&["session", "show", session, "--json"]);
+    let first = String::from_utf8_lossy(&show.stdout)
+        .lines()
+        .next()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .unwrap_or(Value::Null);
+    first["private_tmp"].clone()
+}
+
+#[test]
+fn session_show_names_the_private_tmp_and_its_size() {
+    let d = Daemon::start();
+    let out = d.praxis_run(&["--session", "tmp-1", "-c", "true"], "");
+    assert!(out.status.success(), "{out:?}");
+
+    let tmp = private_tmp_of(&d, "tmp-1");
+    let (at, var_at) = (
+        Path::new(tmp["tmp"].as_str().unwrap()).to_path_buf(),
+        Path::new(tmp["var_tmp"].as_str().unwrap()).to_path_buf(),
+    );
+    // One dir of the session's own beside the state dir, holding both.
+    let dir = at.parent().unwrap();
+    assert_eq!(var_at.parent(), Some(dir));
+    assert_eq!(
+        dir.parent(),
+        Some(
+            d.home()
+                .with_file_name("state")
+                .join("praxis-tmp")
+                .as_path()
+        )
+    );
+    assert!(
+        dir.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("session-")
+    );
+    assert_ne!(private_tmp_of(&d, "tmp-2")["tmp"], tmp["tmp"]);
+
+    // What a command left there is counted (made here if the sandbox did not).
+    std::fs::create_dir_all(&at).unwrap();
+    std::fs::create_dir_all(&var_at).unwrap();
+    std::fs::write(at.join("out.txt"), "hello").unwrap();
+    let show = d.praxis(&["session", "show", "tmp-1"]);
+    assert!(show.status.success(), "{show:?}");
+    let text = String::from_utf8_lossy(&show.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("private /tmp"))
+        .unwrap_or_else(|| panic!("no private /tmp line:\n{text}"));
+    assert!(
+        line.contains(&format!(
+            "private /tmp  {}  /var/tmp  {}",
+            at.display(),
+            var_at.display()
+        )),
+        "{line}"
+    );
+    let bytes: u64 = line
+        .rsplit_once('(')
+        .and_then(|(_, size)| size.strip_suffix(" bytes)"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no size: {line}"));
+    assert!(bytes >= 5, "{line}");
+
+    // A session that never ran has no dir yet.
+    let never = d.praxis(&["session", "show", "never-ran"]);
+    assert!(
+        String::from_utf8_lossy(&never.stdout).contains("(not made yet)"),
+        "{never:?}"
+    );
+}
+
+#[test]
+fn praxisd_removes_private_tmp_dirs_unused_past_their_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state/praxis-tmp");
+    let hours_ago = |name: &str, hours: u64| {
+        let made = root.join(name);
+        std::fs::create_dir_all(made.join("tmp")).unwrap();
+        std::fs::write(made.join("tmp/left"), "x").unwrap();
+        let at = std::time::SystemTime::now() - std::time::Duration::from_secs(hours * 3600);
+        std::fs::File::open(&made)
+            .unwrap()
+            .set_modified(at)
+            .unwrap();
+        made
+    };
+    let old = hours_ago("session-old", 3);
+    let fresh = hours_ago("session-fresh", 1);
+    let d = Daemon::start_in(dir, &[("praxis.toml", "[tmp]\nretention_hours = 2\n")], &[]);
+    // Swept at start, off the request path.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while old.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} is still there",
+            old.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(fresh.join("tmp/left").exists());
+    drop(d);
+}
+
+#[test]
+fn a_program_planted_in_the_private_tmp_and_found_through_path_is_held() {
+    let d = Daemon::start();
+    let at = private_tmp_of(&d, "s-plant")["tmp"]
+        .as_str()
+        .map(std::path::PathBuf::from)
+        .unwrap();
+    // An earlier command of the session left `ls` in its /tmp/bin; the host's
+    // shared /tmp/bin has none, so a lookup there would find /usr/bin/ls.
+    let bin_dir = at.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    std::fs::write(bin_dir.join("ls"), "#!/bin/sh\necho planted\n").unwrap();
+    std::fs::set_permissions(
+        bin_dir.join("ls"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("/tmp/bin:{}", std::env::var("PATH").unwrap_or_default());
+    let out = d
+        .cmd(&common::bin("praxis-run"))
+        .env("PATH", &path)
+        .args(["--session", "s-plant", "--", "ls"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("writable tree") && !text.contains("planted\n"),
+        "{text}"
+    );
+}

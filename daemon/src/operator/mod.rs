@@ -440,7 +440,12 @@ pub async fn handle(
             OperatorRequest::Stop => vec![stop(daemon)],
             OperatorRequest::SessionList => blocking(daemon, sessions::list).await.pipe_one(),
             OperatorRequest::SessionShow { session } => {
-                blocking(daemon, move |d| audit_reply(d.audit.by_session(&session))).await
+                blocking(daemon, move |d| {
+                    let mut replies = vec![sessions::private_tmp(d, &session)];
+                    replies.extend(audit_reply(d.audit.by_session(&session)));
+                    replies
+                })
+                .await
             }
             OperatorRequest::Review => blocking(daemon, memory::queue).await.pipe_one(),
             OperatorRequest::ReviewAct { item_id, action } => {

@@ -345,7 +345,7 @@ fn judge(
         &daemon.programs,
         cwd_dir,
         uid,
-        &request.env,
+        request,
     ) {
         Ok(gathered) => gathered,
         Err(e) => return Err(Refused::Hold(Refusal::unclassified(errors::one_line(&e)))),

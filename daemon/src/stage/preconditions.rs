@@ -9,20 +9,23 @@ use std::ffi::OsString;
 use std::fs;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use praxis_policy::context::{Entry, git_config_file, remotes_of_config};
+use praxis_policy::context::{git_config_file, remotes_of_config};
 use praxis_policy::{Analysis, Context, Policy, Resolution};
+use praxis_proto::ExecRequest;
 use praxis_sandbox::host;
 
 use crate::config::Config;
 use crate::paths::{DEFAULT_PATH, expand_home};
+use crate::private_tmp;
 use crate::program_cache::ProgramCache;
 
-/// Roots a sandboxed command could write besides the workspace and caches;
-/// a program resolved inside one of them may have been planted.
+/// Roots a sandboxed command could write besides the workspace, caches and
+/// its private `/tmp`; a program resolved inside one of them may have been
+/// planted.
 const SHARED_WRITABLE: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +105,18 @@ pub fn home_of(uid: u32) -> Result<PathBuf, PreconditionError> {
     Ok(home)
 }
 
+/// Where a path the command sees lies on the host: one in `/tmp` or
+/// `/var/tmp` in the private ones under `tmp_dir`, unless it is in the
+/// workspace or home (a home kept under `/tmp` is judged as a home).
+fn on_host(seen: &Path, tmp_dir: &Path, own: [&Path; 2]) -> PathBuf {
+    if own.iter().any(|tree| seen.starts_with(tree)) {
+        return seen.to_path_buf();
+    }
+    private_tmp::host_path(tmp_dir, seen).unwrap_or_else(|| seen.to_path_buf())
+}
+
+/// The request gives the command's `PATH` and its session, which names
+/// its private `/tmp`.
 pub fn gather(
     policy: &Policy,
     analysis: &Analysis,
@@ -109,23 +124,28 @@ pub fn gather(
     programs: &ProgramCache,
     cwd_dir: &OwnedFd,
     uid: u32,
-    env: &[(String, String)],
+    request: &ExecRequest,
 ) -> Result<Gathered, PreconditionError> {
     let cwd = cwd_of(cwd_dir)?;
     let home = home_of(uid)?;
     // The workspace is the git root when there is one: one walk, not two.
     let git_root = host::git_root(&cwd);
     let workspace = git_root.clone().unwrap_or_else(|| cwd.clone());
-    let path_var = env
+    let path_var = request
+        .env
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| OsString::from(v))
         .unwrap_or_else(|| OsString::from(DEFAULT_PATH));
 
+    // The command's /tmp and /var/tmp: its paths there lie under this dir.
+    let tmp_dir = private_tmp::dir_for(&config.layout, request.session.as_deref(), &workspace);
+    let (private_tmp, private_var_tmp) = private_tmp::mounts_of(&tmp_dir);
     // Writable besides the workspace: a program found in one may have been planted.
     let writable: Vec<PathBuf> = SHARED_WRITABLE
         .iter()
         .map(PathBuf::from)
+        .chain([private_tmp, private_var_tmp])
         .chain(
             policy
                 .sandbox_lists()
@@ -135,11 +155,17 @@ pub fn gather(
         )
         .collect();
 
+    // A bare name found through `PATH` in /tmp is found in the private one.
+    let own = [workspace.as_path(), home.as_path()];
+    let search = std::env::join_paths(
+        std::env::split_paths(&path_var).map(|entry| on_host(&entry, &tmp_dir, own)),
+    )
+    .unwrap_or_else(|_| path_var.clone());
     let resolved: BTreeMap<String, Resolution> = analysis
         .programs()
         .into_iter()
         .map(|name| {
-            let resolution = match programs.resolve(&name, &path_var, &cwd, &writable, &workspace) {
+            let resolution = match programs.resolve(&name, &search, &cwd, &writable, &workspace) {
                 Some((path, in_writable_root)) => {
                     Resolution::found(path, in_writable_root, host::is_virtualenv_entry)
                 }
@@ -179,19 +205,23 @@ pub fn gather(
         // are never marked as skipped when serving.
         ..Context::default()
     };
+    // Paths as the command sees them, looked up where they lie on the host.
+    let own = [context.workspace.as_path(), context.home.as_path()];
     context.existing = policy
         .paths_to_probe(analysis, &context)
         .into_iter()
-        .filter(|p| p.exists())
+        .filter(|p| on_host(p, &tmp_dir, own).exists())
         .collect();
-    // Literal /tmp paths the command writes: new, or the caller's own all the way down?
-    context.scratch = policy.scratch_states(analysis, &context, uid, |p| {
-        fs::symlink_metadata(p)
-            .ok()
-            .map(|m| Entry::from_mode(m.uid(), m.mode()))
-    });
-    // Programs named by a path in a writable tree: a project's own tool?
-    context.tools = host::own_tools(policy.tools_to_probe(analysis, &context));
+    // Programs named by a path in a writable tree (`/tmp/a.out` in the
+    // private /tmp too): a project's own tool?
+    context.tools = policy
+        .tools_to_probe(analysis, &context)
+        .into_iter()
+        .filter_map(|seen| {
+            let name = host::own_tool(&on_host(&seen, &tmp_dir, own))?;
+            Some((seen, name))
+        })
+        .collect();
     Ok(Gathered { context, path_var })
 }
 

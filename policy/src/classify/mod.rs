@@ -452,9 +452,6 @@ fn sub_matches(pattern: &[String], operands: &[&Word]) -> bool {
 struct Classifier<'t, 'f> {
     tables: &'t Tables,
     frame: &'f Frame<'f>,
-    /// Literal shared-scratch paths earlier commands of the request create
-    /// or write as the caller's own (`cc -o /tmp/a.out`).
-    written: &'f [String],
 }
 
 impl Classifier<'_, '_> {
@@ -482,31 +479,20 @@ impl Classifier<'_, '_> {
         if located.classes & PathClass::HarmlessDevice.bit() != 0 {
             return;
         }
-        if self.is_own_scratch(word, access, &located) {
-            located.classes &= !PathClass::OutsideWorkspace.bit();
-            located.classes |= PathClass::Scratch.bit();
-        }
         if access != Access::Read {
             let outside = located.classes & PathClass::OutsideWorkspace.bit() != 0;
-            let shared = located.classes & PathClass::SharedScratch.bit() != 0;
             let tier = if outside {
                 Tier::HighRisk
             } else {
                 Tier::ReversibleWrite
             };
-            let state = located
-                .path
-                .as_ref()
-                .and_then(|p| self.frame.scratch.get(std::path::Path::new(p)));
             facts.raise(tier, || {
-                let place = match (outside, shared, state) {
-                    (true, true, Some(s)) => format!("in shared scratch, which {}", s.describe()),
-                    (true, true, None) => {
-                        "in shared scratch, not one new path of the caller's".to_owned()
-                    }
-                    (true, false, _) => "outside the workspace".to_owned(),
-                    (false, true, _) => "in shared scratch (new or the caller's own)".to_owned(),
-                    (false, false, _) => "inside a writable tree".to_owned(),
+                let place = if outside {
+                    "outside the workspace"
+                } else if located.classes & PathClass::Scratch.bit() != 0 {
+                    "in the command's private scratch"
+                } else {
+                    "inside a writable tree"
                 };
                 format!("{} `{}` {place}", access.as_str(), word.text)
             });
@@ -528,21 +514,6 @@ impl Classifier<'_, '_> {
         for p in &mut facts.paths[before..] {
             p.opens = false;
         }
-    }
-
-    /// A literal path under a shared scratch tree, created or written, that
-    /// the host found new or the caller's own (no symlink on the way).
-    fn is_own_scratch(&self, word: &Word, access: Access, located: &paths::Located) -> bool {
-        matches!(access, Access::Create | Access::Write | Access::Append)
-            && !word.dynamic
-            && !word.glob
-            && located.classes & PathClass::SharedScratch.bit() != 0
-            && located.path.as_ref().is_some_and(|p| {
-                self.frame
-                    .scratch
-                    .get(std::path::Path::new(p))
-                    .is_some_and(|s| s.is_eligible())
-            })
     }
 
     /// Adds the paths among `operands` as `role` says. `script_first`: the
@@ -1272,7 +1243,6 @@ fn is_remote(text: &str) -> bool {
 pub fn classify_script(script: &Script, tables: &Tables, frame: &Frame<'_>) -> Vec<Facts> {
     let mut cwd: Option<String> = frame.cwd.map(str::to_owned);
     let mut out = Vec::with_capacity(script.commands.len());
-    let mut written: Vec<String> = Vec::new();
     for cmd in &script.commands {
         let local = Frame {
             cwd: cwd.as_deref(),
@@ -1281,22 +1251,8 @@ pub fn classify_script(script: &Script, tables: &Tables, frame: &Frame<'_>) -> V
         let classifier = Classifier {
             tables,
             frame: &local,
-            written: &written,
         };
-        let facts = classifier.command(cmd, script);
-        let own_scratch = PathClass::SharedScratch.bit() | PathClass::Scratch.bit();
-        written.extend(
-            facts
-                .paths
-                .iter()
-                .filter(|p| {
-                    p.exact
-                        && matches!(p.access, Access::Create | Access::Write | Access::Append)
-                        && p.classes & own_scratch == own_scratch
-                })
-                .filter_map(|p| p.path.clone()),
-        );
-        out.push(facts);
+        out.push(classifier.command(cmd, script));
         if (cmd.program == "cd" || cmd.program == "pushd") && cmd.origin == Origin::TopLevel {
             cwd = next_cwd(cmd, &local, tables);
         }
@@ -1425,16 +1381,14 @@ impl Classifier<'_, '_> {
     }
 
     /// Where a program invoked by path lives, when the request can write
-    /// there: a writable tree, or a shared-scratch path an earlier command of
-    /// the request wrote as the caller's own (the program it just built).
+    /// there: the workspace, a tool cache, or the command's private scratch
+    /// (`/tmp/a.out` it just built). It is the agent's own code.
     fn local_program(&self, cmd: &SimpleCommand) -> Option<String> {
         let word = literal(&cmd.invoked_as);
         let located = self.tables.paths.locate(&word, self.frame, false);
         let local = PathClass::Workspace.bit() | PathClass::Scratch.bit() | PathClass::Cache.bit();
         let path = located.path?;
-        let built =
-            located.classes & PathClass::SharedScratch.bit() != 0 && self.written.contains(&path);
-        ((located.classes & local != 0 || built) && located.classes & PathClass::Dynamic.bit() == 0)
+        (located.classes & local != 0 && located.classes & PathClass::Dynamic.bit() == 0)
             .then_some(path)
     }
 
@@ -1446,7 +1400,6 @@ impl Classifier<'_, '_> {
             .locate(&literal(invoked_as), self.frame, false);
         let writable = PathClass::Workspace.bit()
             | PathClass::Scratch.bit()
-            | PathClass::SharedScratch.bit()
             | PathClass::Cache.bit()
             | PathClass::Dynamic.bit()
             | PathClass::Unknown.bit();

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::context::ScratchState;
 use crate::shell::Word;
 
 /// A set of [`PathClass`] bits.
@@ -29,10 +28,8 @@ pub enum PathClass {
     Workspace,
     /// The workspace root itself, or everything directly under it.
     WorkspaceRoot,
+    /// A scratch tree (the command's private `/tmp`, `/var/tmp`) or inside one.
     Scratch,
-    /// Strictly inside a shared scratch tree (`/tmp/x`): with `scratch` when
-    /// the host says it is new or the caller's own, else with `outside_workspace`.
-    SharedScratch,
     Cache,
     Protected,
     Secret,
@@ -50,7 +47,7 @@ pub enum PathClass {
     Unknown,
 }
 
-const ALL: [(PathClass, &str); 19] = [
+const ALL: [(PathClass, &str); 18] = [
     (PathClass::Root, "root"),
     (PathClass::SystemDir, "system_dir"),
     (PathClass::SystemPath, "system_path"),
@@ -60,7 +57,6 @@ const ALL: [(PathClass, &str); 19] = [
     (PathClass::Workspace, "workspace"),
     (PathClass::WorkspaceRoot, "workspace_root"),
     (PathClass::Scratch, "scratch"),
-    (PathClass::SharedScratch, "shared_scratch"),
     (PathClass::Cache, "cache"),
     (PathClass::Protected, "protected"),
     (PathClass::Secret, "secret"),
@@ -205,7 +201,6 @@ pub struct PathLists {
     pub system: Vec<String>,
     pub critical: Vec<PathPattern>,
     pub scratch: Vec<String>,
-    pub shared_scratch: Vec<String>,
     pub secrets: Vec<PathPattern>,
     /// Each protected name split into components.
     pub protected: Vec<Vec<String>>,
@@ -228,8 +223,6 @@ pub struct Frame<'a> {
     pub private_tmpdir: bool,
     /// The repository's remotes (name to URL).
     pub git_remotes: &'a BTreeMap<String, String>,
-    /// What the host says about shared-scratch paths.
-    pub scratch: &'a BTreeMap<PathBuf, ScratchState>,
     /// Programs named by a path that the host found to be a project's own
     /// tool ([`crate::Context::tools`]).
     pub tools: &'a BTreeMap<PathBuf, String>,
@@ -354,10 +347,9 @@ impl PathLists {
             c |= PathClass::Home.bit();
         }
         let workspace = frame.workspace.filter(|w| is_within(path, w));
-        let in_shared = self
-            .shared_scratch
-            .iter()
-            .any(|s| is_within(path, s) && path != s);
+        // The tree itself too: it is the command's own, emptying it touches
+        // nothing else. A home that lies there is still judged as a home.
+        let in_scratch = !in_home && self.scratch.iter().any(|s| is_within(path, s));
         if let Some(ws) = workspace {
             c |= PathClass::Workspace.bit();
             if path == ws {
@@ -366,15 +358,12 @@ impl PathLists {
             if self.is_protected(&path[ws.len()..], deleting) {
                 c |= PathClass::Protected.bit();
             }
-        } else if self.scratch.iter().any(|s| is_within(path, s) && path != s) {
+        } else if in_scratch {
             c |= PathClass::Scratch.bit();
         } else if self.caches.iter().any(|p| p.covers(path, home)) {
             c |= PathClass::Cache.bit();
         } else {
             c |= PathClass::OutsideWorkspace.bit();
-            if in_shared {
-                c |= PathClass::SharedScratch.bit();
-            }
             if in_home && self.is_protected(&path[home.len()..], deleting) {
                 c |= PathClass::Protected.bit();
             }
@@ -382,7 +371,7 @@ impl PathLists {
         // System classes, unless the path lies strictly inside the workspace or
         // home (a workspace under `/srv` is still a workspace).
         let inside_own =
-            workspace.is_some_and(|w| path != w) || (in_home && path != home) || in_shared;
+            workspace.is_some_and(|w| path != w) || (in_home && path != home) || in_scratch;
         if !inside_own {
             for sys in &self.system {
                 if is_within(path, sys) {
@@ -455,8 +444,7 @@ mod tests {
         PathLists {
             system: vec!["/etc".into(), "/usr".into(), "/home".into(), "/var".into()],
             critical: pats(&["/etc/passwd", "/boot/*"]),
-            scratch: vec!["/tmp".into()],
-            shared_scratch: vec!["/var/tmp".into()],
+            scratch: vec!["/tmp".into(), "/var/tmp".into()],
             secrets: pats(&["~/.ssh", "/etc/shadow"]),
             protected: vec![vec![".git".into(), "hooks".into()], vec![".bashrc".into()]],
             caches: pats(&["~/.cache"]),
@@ -482,7 +470,6 @@ mod tests {
             praxis_dirs: &[],
             private_tmpdir: true,
             git_remotes: &BTreeMap::new(),
-            scratch: &BTreeMap::new(),
             tools: &BTreeMap::new(),
         };
         PathClass::names(lists().locate(&word(text), &frame, deleting).classes)
@@ -535,15 +522,32 @@ mod tests {
         );
         assert_eq!(classes("../../other", false), vec!["outside_workspace"]);
         assert_eq!(classes("/tmp/x", false), vec!["scratch"]);
-        assert_eq!(classes("/tmp", true), vec!["outside_workspace"]);
+        assert_eq!(classes("/tmp", true), vec!["scratch"]);
+        assert_eq!(classes("/var/tmp/x", false), vec!["scratch"]);
+        // The private /var/tmp is no system tree; what lies above it still is.
+        assert_eq!(classes("/var/tmp", true), vec!["scratch"]);
         assert_eq!(
-            classes("/var/tmp/x", false),
-            vec!["outside_workspace", "shared_scratch"]
-        );
-        assert_eq!(
-            classes("/var/tmp", false),
+            classes("/var/tmp/..", true),
             vec!["system_dir", "system_path", "outside_workspace"]
         );
+        assert_eq!(classes("/tmpx", true), vec!["outside_workspace"]);
+        let home_in_tmp = Frame {
+            cwd: Some("/tmp/h/project"),
+            home: "/tmp/h",
+            workspace: Some("/tmp/h/project"),
+            praxis_dirs: &[],
+            private_tmpdir: true,
+            git_remotes: &BTreeMap::new(),
+            tools: &BTreeMap::new(),
+        };
+        let located =
+            |text: &str| PathClass::names(lists().locate(&word(text), &home_in_tmp, false).classes);
+        assert_eq!(
+            located("/tmp/h/.bashrc"),
+            vec!["outside_workspace", "protected"]
+        );
+        assert_eq!(located("/tmp/h/project/x"), vec!["workspace"]);
+        assert_eq!(located("/tmp/x"), vec!["scratch"]);
         assert_eq!(classes("~/.cache/pip", true), vec!["cache"]);
         assert!(classes("~/.ssh/id_rsa", false).contains(&"secret"));
         assert!(classes("../.git/hooks/pre-commit", false).contains(&"protected"));

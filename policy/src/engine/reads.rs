@@ -1,5 +1,5 @@
-//! What a sandboxed command can read without a grant: its workspace, the
-//! read trees (`[paths] system_reads`, `home_reads`, a site's own), the
+//! What a sandboxed command can read without a grant: its workspace, its
+//! private `/tmp` and `/var/tmp`, the read trees (`[paths] system_reads`, `home_reads`, a site's own), the
 //! writable caches and harmless devices, and what the request is granted to
 //! write; never a secret. A read of anything else is held, with a grant of
 //! the exact path when it is one path known before the command runs.
@@ -10,8 +10,10 @@ use crate::classify::paths::{Classes, PathClass, is_within};
 use crate::classify::{Access, PathUse};
 
 /// Classes the sandbox lets every restricted command read.
-const READABLE: Classes =
-    PathClass::Workspace.bit() | PathClass::Cache.bit() | PathClass::HarmlessDevice.bit();
+const READABLE: Classes = PathClass::Workspace.bit()
+    | PathClass::Scratch.bit()
+    | PathClass::Cache.bit()
+    | PathClass::HarmlessDevice.bit();
 
 /// A read outside the allow-list.
 pub(super) enum Unreadable {

@@ -9,8 +9,7 @@ use serde::Deserialize;
 
 use crate::engine::example_context;
 use crate::{
-    BUILTIN_PATTERNS, CommandText, Grants, Policy, Request, Resolution, ScratchState, Source, Tier,
-    Verdict,
+    BUILTIN_PATTERNS, CommandText, Grants, Policy, Request, Resolution, Source, Tier, Verdict,
 };
 
 use super::config::{self, ParseError};
@@ -51,11 +50,6 @@ pub struct Case {
     /// The exact unix sockets expected (absolute paths), when given.
     #[serde(default)]
     pub sockets: Option<Vec<String>>,
-    /// The host's answer for shared-scratch paths the command writes:
-    /// `absent` (the default for every such path), `owned`, `foreign`,
-    /// `symlink` or `special`.
-    #[serde(default)]
-    pub scratch: BTreeMap<String, ScratchSpec>,
     /// The host's answer for programs named by a path (relative to the
     /// workspace, or absolute): the program each is found to be, as a
     /// project's own tool (`".venv/bin/pip" = "pip"`). Unlisted: none is.
@@ -76,29 +70,6 @@ pub struct Case {
     /// Ordinary work the policy still holds: why it stays (a false block).
     #[serde(default)]
     pub false_block: Option<String>,
-}
-
-/// A shared-scratch state as a case writes it.
-#[derive(Clone, Copy, Debug, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScratchSpec {
-    Absent,
-    Owned,
-    Foreign,
-    Symlink,
-    Special,
-}
-
-impl From<ScratchSpec> for ScratchState {
-    fn from(s: ScratchSpec) -> ScratchState {
-        match s {
-            ScratchSpec::Absent => ScratchState::Absent,
-            ScratchSpec::Owned => ScratchState::OwnedByCaller,
-            ScratchSpec::Foreign => ScratchState::Foreign,
-            ScratchSpec::Symlink => ScratchState::Symlink,
-            ScratchSpec::Special => ScratchState::NotRegularOrDir,
-        }
-    }
 }
 
 /// A case's result.
@@ -232,12 +203,6 @@ pub fn run(policy: &Policy, file: &str, text: &str) -> Result<Vec<Outcome>, RunE
                 role,
             };
             let analysis = policy.analyze(&request);
-            // A fresh host: every shared-scratch path the command writes is
-            // absent unless the case says otherwise.
-            ctx.scratch = policy.scratch_states(&analysis, &ctx, 1000, |_| None);
-            for (path, state) in &case.scratch {
-                ctx.scratch.insert(PathBuf::from(path), (*state).into());
-            }
             for (name, file) in &case.path {
                 let file = PathBuf::from(file);
                 let in_writable_root = file.starts_with(&ctx.workspace);

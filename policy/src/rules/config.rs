@@ -202,12 +202,9 @@ pub struct PathLists {
     pub system: Vec<String>,
     /// Files whose truncation or overwrite breaks the host (STOP).
     pub critical: Vec<String>,
-    /// Scratch trees the sandbox keeps writable (`/tmp`, …).
+    /// Scratch trees the sandbox keeps writable as a whole: the command's
+    /// private `/tmp` and `/var/tmp`.
     pub scratch: Vec<String>,
-    /// Shared scratch trees (`/tmp`, `/var/tmp`): a literal new path, or one
-    /// the caller owns, under one of them is written as T1 with a grant.
-    #[serde(default)]
-    pub shared_scratch: Vec<String>,
     pub secrets: Vec<String>,
     /// System trees a sandboxed command may read (absolute).
     pub system_reads: Vec<String>,
