@@ -152,6 +152,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) mount_ns: bool,
     /// A network namespace of its own, with its listeners.
     pub(crate) net: Option<&'a NetNs<'a>>,
+    /// That namespace made ahead, to join instead of making one (-1: none).
+    pub(crate) netns_fd: RawFd,
     /// Maps for a user namespace of its own, made with the other namespaces
     /// when the daemon lacks CAP_SYS_ADMIN (or alone, so that RLIMIT_NPROC
     /// counts the command's processes only).
@@ -448,8 +450,14 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
         if plan.mount_ns {
             namespaces |= libc::CLONE_NEWNS;
         }
-        if plan.net.is_some() {
+        if plan.net.is_some() && plan.netns_fd < 0 {
             namespaces |= libc::CLONE_NEWNET;
+        }
+        if plan.netns_fd >= 0 {
+            check(
+                Stage::Unshare,
+                libc::setns(plan.netns_fd, libc::CLONE_NEWNET) == 0,
+            );
         }
         if namespaces != 0 || plan.userns.is_some() {
             match plan.userns {

@@ -171,6 +171,7 @@ mod escape_probes;
 mod filter;
 mod fs_rules;
 mod mounts;
+mod netns;
 mod pins;
 mod private_tmp;
 mod probe;

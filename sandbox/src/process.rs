@@ -132,6 +132,8 @@ pub struct Prepared {
     /// Whether the command runs in a network namespace of its own (with
     /// `lo` up, and its listeners if any).
     private_net: bool,
+    /// That namespace, made ahead, for the child to join.
+    netns: Option<OwnedFd>,
     ruleset: OwnedFd,
     landlock_flags: u32,
     filter: &'static [libc::sock_filter],
@@ -583,6 +585,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         scratch_root: spec.scratch_root.clone(),
         owner,
         network_off: !private_net,
+        netns_ahead: private_net && privileged,
         limits: spec.limits,
     };
     let made = spare::take_or_make(&inputs, &carved)?;
@@ -673,6 +676,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         rule_count,
         scratch: made.scratch,
         cgroup: made.cgroup,
+        netns: made.netns,
     })
 }
 
@@ -970,6 +974,7 @@ pub(crate) fn launch(
         parent_pid: unsafe { libc::getpid() },
         rlimits: &prepared.rlimits,
         mount_ns: !prepared.pins.is_empty() || prepared.tmp.is_some(),
+        netns_fd: prepared.netns.as_ref().map_or(-1, AsRawFd::as_raw_fd),
         tmp: prepared.tmp.as_ref(),
         net: net.as_ref(),
         userns: prepared.userns.as_ref(),

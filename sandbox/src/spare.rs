@@ -39,6 +39,9 @@ pub(crate) struct Inputs {
     /// Owner of the scratch dir (the command's uid and gid when it runs as another user).
     pub(crate) owner: Option<(u32, u32)>,
     pub(crate) network_off: bool,
+    /// Whether the command's network namespace is made here, ahead (the
+    /// daemon holds CAP_SYS_ADMIN), rather than by the child.
+    pub(crate) netns_ahead: bool,
     pub(crate) limits: Limits,
 }
 
@@ -50,6 +53,8 @@ pub(crate) struct Made {
     pub(crate) ruleset: OwnedFd,
     pub(crate) rule_count: usize,
     pub(crate) cgroup: Option<CommandCgroup>,
+    /// The command's network namespace, `lo` up, when made ahead.
+    pub(crate) netns: Option<OwnedFd>,
 }
 
 impl Made {
@@ -75,6 +80,11 @@ impl Made {
             ruleset,
             rule_count: carved.rules.len() + scratch_rules.len(),
             cgroup: CommandCgroup::create(&inputs.limits)?,
+            netns: if inputs.netns_ahead {
+                Some(crate::netns::make()?)
+            } else {
+                None
+            },
         })
     }
 }

@@ -84,10 +84,11 @@ fn a_spare_serves_only_equal_inputs_gives_the_same_sandbox_and_is_removed_when_o
     drop((first, second));
 
     // Other inputs (a write grant is added after the take, so it is not
-    // one of them; a different network setting is) make their own.
-    let mut proxied = spec.clone();
-    proxied.network = Network::Proxied { port: None };
-    let other = praxis_sandbox::prepare(&proxied).unwrap();
+    // one of them, nor is the network: every command has a namespace of
+    // its own; other limits are) make their own.
+    let mut limited = spec.clone();
+    limited.limits.pids /= 2;
+    let other = praxis_sandbox::prepare(&limited).unwrap();
     assert_ne!(other.scratch_dir(), next);
     assert!(!next.exists(), "a spare for other inputs is dropped");
     drop(other);

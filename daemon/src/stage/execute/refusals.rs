@@ -159,7 +159,10 @@ impl Refusals {
         let mut named = false;
         for word in line.split(|c: char| c.is_whitespace() || matches!(c, ',' | '(' | ')')) {
             let word = word.trim_matches(|c: char| {
-                matches!(c, '\'' | '"' | '`' | ':' | ';' | '[' | ']' | '\u{2018}' | '\u{2019}')
+                matches!(
+                    c,
+                    '\'' | '"' | '`' | ':' | ';' | '[' | ']' | '\u{2018}' | '\u{2019}'
+                )
             });
             let Some(path) = self.reach.resolve(word) else {
                 continue;
