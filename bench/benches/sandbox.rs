@@ -23,6 +23,8 @@ struct Setup {
     /// profiles did before reads were an allow-list: the baseline the
     /// allow-list is paired with.
     whole_root: Spec,
+    /// The plain spec with a private /tmp and /var/tmp mounted.
+    private_tmp: Spec,
 }
 
 fn setup() -> Setup {
@@ -70,8 +72,20 @@ fn setup() -> Setup {
         reads: vec![PathBuf::from("/")],
         ..spec(&plain_ws)
     };
+    let private = praxis_sandbox::PrivateTmp {
+        tmp: root.join("private/tmp"),
+        var_tmp: root.join("private/var-tmp"),
+    };
+    for dir in [&private.tmp, &private.var_tmp] {
+        fs::create_dir_all(dir).unwrap();
+    }
+    let private_tmp = Spec {
+        private_tmp: Some(private),
+        ..spec(&plain_ws)
+    };
     Setup {
         plain: spec(&plain_ws),
+        private_tmp,
         git: spec(&git_ws),
         proxied,
         whole_root,
@@ -142,9 +156,13 @@ fn summary() {
     let rounds = 300;
     let (mut plain, mut sandboxed, mut prepare) = (Vec::new(), Vec::new(), Vec::new());
     let mut proxied = Vec::new();
-    let (mut listed, mut whole_root) = (Vec::new(), Vec::new());
+    let (mut listed, mut whole_root, mut private_tmp) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        for (spec, samples) in [(&s.plain, &mut listed), (&s.whole_root, &mut whole_root)] {
+        for (spec, samples) in [
+            (&s.plain, &mut listed),
+            (&s.whole_root, &mut whole_root),
+            (&s.private_tmp, &mut private_tmp),
+        ] {
             let start = Instant::now();
             let prepared = praxis_sandbox::prepare(spec).unwrap();
             sandboxed_true(prepared, &spec.workspace);
@@ -172,7 +190,8 @@ fn summary() {
             .collect(),
     );
     let proxied = median(proxied);
-    let (listed, whole_root) = (median(listed), median(whole_root));
+    let (listed, whole_root, private_tmp) =
+        (median(listed), median(whole_root), median(private_tmp));
     let (plain, sandboxed, prepare) = (median(plain), median(sandboxed), median(prepare));
     let added = sandboxed.saturating_sub(plain);
     println!(
@@ -190,6 +209,12 @@ fn summary() {
          reading / {whole_root:?}, added by the allow-list {:?} ({:.2}x, goal <= 200us added)",
         listed.saturating_sub(whole_root),
         listed.as_secs_f64() / whole_root.as_secs_f64()
+    );
+    println!(
+        "private /tmp summary (median of {rounds}, prepare and spawn): without {listed:?}, \
+         with {private_tmp:?}, added {:?} ({:.2}x)",
+        private_tmp.saturating_sub(listed),
+        private_tmp.as_secs_f64() / listed.as_secs_f64()
     );
 }
 

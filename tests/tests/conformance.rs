@@ -220,8 +220,9 @@ fn c2_prevention_is_driven_by_an_explicit_decision() {
 }
 
 /// Criterion 3: Unknown cases default to HOLD: a program that is not found
-/// on PATH, a dynamic command word, a program named by a path a request can
-/// write (it may be planted), and a runtime tool no rule covers. (An unknown
+/// on PATH, a dynamic command word, a PATH that puts a tree a request can
+/// write first (what it finds may be planted), and a runtime tool no rule
+/// covers. (An unknown
 /// program found outside every writable tree runs contained instead, unless
 /// its request needs network or goes beyond T1: `tests/unknown_programs.rs`.)
 #[test]
@@ -231,7 +232,7 @@ fn c3_unknown_defaults_to_hold() {
         "frobnicate-xyz --now",
         "$CMD --force",
         "$(echo frobnicate) --force",
-        "ls; /tmp/frobnicate-xyz --now",
+        "PATH=./bin:$PATH frobnicate-xyz --now",
     ] {
         for answer in every_surface(&d, command) {
             assert_eq!(answer.decision, "HOLD", "{command}: {answer:?}");

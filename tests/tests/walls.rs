@@ -281,31 +281,75 @@ fn a_command_reads_no_shell_startup_file() {
     }
 }
 
+/// A directory outside every tree commands may read (and outside the
+/// host's `/tmp`, which they do not see at all), removed on drop.
+struct Unlisted(PathBuf);
+
+impl Unlisted {
+    fn new() -> Option<Unlisted> {
+        let target_tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let dir = if !target_tmp.starts_with("/tmp") && !target_tmp.starts_with("/var/tmp") {
+            target_tmp.join(format!("walls-unlisted-{}", std::process::id()))
+        } else if root {
+            PathBuf::from(format!("/var/lib/praxis-e2e-walls-{}", std::process::id()))
+        } else {
+            return None;
+        };
+        std::fs::create_dir_all(&dir).ok()?;
+        Some(Unlisted(dir))
+    }
+}
+
+impl Drop for Unlisted {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The one line the agent got about the sandbox, from `out`'s stderr.
+fn told(out: &std::process::Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("praxis: the sandbox refused"))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// A read the sandbox refuses reaches the agent as one line after the
-/// output, naming the path and what to do instead; a refusal that is the
-/// file's own mode gets no such line.
+/// output, naming the path and what to do instead; so does a path only the
+/// host's shared `/tmp` holds; a refusal that is the file's own mode gets
+/// no such line.
 #[test]
 fn a_refused_read_is_explained_in_one_line() {
     let d = Daemon::start_in_git();
-    let outside = d.dir.path().join("outside");
-    std::fs::create_dir_all(&outside).unwrap();
-    let secret = outside.join("notes.txt");
-    std::fs::write(&secret, "private\n").unwrap();
     std::fs::write(d.work().join("reader.sh"), "cat \"$1\"\n").unwrap();
-    let out = d.run(&["-c", &format!("sh reader.sh {}", secret.display())]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let told: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("praxis: the sandbox refused"))
-        .collect();
-    assert_eq!(told.len(), 1, "{stderr}");
-    assert!(told[0].contains(&secret.display().to_string()), "{stderr}");
-    assert!(told[0].contains("approval"), "{stderr}");
+    if let Some(unlisted) = Unlisted::new() {
+        let secret = unlisted.0.join("notes.txt");
+        std::fs::write(&secret, "private\n").unwrap();
+        let out = d.run(&["-c", &format!("sh reader.sh {}", secret.display())]);
+        let told = told(&out);
+        assert_eq!(told.len(), 1, "{out:?}");
+        assert!(told[0].contains(&secret.display().to_string()), "{told:?}");
+        assert!(told[0].contains("approval"), "{told:?}");
+    } else {
+        eprintln!("skipped the unlisted read: no directory outside /tmp to make");
+    }
+    // In the host's shared /tmp (the daemon's scratch dir lies there).
+    let host = d.dir.path().join("outside/notes.txt");
+    std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+    std::fs::write(&host, "private\n").unwrap();
+    let out = d.run(&["-c", &format!("sh reader.sh {}", host.display())]);
+    let told_host = told(&out);
+    if host.starts_with("/tmp") {
+        assert_eq!(told_host.len(), 1, "{out:?}");
+        assert!(told_host[0].contains("shared /tmp"), "{told_host:?}");
+    }
     // The workspace file's own mode: not the sandbox, nothing added.
     let locked = d.work().join("locked.txt");
     std::fs::write(&locked, "x\n").unwrap();
     std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
     let out = d.run(&["-c", "sh reader.sh locked.txt; true"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("praxis: the sandbox refused"), "{stderr}");
+    assert!(told(&out).is_empty(), "{out:?}");
 }

@@ -25,6 +25,9 @@ pub struct Reach {
     readable: Vec<PathBuf>,
     /// Never readable, even inside a readable tree.
     secrets: Vec<PathBuf>,
+    /// Whether `/tmp` and `/var/tmp` are the session's own (the host's
+    /// are out of sight).
+    private_tmp: bool,
     /// Kept read-only inside writable trees.
     protected: Vec<PathBuf>,
 }
@@ -56,6 +59,7 @@ impl Reach {
             readable: spec.reads.clone(),
             secrets: relative_to_home(&spec.secrets),
             protected: spec.protected.clone(),
+            private_tmp: spec.private_tmp.is_some(),
         }
     }
 
@@ -111,6 +115,8 @@ enum Wall {
     ReadOnly,
     /// A protected path inside a writable tree.
     Protected,
+    /// In the host's shared `/tmp`, which the command does not see.
+    HostTmp,
 }
 
 /// The refusals seen in one command's stderr so far.
@@ -153,7 +159,9 @@ impl Refusals {
     fn line(&mut self, line: &str) {
         let denied = line.contains("Permission denied") || line.contains("EACCES");
         let not_permitted = line.contains("Operation not permitted") || line.contains("EPERM");
-        if !denied && !not_permitted {
+        let missing = self.reach.private_tmp
+            && (line.contains("No such file or directory") || line.contains("ENOENT"));
+        if !denied && !not_permitted && !missing {
             return;
         }
         let mut named = false;
@@ -168,7 +176,14 @@ impl Refusals {
                 continue;
             };
             named = true;
-            if let Some(wall) = self.reach.wall(&path)
+            let wall = if missing {
+                // Missing here, present in the host's shared /tmp: out of sight.
+                let in_host_tmp = ["/tmp", "/var/tmp"].iter().any(|t| path.starts_with(t));
+                (in_host_tmp && std::fs::symlink_metadata(&path).is_ok()).then_some(Wall::HostTmp)
+            } else {
+                self.reach.wall(&path)
+            };
+            if let Some(wall) = wall
                 && !self.walls.iter().any(|(p, _)| *p == path)
             {
                 self.walls.push((path, wall));
@@ -216,6 +231,10 @@ impl Refusals {
                 "{paths}: protected (it runs code or steers agents later), kept read-only; \
                  an operator can approve a command that names it"
             ),
+            Some(Wall::HostTmp) => format!(
+                "{paths}: in the host's shared /tmp, which commands do not see: each session \
+                 has a /tmp of its own. Put what a command needs in the workspace"
+            ),
             None if self.operation => String::from(
                 "an operation commands may not make (a unix socket, a raw socket, ptrace, a \
                  mount or a set-id bit); a TCP connection through the proxy or a socketpair \
@@ -253,6 +272,7 @@ mod tests {
                 PathBuf::from("/etc/shadow"),
             ],
             protected: vec![PathBuf::from("/home/dev/project/.git/hooks")],
+            private_tmp: true,
         }
     }
 
@@ -295,6 +315,25 @@ mod tests {
         // Inside the workspace and not protected: the file's own mode, not the sandbox.
         assert_eq!(note(&[b"sh: ./run.sh: Permission denied\n"]), None);
         assert_eq!(note(&[b"all good\n"]), None);
+    }
+
+    #[test]
+    fn a_path_only_the_hosts_tmp_holds_is_told_as_out_of_sight() {
+        let host = tempfile::Builder::new()
+            .prefix("praxis-refusals-")
+            .tempfile_in("/tmp")
+            .unwrap();
+        let line = format!(
+            "cat: {}: No such file or directory\n",
+            host.path().display()
+        );
+        let said = note(&[line.as_bytes()]).unwrap();
+        assert!(said.contains("shared /tmp"), "{said}");
+        // Missing everywhere: nothing to explain.
+        assert_eq!(
+            note(&[b"cat: /tmp/praxis-nowhere-x1: No such file or directory\n"]),
+            None
+        );
     }
 
     #[test]
