@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use praxis_daemon::audit::{AuditStore, Durability, Event, EventKind};
+use praxis_daemon::ids;
 
 /// Appender counts: one agent alone, a daemon serving a few, and many.
 const APPENDERS: [u64; 3] = [1, 8, 64];
@@ -27,10 +28,11 @@ const VERIFY_EVENTS: u64 = 20_000;
 /// How long each summary measurement appends for.
 const SUMMARY_TIME: Duration = Duration::from_secs(3);
 
-/// A decision event of typical size.
-fn event(n: u64) -> Event {
+/// A decision event of typical size, with a request id as the daemon makes
+/// them (time-ordered, so the index on it grows at its end).
+fn event() -> Event {
     Event {
-        request_id: Some(format!("req-{n:016x}")),
+        request_id: Some(ids::request_id()),
         session: Some("bench-session".into()),
         role: Some("agent".into()),
         uid: Some(1000),
@@ -66,10 +68,8 @@ fn append_threads(
     thread::scope(|scope| {
         for t in 0..appenders {
             scope.spawn(move || {
-                for i in 0..share(total, appenders, t) {
-                    let _ = store
-                        .append(event(t << 32 | i), durability)
-                        .expect("append");
+                for _ in 0..share(total, appenders, t) {
+                    let _ = store.append(event(), durability).expect("append");
                 }
             });
         }
@@ -91,9 +91,9 @@ fn append_tasks(
             .map(|t| {
                 let store = store.clone();
                 tokio::spawn(async move {
-                    for i in 0..share(total, appenders, t) {
+                    for _ in 0..share(total, appenders, t) {
                         let _ = store
-                            .append_async(event(t << 32 | i), Durability::Normal)
+                            .append_async(event(), Durability::Normal)
                             .await
                             .expect("append");
                     }
@@ -144,11 +144,7 @@ fn appends(c: &mut Criterion) {
     });
     group.throughput(Throughput::Elements(1));
     group.bench_function("normal_1_appender_latency", |b| {
-        let mut n = 0;
-        b.iter(|| {
-            n += 1;
-            store.append(event(n), Durability::Normal).expect("append")
-        });
+        b.iter(|| store.append(event(), Durability::Normal).expect("append"));
     });
     group.finish();
 }

@@ -816,7 +816,10 @@ fn killed_appender_child() {
                     .collect();
                 let outcomes = runtime.block_on(store.queue_all(events).committed());
                 for (k, outcome) in outcomes.iter().enumerate() {
-                    ack(outcome.as_ref().unwrap(), &format!("req-{}", 9_000_000 + b * 16 + k));
+                    ack(
+                        outcome.as_ref().unwrap(),
+                        &format!("req-{}", 9_000_000 + b * 16 + k),
+                    );
                 }
             }
         });
@@ -837,7 +840,12 @@ fn an_appender_killed_mid_batch_loses_no_acknowledged_event() {
     use std::process::{Command, Stdio};
     let (_dir, path) = scratch();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "killed_appender_child", "--nocapture"])
+        .args([
+            "--ignored",
+            "--exact",
+            "killed_appender_child",
+            "--nocapture",
+        ])
         .env(KILLED_APPENDER_DB, &path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -865,7 +873,10 @@ fn an_appender_killed_mid_batch_loses_no_acknowledged_event() {
     assert!(report.ok, "{report:?}");
     let (head, _) = store.head();
     for (seq, hash, request) in &acknowledged {
-        assert!(*seq <= head, "acknowledged seq {seq} is past the head {head}");
+        assert!(
+            *seq <= head,
+            "acknowledged seq {seq} is past the head {head}"
+        );
         let stored = store.by_request(request).unwrap();
         assert_eq!(stored.len(), 1, "{request}");
         assert_eq!((stored[0].seq, &stored[0].hash), (*seq, hash), "{request}");
