@@ -1,7 +1,8 @@
 //! The single writer thread and its group commit.
 //!
 //! Appenders send a [`Job`] and wait. The thread takes the first job, drains
-//! every other job already queued, and writes them all in one IMMEDIATE
+//! every other job already queued, waits a moment for the appenders its last
+//! batch answered (see [`LINGER`]), and writes them all in one IMMEDIATE
 //! transaction: chain computed in queue order, one COMMIT (one fsync under
 //! `synchronous=FULL`) for the whole batch, then each waiter gets its answer.
 //! Nothing is acknowledged before its COMMIT returned.
@@ -33,7 +34,8 @@ pub type TxOp = Box<dyn FnOnce(&Transaction<'_>) -> Result<(), String> + Send>;
 
 /// How long the writer waits for the appenders its last batch answered
 /// before committing without them: about what a woken thread takes to come
-/// back on a busy machine; a single appender never waits.
+/// back on a busy machine. After a batch of one nobody waits, so an appender
+/// alone pays nothing.
 const LINGER: Duration = Duration::from_micros(200);
 
 /// Upper bound on events per transaction, so one waiter is never held behind
