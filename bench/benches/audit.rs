@@ -1,23 +1,38 @@
-//! Audit store throughput: sustained appends with group commit (NORMAL and
-//! FULL durability), single-appender latency, and chain verification speed.
-//! Goal: at least 20 000 NORMAL events/s sustained from concurrent appenders.
+//! Audit store throughput: sustained appends with group commit from 1, 8 and
+//! 64 concurrent appenders (blocking calls from threads, and async calls from
+//! tasks), NORMAL and FULL durability, single-appender latency, and chain
+//! verification speed. Goal: at least 100 000 NORMAL events/s from 8
+//! appenders, each event acknowledged only after its COMMIT.
+//!
+//! After the criterion groups, one summary line per appender count gives the
+//! events/s of both paths, the ratio to the goal, and a per-event cost
+//! breakdown: commits are shared by the events of a batch, so the cost of one
+//! event is a share of a commit plus its own work (hash chain, row insert).
 
 use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use praxis_daemon::audit::{AuditStore, Durability, Event, EventKind};
+use praxis_daemon::ids;
 
-/// Concurrent appenders, as a daemon serving many clients would have.
-const APPENDERS: u64 = 8;
+/// Appender counts: one agent alone, a daemon serving a few, and many.
+const APPENDERS: [u64; 3] = [1, 8, 64];
+
+/// The goal, NORMAL events per second from 8 appenders.
+const GOAL_EPS: f64 = 100_000.0;
 
 /// Events in the log that verification walks.
 const VERIFY_EVENTS: u64 = 20_000;
 
-/// A decision event of typical size.
-fn event(n: u64) -> Event {
+/// How long each summary measurement appends for.
+const SUMMARY_TIME: Duration = Duration::from_secs(3);
+
+/// A decision event of typical size, with a request id as the daemon makes
+/// them (time-ordered, so the index on it grows at its end).
+fn event() -> Event {
     Event {
-        request_id: Some(format!("req-{n:016x}")),
+        request_id: Some(ids::request_id()),
         session: Some("bench-session".into()),
         role: Some("agent".into()),
         uid: Some(1000),
@@ -36,17 +51,25 @@ fn event(n: u64) -> Event {
     }
 }
 
-/// Appends `total` events from [`APPENDERS`] threads and returns the wall time.
-fn append_concurrently(store: &AuditStore, total: u64, durability: Durability) -> Duration {
+/// The events each of `appenders` appends out of `total`.
+fn share(total: u64, appenders: u64, t: u64) -> u64 {
+    total / appenders + u64::from(t < total % appenders)
+}
+
+/// Appends `total` events from `appenders` threads, each calling the blocking
+/// append in a loop; returns the wall time.
+fn append_threads(
+    store: &AuditStore,
+    appenders: u64,
+    total: u64,
+    durability: Durability,
+) -> Duration {
     let start = Instant::now();
     thread::scope(|scope| {
-        for t in 0..APPENDERS {
-            let share = total / APPENDERS + u64::from(t < total % APPENDERS);
+        for t in 0..appenders {
             scope.spawn(move || {
-                for i in 0..share {
-                    let _ = store
-                        .append(event(t << 32 | i), durability)
-                        .expect("append");
+                for _ in 0..share(total, appenders, t) {
+                    let _ = store.append(event(), durability).expect("append");
                 }
             });
         }
@@ -54,37 +77,128 @@ fn append_concurrently(store: &AuditStore, total: u64, durability: Durability) -
     start.elapsed()
 }
 
+/// Appends `total` events from `appenders` tasks on `runtime`, each awaiting
+/// the async append in a loop; returns the wall time.
+fn append_tasks(
+    runtime: &tokio::runtime::Runtime,
+    store: &AuditStore,
+    appenders: u64,
+    total: u64,
+) -> Duration {
+    runtime.block_on(async {
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..appenders)
+            .map(|t| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    for _ in 0..share(total, appenders, t) {
+                        let _ = store
+                            .append_async(event(), Durability::Normal)
+                            .await
+                            .expect("append");
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("appender task");
+        }
+        start.elapsed()
+    })
+}
+
+/// The daemon's runtime shape: a multi-thread runtime on this machine's cores.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Events per iteration: enough that starting the appenders is a small part.
+fn burst(appenders: u64) -> u64 {
+    (appenders * 100).max(800)
+}
+
 fn appends(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = AuditStore::open(dir.path().join("audit.db")).expect("open store");
+    let runtime = runtime();
     let mut group = c.benchmark_group("audit_append");
-    group.measurement_time(Duration::from_secs(8));
-    // Each iteration is a burst of events spread over the appenders, so
-    // starting the threads is a small part of what is measured.
-    for (name, durability, burst) in [
-        ("normal_8_appenders", Durability::Normal, 800),
-        ("full_8_appenders", Durability::Full, 80),
-    ] {
+    group.measurement_time(Duration::from_secs(5));
+    for appenders in APPENDERS {
+        let burst = burst(appenders);
         group.throughput(Throughput::Elements(burst));
-        group.bench_function(name, |b| {
-            b.iter_custom(|iters| append_concurrently(&store, iters * burst, durability));
+        group.bench_function(format!("normal_{appenders}_appenders"), |b| {
+            b.iter_custom(|iters| {
+                append_threads(&store, appenders, iters * burst, Durability::Normal)
+            });
+        });
+        group.bench_function(format!("normal_{appenders}_appenders_async"), |b| {
+            b.iter_custom(|iters| append_tasks(&runtime, &store, appenders, iters * burst));
         });
     }
+    group.throughput(Throughput::Elements(80));
+    group.bench_function("full_8_appenders", |b| {
+        b.iter_custom(|iters| append_threads(&store, 8, iters * 80, Durability::Full));
+    });
     group.throughput(Throughput::Elements(1));
     group.bench_function("normal_1_appender_latency", |b| {
-        let mut n = 0;
-        b.iter(|| {
-            n += 1;
-            store.append(event(n), Durability::Normal).expect("append")
-        });
+        b.iter(|| store.append(event(), Durability::Normal).expect("append"));
     });
     group.finish();
+}
+
+/// Events per second appending for about [`SUMMARY_TIME`] with `append`,
+/// which appends the given number of events and returns its wall time.
+fn rate(mut append: impl FnMut(u64) -> Duration, step: u64) -> f64 {
+    let (start, mut done, mut busy) = (Instant::now(), 0, Duration::ZERO);
+    while start.elapsed() < SUMMARY_TIME {
+        busy += append(step);
+        done += step;
+    }
+    done as f64 / busy.as_secs_f64()
+}
+
+/// One line per appender count, for the report: events/s of both paths, the
+/// ratio to the goal, and what one event costs split into its share of a
+/// commit and its own work. The split fits cost(batch of n) = commit + n ×
+/// own to the single appender (batches of one) and the 64 appenders (the
+/// largest batches), assuming the writer is the bottleneck in both.
+fn summary(_: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = AuditStore::open(dir.path().join("audit.db")).expect("open store");
+    let runtime = runtime();
+    let mut blocking = Vec::new();
+    for appenders in APPENDERS {
+        let step = burst(appenders);
+        let threads = rate(
+            |n| append_threads(&store, appenders, n, Durability::Normal),
+            step,
+        );
+        let tasks = rate(|n| append_tasks(&runtime, &store, appenders, n), step);
+        blocking.push(threads);
+        println!(
+            "audit append summary: {appenders:>2} appender(s): blocking {threads:>8.0} events/s ({:.2}x goal), async {tasks:>8.0} events/s ({:.2}x goal), {:.1} us/event",
+            threads / GOAL_EPS,
+            tasks / GOAL_EPS,
+            1e6 / threads
+        );
+    }
+    let (one, many) = (1e6 / blocking[0], 1e6 / blocking[2]);
+    // one = commit + own; many = commit / 64 + own.
+    let commit = (one - many) * 64.0 / 63.0;
+    let own = one - commit;
+    println!(
+        "audit append summary: cost split: commit and hand-over {commit:.1} us per batch, own work {own:.1} us per event; at 8 appenders {:.1} us/event expected",
+        commit / 8.0 + own
+    );
 }
 
 fn verify(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = AuditStore::open(dir.path().join("audit.db")).expect("open store");
-    let _ = append_concurrently(&store, VERIFY_EVENTS, Durability::Normal);
+    let _ = append_threads(&store, 8, VERIFY_EVENTS, Durability::Normal);
     let mut group = c.benchmark_group("audit_verify");
     group.throughput(Throughput::Elements(VERIFY_EVENTS));
     group.sample_size(20);
@@ -98,5 +212,5 @@ fn verify(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, appends, verify);
+criterion_group!(benches, appends, summary, verify);
 criterion_main!(benches);

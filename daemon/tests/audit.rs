@@ -762,3 +762,123 @@ fn offline_verify_of_a_missing_file_is_an_error() {
     assert!(matches!(verify_file(&path), Err(AuditError::Sqlite(_))));
     assert!(!path.exists(), "offline verify must not create the store");
 }
+
+/// Where the killed appender writes, set only when the test below runs it.
+const KILLED_APPENDER_DB: &str = "PRAXIS_TEST_KILLED_APPENDER_DB";
+
+/// Run by [`an_appender_killed_mid_batch_loses_no_acknowledged_event`] as
+/// its own process: appenders on 8 threads and one queue of batches append
+/// until killed, printing `acked SEQ HASH REQUEST` once each append returned
+/// and `inside` from within a transaction, right before holding it open.
+#[test]
+#[ignore = "a child process of the kill test, not a test by itself"]
+fn killed_appender_child() {
+    use std::io::Write;
+    let Some(path) = std::env::var_os(KILLED_APPENDER_DB) else {
+        return;
+    };
+    let store = AuditStore::open(PathBuf::from(path)).unwrap();
+    let ack = |appended: &praxis_daemon::audit::Appended, request: &str| {
+        let line = format!("acked {} {} {request}\n", appended.seq, appended.hash);
+        std::io::stdout().lock().write_all(line.as_bytes()).unwrap();
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    thread::scope(|scope| {
+        for t in 0..8 {
+            let (store, ack) = (&store, &ack);
+            scope.spawn(move || {
+                for i in 0.. {
+                    let n = t * 1_000_000 + i;
+                    let request = format!("req-{n}");
+                    // Every 50th append of thread 0 holds its batch open so
+                    // the kill lands inside a transaction.
+                    let appended = if t == 0 && i % 50 == 49 {
+                        let hold: TxOp = Box::new(|_| {
+                            std::io::stdout().lock().write_all(b"inside\n").unwrap();
+                            thread::sleep(std::time::Duration::from_millis(20));
+                            Ok(())
+                        });
+                        store.append_with(decided(n), Durability::Normal, hold)
+                    } else {
+                        store.append(decided(n), Durability::Normal)
+                    };
+                    ack(&appended.unwrap(), &request);
+                }
+            });
+        }
+        // Batches handed over at once, as an action and what came with it.
+        scope.spawn(|| {
+            for b in 0.. {
+                let events: Vec<(Event, Durability)> = (0..16)
+                    .map(|k| (decided(9_000_000 + b * 16 + k), Durability::Full))
+                    .collect();
+                let outcomes = runtime.block_on(store.queue_all(events).committed());
+                for (k, outcome) in outcomes.iter().enumerate() {
+                    ack(
+                        outcome.as_ref().unwrap(),
+                        &format!("req-{}", 9_000_000 + b * 16 + k),
+                    );
+                }
+            }
+        });
+    });
+}
+
+/// `(seq, hash, request)` of an `acked` line of the killed appender.
+fn acked(line: &str) -> Option<(i64, String, String)> {
+    let mut fields = line.strip_prefix("acked ")?.split(' ');
+    let seq = fields.next()?.parse().ok()?;
+    Some((seq, fields.next()?.to_owned(), fields.next()?.to_owned()))
+}
+
+#[test]
+fn an_appender_killed_mid_batch_loses_no_acknowledged_event() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let (_dir, path) = scratch();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "killed_appender_child",
+            "--nocapture",
+        ])
+        .env(KILLED_APPENDER_DB, &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut acknowledged = Vec::new();
+    // Past a few thousand acknowledged events, killed inside a transaction.
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line == "inside" && acknowledged.len() >= 2_000 {
+            child.kill().unwrap();
+            break;
+        }
+        acknowledged.extend(acked(&line));
+    }
+    // Acknowledgements written before the kill count too.
+    acknowledged.extend(lines.map_while(Result::ok).filter_map(|l| acked(&l)));
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
+    assert!(acknowledged.len() >= 2_000, "{}", acknowledged.len());
+
+    let store = AuditStore::open(&path).unwrap();
+    let report = store.verify().unwrap();
+    assert!(report.ok, "{report:?}");
+    let (head, _) = store.head();
+    for (seq, hash, request) in &acknowledged {
+        assert!(
+            *seq <= head,
+            "acknowledged seq {seq} is past the head {head}"
+        );
+        let stored = store.by_request(request).unwrap();
+        assert_eq!(stored.len(), 1, "{request}");
+        assert_eq!((stored[0].seq, &stored[0].hash), (*seq, hash), "{request}");
+    }
+}

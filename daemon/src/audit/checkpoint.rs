@@ -3,9 +3,11 @@
 //! Copying the WAL back into the main file (and its fsyncs) would otherwise
 //! run inside whichever commit crosses SQLite's auto-checkpoint threshold,
 //! stalling every appender waiting on that batch. A thread with its own
-//! connection runs PASSIVE checkpoints, which never block the writer, once a
-//! second; under `synchronous=NORMAL` this is also what fsyncs NORMAL events,
-//! so they are on disk within about a second.
+//! connection runs PASSIVE checkpoints, which never block the writer, ten
+//! times a second; under `synchronous=NORMAL` this is also what fsyncs
+//! NORMAL events, so they are on disk within about that. Run often, it also
+//! leaves the writer's own checkpoint (at `wal_autocheckpoint`, inside a
+//! commit) little left to copy.
 
 use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -17,7 +19,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::AuditError;
 
 /// Time between checkpoints.
-const INTERVAL: Duration = Duration::from_secs(1);
+const INTERVAL: Duration = Duration::from_millis(100);
 
 /// The checkpoint thread; stopped (after closing its connection) on drop.
 pub(crate) struct Checkpointer {

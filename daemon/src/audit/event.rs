@@ -266,8 +266,8 @@ pub struct StoredEvent {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Durability {
     /// `synchronous=NORMAL`: in the OS at COMMIT, so it survives a daemon
-    /// crash; fsynced by the background checkpoint within about a second, so
-    /// power loss may lose the last second. For T0/T1.
+    /// crash; fsynced by the background checkpoint within about a tenth of a
+    /// second, so power loss may lose that much. For T0/T1.
     Normal,
     /// `synchronous=FULL`: the WAL is fsynced before the commit returns. For
     /// T2 and above, and for operator actions.

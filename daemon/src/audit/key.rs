@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-/// The key events are chained under.
+/// The key events are chained under, as an HMAC state already keyed: each
+/// event's HMAC starts from a copy of it.
 #[derive(Clone)]
-pub(crate) struct ChainKey([u8; 32]);
+pub(crate) struct ChainKey(Hmac<Sha256>);
 
 impl std::fmt::Debug for ChainKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -22,9 +23,13 @@ impl std::fmt::Debug for ChainKey {
 }
 
 impl ChainKey {
+    fn of(bytes: &[u8; 32]) -> ChainKey {
+        ChainKey(Hmac::new_from_slice(bytes).expect("HMAC takes any key length"))
+    }
+
     /// `hex(HMAC-SHA256(key, prev_hash ‖ canonical))`.
     pub(crate) fn chain(&self, prev_hash: &str, canonical: &[u8]) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        let mut mac = self.0.clone();
         mac.update(prev_hash.as_bytes());
         mac.update(canonical);
         hex::encode(mac.finalize().into_bytes())
@@ -42,7 +47,7 @@ pub(crate) fn load(db: &Path) -> std::io::Result<Option<ChainKey>> {
     match fs::File::open(path_of(db)) {
         Ok(mut file) => {
             file.read_exact(&mut bytes)?;
-            Ok(Some(ChainKey(bytes)))
+            Ok(Some(ChainKey::of(&bytes)))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
@@ -60,7 +65,7 @@ pub(crate) fn create(db: &Path) -> std::io::Result<ChainKey> {
         .open(path_of(db))?;
     file.write_all(&bytes)?;
     file.sync_all()?;
-    Ok(ChainKey(bytes))
+    Ok(ChainKey::of(&bytes))
 }
 
 /// Where the key applies: events from `keyed_from` on are chained under it,

@@ -1,16 +1,18 @@
 //! The single writer thread and its group commit.
 //!
 //! Appenders send a [`Job`] and wait. The thread takes the first job, drains
-//! every other job already queued, and writes them all in one IMMEDIATE
+//! every other job already queued, waits a moment for the appenders its last
+//! batch answered (see [`LINGER`]), and writes them all in one IMMEDIATE
 //! transaction: chain computed in queue order, one COMMIT (one fsync under
 //! `synchronous=FULL`) for the whole batch, then each waiter gets its answer.
 //! Nothing is acknowledged before its COMMIT returned.
 
 use std::iter;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::mpsc::{Receiver, Sender, SyncSender};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params_from_iter};
@@ -29,6 +31,12 @@ use super::{anchor, ballast, spill};
 /// Work run inside the batch transaction right before its event is inserted;
 /// an `Err` rejects that event alone.
 pub type TxOp = Box<dyn FnOnce(&Transaction<'_>) -> Result<(), String> + Send>;
+
+/// How long the writer waits for the appenders its last batch answered
+/// before committing without them: about what a woken thread takes to come
+/// back on a busy machine. After a batch of one nobody waits, so an appender
+/// alone pays nothing.
+const LINGER: Duration = Duration::from_micros(200);
 
 /// Upper bound on events per transaction, so one waiter is never held behind
 /// an unbounded queue.
@@ -108,6 +116,22 @@ pub(crate) fn spawn(
     Ok((tx, handle))
 }
 
+/// What one turn of the writer took from the queue.
+#[derive(Default)]
+struct Gathered {
+    batch: Vec<Job>,
+    barriers: Vec<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Gathered {
+    fn take(&mut self, item: Work) {
+        match item {
+            Work::Append(job) => self.batch.push(job),
+            Work::Barrier(waiter) => self.barriers.push(waiter),
+        }
+    }
+}
+
 struct Writer {
     conn: Connection,
     head: Head,
@@ -157,15 +181,29 @@ impl Guard {
 
 impl Writer {
     fn run(mut self, work: Receiver<Work>) {
+        // Appends answered by the last batch: their appenders are usually
+        // about to append again.
+        let mut returning = 0;
         while let Ok(first) = work.recv() {
-            let mut batch = Vec::new();
-            let mut barriers = Vec::new();
-            for item in iter::once(first).chain(work.try_iter().take(MAX_BATCH - 1)) {
-                match item {
-                    Work::Append(job) => batch.push(job),
-                    Work::Barrier(waiter) => barriers.push(waiter),
+            let mut gathered = Gathered::default();
+            gathered.take(first);
+            work.try_iter()
+                .take(MAX_BATCH - 1)
+                .for_each(|item| gathered.take(item));
+            // Waiting a moment for them lets their appends share this
+            // commit instead of each paying one of its own. The writer
+            // yields its core to them rather than sleeping: a sleep would
+            // cost a wake-up per arrival.
+            let linger = Instant::now() + LINGER;
+            while gathered.batch.len() < returning.min(MAX_BATCH) && gathered.barriers.is_empty() {
+                match work.try_recv() {
+                    Ok(item) => gathered.take(item),
+                    Err(TryRecvError::Empty) if Instant::now() < linger => thread::yield_now(),
+                    Err(_) => break,
                 }
             }
+            let Gathered { batch, barriers } = gathered;
+            returning = batch.len();
             if !batch.is_empty() {
                 self.commit(batch);
             }
@@ -205,35 +243,37 @@ impl Writer {
         let replayed = spilled.as_ref().map_or(0, |t| t.events.len());
         // Events without a transaction hook can be written again if the
         // filesystem fills under this batch and the reserve is released.
-        let plain: Vec<Option<Event>> = work
-            .iter()
-            .map(|(e, op)| op.is_none().then(|| e.clone()))
-            .collect();
-        let work: Vec<(Event, Option<TxOp>)> = spilled
+        let hooked: Vec<bool> = work.iter().map(|(_, op)| op.is_some()).collect();
+        let mut work: Vec<(Event, Option<TxOp>)> = spilled
             .iter()
             .flat_map(|t| t.events.iter().cloned().map(|e| (e, None)))
             .chain(work)
             .collect();
         let mut result = self
             .set_synchronous(durability)
-            .and_then(|()| write_batch(&mut self.conn, &self.head, work, &self.chain));
+            .and_then(|()| write_batch(&mut self.conn, &self.head, &mut work, &self.chain));
         if matches!(&result, Err(e) if disk_full(e)) && self.release_reserve() {
             self.reload_head();
-            let retry: Vec<(Event, Option<TxOp>)> =
-                plain.iter().flatten().cloned().map(|e| (e, None)).collect();
-            result = write_batch(&mut self.conn, &self.head, retry, &self.chain).map(
+            let mut retry: Vec<(Event, Option<TxOp>)> = work
+                .into_iter()
+                .skip(replayed)
+                .zip(&hooked)
+                .filter(|(_, hooked)| !**hooked)
+                .map(|((event, _), _)| (event, None))
+                .collect();
+            result = write_batch(&mut self.conn, &self.head, &mut retry, &self.chain).map(
                 |(outcomes, head)| {
                     let mut retried = outcomes.into_iter();
-                    let hooked = || {
+                    let lost = || {
                         Err(AuditError::Commit(
                             "the filesystem filled during the batch".into(),
                         ))
                     };
-                    let outcomes = plain
+                    let outcomes = hooked
                         .iter()
-                        .map(|e| match e {
-                            Some(_) => retried.next().unwrap_or_else(hooked),
-                            None => hooked(),
+                        .map(|&hooked| match hooked {
+                            false => retried.next().unwrap_or_else(lost),
+                            true => lost(),
                         })
                         .collect();
                     (outcomes, head)
@@ -324,20 +364,23 @@ fn disk_full(e: &AuditError) -> bool {
 }
 
 /// Writes one batch in one transaction. The outer error aborts the whole
-/// batch; inner errors reject single events.
+/// batch; inner errors reject single events. Hooks are taken as they run;
+/// the events stay, for a retry.
 fn write_batch(
     conn: &mut Connection,
     head: &Head,
-    work: Vec<(Event, Option<TxOp>)>,
+    work: &mut [(Event, Option<TxOp>)],
     chain: &Chain,
 ) -> Result<(Vec<Result<Appended, AuditError>>, Head), AuditError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // One commit, one time: the events of a batch are written together.
+    let ts = time::now();
     let mut tip = head.clone();
     let mut outcomes = Vec::with_capacity(work.len());
-    for (event, op) in work {
-        let outcome = match op {
-            None => insert(&tx, &tip, &event, chain),
-            Some(op) => with_savepoint(&tx, &tip, &event, op, chain)?,
+    for (event, op) in work.iter_mut() {
+        let outcome = match op.take() {
+            None => insert(&tx, &tip, event, &ts, chain),
+            Some(op) => with_savepoint(&tx, &tip, event, &ts, op, chain)?,
         };
         if let Ok(appended) = &outcome {
             tip = Head {
@@ -364,12 +407,13 @@ fn with_savepoint(
     tx: &Transaction<'_>,
     tip: &Head,
     event: &Event,
+    ts: &str,
     op: TxOp,
     chain: &Chain,
 ) -> Result<Result<Appended, AuditError>, AuditError> {
     tx.execute_batch("SAVEPOINT audit_event")?;
     let outcome = match panic::catch_unwind(AssertUnwindSafe(|| op(tx))) {
-        Ok(Ok(())) => insert(tx, tip, event, chain),
+        Ok(Ok(())) => insert(tx, tip, event, ts, chain),
         Ok(Err(reason)) => Err(AuditError::Rejected(reason)),
         Err(_) => Err(AuditError::Rejected("transaction hook panicked".into())),
     };
@@ -385,11 +429,11 @@ fn insert(
     tx: &Transaction<'_>,
     tip: &Head,
     event: &Event,
+    ts: &str,
     chain: &Chain,
 ) -> Result<Appended, AuditError> {
     let seq = tip.seq + 1;
-    let ts = time::now();
-    let record = record_of(event, seq, &ts, &tip.hash)?;
+    let record = record_of(event, seq, ts, &tip.hash)?;
     let canonical = canonical(&record).map_err(|problem| AuditError::Corrupt { seq, problem })?;
     let hash = chain
         .hash(seq, &tip.hash, &canonical)
@@ -398,5 +442,9 @@ fn insert(
     tx.prepare_cached(&INSERT)?.execute(params_from_iter(
         record.iter().chain(iter::once(&hash_value)),
     ))?;
-    Ok(Appended { seq, ts, hash })
+    Ok(Appended {
+        seq,
+        ts: ts.to_owned(),
+        hash,
+    })
 }
