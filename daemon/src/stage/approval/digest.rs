@@ -99,6 +99,7 @@ mod tests {
         let cwd = PathBuf::from("/w");
         let none = Grants::default();
         let base = request_digest("d", &cwd, Profile::ReadOnly, &none, &[]);
+        let granting = |grants: Grants| request_digest("d", &cwd, Profile::ReadOnly, &grants, &[]);
         assert_eq!(base.len(), 64);
         assert_eq!(
             base,
@@ -109,36 +110,18 @@ mod tests {
             request_digest("d", Path::new("/x"), Profile::ReadOnly, &none, &[]),
             request_digest("d", &cwd, Profile::Full, &none, &[]),
             request_digest("d", &cwd, Profile::ReadOnly, &none, &[grant("gh")]),
-            request_digest(
-                "d",
-                &cwd,
-                Profile::ReadOnly,
-                &Grants {
-                    write: vec![PathBuf::from("/tmp/out")],
-                    ..Grants::default()
-                },
-                &[],
-            ),
-            request_digest(
-                "d",
-                &cwd,
-                Profile::ReadOnly,
-                &Grants {
-                    read: vec![PathBuf::from("/tmp/out")],
-                    ..Grants::default()
-                },
-                &[],
-            ),
-            request_digest(
-                "d",
-                &cwd,
-                Profile::ReadOnly,
-                &Grants {
-                    sockets: vec![PathBuf::from("/tmp/out")],
-                    ..Grants::default()
-                },
-                &[],
-            ),
+            granting(Grants {
+                write: vec![PathBuf::from("/tmp/out")],
+                ..Grants::default()
+            }),
+            granting(Grants {
+                read: vec![PathBuf::from("/tmp/out")],
+                ..Grants::default()
+            }),
+            granting(Grants {
+                sockets: vec![PathBuf::from("/tmp/out")],
+                ..Grants::default()
+            }),
         ] {
             assert_ne!(base, other);
         }
