@@ -237,32 +237,19 @@ fn fail(report_fd: RawFd, stage: Stage, err: i32) -> ! {
     unsafe { libc::_exit(127) }
 }
 
-/// In a fresh network namespace: brings `lo` up (the kernel gives it
-/// 127.0.0.1 and ::1), binds and listens on each of `net.listeners`, and
+/// In the command's network namespace: brings `lo` up (the kernel gives it
+/// 127.0.0.1 and ::1) unless `lo_up` says it is (a namespace made ahead),
+/// binds and listens on each of `net.listeners`, and
 /// sends each listening socket to the parent over the handoff socketpair.
 /// The child's own copies are closed: only the parent accepts on them.
 ///
 /// # Safety
 /// Raw system calls on stack data only; to be called in the cloned child.
-unsafe fn net_listeners(net: &NetNs<'_>) -> Result<(), (Stage, i32)> {
-    // SAFETY (whole block): raw system calls on stack values; every
-    // descriptor opened here is closed here.
+unsafe fn net_listeners(net: &NetNs<'_>, lo_up: bool) -> Result<(), (Stage, i32)> {
+    // SAFETY (whole block): raw system calls on stack values.
     unsafe {
-        let ctl = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if ctl < 0 {
-            return Err((Stage::Loopback, errno()));
-        }
-        let mut req: libc::ifreq = std::mem::zeroed();
-        req.ifr_name[0] = b'l' as c_char;
-        req.ifr_name[1] = b'o' as c_char;
-        let up = libc::ioctl(ctl, libc::SIOCGIFFLAGS, &mut req) == 0 && {
-            req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            libc::ioctl(ctl, libc::SIOCSIFFLAGS, &req) == 0
-        };
-        let up_errno = errno();
-        libc::close(ctl);
-        if !up {
-            return Err((Stage::Loopback, up_errno));
+        if !lo_up {
+            crate::netns::loopback_up().map_err(|errno| (Stage::Loopback, errno))?;
         }
         for addr in net.listeners {
             listen_and_hand_over(addr, net.handoff_fd)?;
@@ -485,7 +472,7 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
             }
         }
         if let Some(net) = plan.net
-            && let Err((stage, err)) = net_listeners(net)
+            && let Err((stage, err)) = net_listeners(net, plan.netns_fd >= 0)
         {
             fail(fd, stage, err);
         }

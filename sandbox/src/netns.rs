@@ -21,7 +21,10 @@ pub(crate) fn make() -> Result<OwnedFd, SandboxError> {
                 if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
                     return Err(SandboxError::last_os("making a network namespace"));
                 }
-                loopback_up()?;
+                // SAFETY: raw calls on this thread's own namespace.
+                unsafe { loopback_up() }.map_err(|errno| {
+                    SandboxError::os("bringing lo up", std::io::Error::from_raw_os_error(errno))
+                })?;
                 File::open("/proc/thread-self/ns/net")
                     .map(OwnedFd::from)
                     .map_err(|e| SandboxError::os("holding a network namespace", e))
@@ -35,14 +38,19 @@ pub(crate) fn make() -> Result<OwnedFd, SandboxError> {
     })
 }
 
-/// Brings `lo` up in the calling thread's network namespace.
-fn loopback_up() -> Result<(), SandboxError> {
-    // SAFETY: a socket and two ioctls on a live local ifreq; the socket is
-    // closed before returning.
+/// Brings `lo` up in the calling thread's network namespace; the errno
+/// when it could not. Raw system calls on stack data only, so the child
+/// may call it between clone and exec.
+///
+/// # Safety
+/// None beyond the calls' own: a socket and two ioctls on a local ifreq.
+pub(crate) unsafe fn loopback_up() -> Result<(), i32> {
+    // SAFETY (whole block): a socket and two ioctls on a live local
+    // ifreq; the socket is closed before returning.
     unsafe {
         let ctl = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
         if ctl < 0 {
-            return Err(SandboxError::last_os("bringing lo up"));
+            return Err(*libc::__errno_location());
         }
         let mut req: libc::ifreq = std::mem::zeroed();
         req.ifr_name[0] = b'l' as libc::c_char;
@@ -51,8 +59,8 @@ fn loopback_up() -> Result<(), SandboxError> {
             req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
             libc::ioctl(ctl, libc::SIOCSIFFLAGS, &req) == 0
         };
-        let failed = (!up).then(|| SandboxError::last_os("bringing lo up"));
+        let errno = *libc::__errno_location();
         libc::close(ctl);
-        failed.map_or(Ok(()), Err)
+        if up { Ok(()) } else { Err(errno) }
     }
 }
