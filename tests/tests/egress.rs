@@ -7,78 +7,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Output;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
-use common::{Daemon, signal_json};
-
-/// A loopback HTTP host: answers `body` to every request, and a redirect to
-/// `redirect_to` for `/go`; counts the connections it accepted and keeps the
-/// `Authorization` headers it was sent, which it also echoes back in an
-/// `X-Seen-Authorization` header, as some services echo a request.
-struct Host {
-    port: u16,
-    hits: Arc<AtomicUsize>,
-    authorization: Arc<Mutex<Vec<String>>>,
-}
-
-impl Host {
-    fn start(body: &'static str, redirect_to: Option<u16>) -> Host {
-        Host::serve(TcpListener::bind("127.0.0.1:0").unwrap(), body, redirect_to)
-    }
-
-    fn serve(listener: TcpListener, body: &'static str, redirect_to: Option<u16>) -> Host {
-        let port = listener.local_addr().unwrap().port();
-        let hits = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&hits);
-        let authorization = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&authorization);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                counted.fetch_add(1, Ordering::SeqCst);
-                let mut request_line = String::new();
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let _ = reader.read_line(&mut request_line);
-                let echo = common::read_authorization(&mut reader, &seen)
-                    .map(|a| format!("X-Seen-Authorization: {a}\r\n"))
-                    .unwrap_or_default();
-                let answer = match redirect_to {
-                    Some(port) if request_line.contains(" /go ") => format!(
-                        "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{port}/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    ),
-                    _ => format!(
-                        "HTTP/1.1 200 OK\r\n{echo}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    ),
-                };
-                let _ = stream.write_all(answer.as_bytes());
-            }
-        });
-        Host {
-            port,
-            hits,
-            authorization,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn hits(&self) -> usize {
-        self.hits.load(Ordering::SeqCst)
-    }
-
-    fn authorization(&self) -> Vec<String> {
-        self.authorization.lock().unwrap().clone()
-    }
-}
+use common::{Daemon, Host, signal_json};
 
 fn text(out: &Output) -> String {
     format!(

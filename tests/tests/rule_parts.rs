@@ -6,37 +6,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{Daemon, signal_json};
-
-/// A loopback HTTP host answering every request with a small script; counts
-/// the connections it accepted.
-fn serve() -> (u16, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&hits);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            counted.fetch_add(1, Ordering::SeqCst);
-            let mut request = [0u8; 1024];
-            let _ = stream.read(&mut request);
-            let body = "#!/bin/sh\necho planted\n";
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(answer.as_bytes());
-        }
-    });
-    (port, hits)
-}
+use common::{Daemon, Host, signal_json};
 
 /// The directories this test created on the way to a path, removed (when
 /// empty) on drop; the ones that were there are left alone.
@@ -65,14 +37,15 @@ impl Drop for MadeDirs {
 #[test]
 fn a_local_download_into_a_place_that_runs_later_is_held_and_writes_nothing() {
     let d = Daemon::start_in_git();
-    let (port, hits) = serve();
+    let host = Host::start("#!/bin/sh\necho planted\n", None);
+    let port = host.port;
     d.open_loopback(&[port]);
     let url = format!("http://127.0.0.1:{port}/x");
     // The rule allows the local request itself, with a write in the workspace.
     let allowed = d.run(&["--", "curl", "-sS", "-o", "./out.sh", &url]);
     assert_eq!(allowed.status.code(), Some(0), "{allowed:?}");
     assert!(d.work().join("out.sh").is_file());
-    let served = hits.load(Ordering::SeqCst);
+    let served = host.hits();
 
     // praxisd judges against the caller's home from the user database, so
     // the targets are there; their names are this test's own, and never
@@ -110,5 +83,5 @@ fn a_local_download_into_a_place_that_runs_later_is_held_and_writes_nothing() {
         assert!(!planted, "{target} was written by wget: {wget:?}");
         assert_eq!(wget.status.code(), Some(125), "{target}: {wget:?}");
     }
-    assert_eq!(hits.load(Ordering::SeqCst), served, "a held request ran");
+    assert_eq!(host.hits(), served, "a held request ran");
 }

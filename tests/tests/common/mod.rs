@@ -6,10 +6,13 @@
 
 pub mod judge;
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A built binary of the workspace.
@@ -460,4 +463,67 @@ pub fn last_finished(d: &Daemon) -> String {
         .last()
         .and_then(|e| e["request_id"].as_str().map(str::to_owned))
         .expect("a finished event")
+}
+
+/// A loopback HTTP host: answers `body` to every request, and a redirect to
+/// `redirect_to` for `/go`; counts the connections it accepted and keeps the
+/// `Authorization` headers it was sent, which it also echoes back in an
+/// `X-Seen-Authorization` header, as some services echo a request.
+pub struct Host {
+    pub port: u16,
+    hits: Arc<AtomicUsize>,
+    authorization: Arc<Mutex<Vec<String>>>,
+}
+
+impl Host {
+    pub fn start(body: &'static str, redirect_to: Option<u16>) -> Host {
+        Host::serve(TcpListener::bind("127.0.0.1:0").unwrap(), body, redirect_to)
+    }
+
+    pub fn serve(listener: TcpListener, body: &'static str, redirect_to: Option<u16>) -> Host {
+        let port = listener.local_addr().unwrap().port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&hits);
+        let authorization = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&authorization);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                counted.fetch_add(1, Ordering::SeqCst);
+                let mut request_line = String::new();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let _ = reader.read_line(&mut request_line);
+                let echo = read_authorization(&mut reader, &seen)
+                    .map(|a| format!("X-Seen-Authorization: {a}\r\n"))
+                    .unwrap_or_default();
+                let answer = match redirect_to {
+                    Some(port) if request_line.contains(" /go ") => format!(
+                        "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{port}/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    ),
+                    _ => format!(
+                        "HTTP/1.1 200 OK\r\n{echo}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    ),
+                };
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        Host {
+            port,
+            hits,
+            authorization,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+
+    pub fn authorization(&self) -> Vec<String> {
+        self.authorization.lock().unwrap().clone()
+    }
 }
