@@ -419,3 +419,23 @@ fn a_directory_copied_to_a_new_granted_path_arrives_as_a_directory() {
         "copied\n"
     );
 }
+
+/// A command that ran without network and failed saying it found none is
+/// told why, in one line, even when the words reach praxisd in two reads.
+#[test]
+fn a_command_that_found_no_network_is_told_why() {
+    let d = Daemon::start();
+    std::fs::write(
+        d.work().join("fetch.sh"),
+        "printf 'curl: (6) Could not res' >&2; sleep 0.2; echo 'olve host: example.com' >&2; exit 6\n",
+    )
+    .unwrap();
+    let out = d.run(&["-c", "sh fetch.sh"]);
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let told: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("praxis: this command ran without network"))
+        .collect();
+    assert_eq!(told.len(), 1, "{stderr}");
+}

@@ -563,7 +563,6 @@ pub async fn run(
         })
         .collect();
     let network = proxy.is_some();
-    let mut offline_failure = false;
     let mut closed_at_cap: Vec<&str> = Vec::new();
     let registration = daemon.children.register(running.pgid);
     let allow = Refusal {
@@ -632,7 +631,6 @@ pub async fn run(
             },
             n = read_chunk(&mut stderr, &mut err_buf) => match n {
                 Some(n) => {
-                    offline_failure |= !network && says_offline(&err_buf[..n]);
                     refusals.chunk(&err_buf[..n]);
                     let deliver = output.chunk(true, &err_buf[..n]);
                     connected = send(writer, connected, true, deliver).await;
@@ -716,6 +714,7 @@ pub async fn run(
     }
     let failed = !matches!(waited, Some(Ok((Some(0), _))));
     let refused = std::mem::take(&mut *refused.lock().unwrap_or_else(|p| p.into_inner()));
+    let offline_failure = failed && !network && refusals.offline();
     let refusal_note = refusals
         .note()
         .map(|line| redactor.redact_str(&line).into_owned());
@@ -729,7 +728,7 @@ pub async fn run(
         )
     });
     for line in [
-        network_note(&refused, failed && offline_failure),
+        network_note(&refused, offline_failure),
         refusal_note,
         cap_note,
         grant_note,
@@ -795,26 +794,6 @@ pub async fn run(
 
 /// Most refused destinations one note names.
 const MAX_NAMED: usize = 8;
-
-/// What tools print when they find no network: a command that ran without
-/// network and failed with one of these is told why.
-const OFFLINE_SIGNS: [&[u8]; 9] = [
-    b"Could not resolve host",
-    b"Temporary failure in name resolution",
-    b"Name or service not known",
-    b"Network is unreachable",
-    b"EAI_AGAIN",
-    b"ENOTFOUND",
-    b"Failed to establish a new connection",
-    b"failed to lookup address",
-    b"No address associated with hostname",
-];
-
-fn says_offline(chunk: &[u8]) -> bool {
-    OFFLINE_SIGNS
-        .iter()
-        .any(|sign| chunk.windows(sign.len()).any(|w| w == *sign))
-}
 
 /// The one line the agent gets when the network it was not granted is why
 /// it failed: the destinations the proxy refused, or that it ran without

@@ -4,9 +4,24 @@
 //! it passes, picks out the paths those lines name, and when one of them
 //! lies outside what the sandbox let this command read or write, adds one
 //! line after the output saying so and what to do instead. A path the
-//! sandbox allowed (a plain file-mode refusal) gets no line.
+//! sandbox allowed (a plain file-mode refusal) gets no line. The same lines
+//! tell whether a command found no network, which the execute stage
+//! explains when the command had none.
 
 use std::path::{Component, Path, PathBuf};
+
+/// What tools print when they find no network.
+const OFFLINE_SIGNS: [&str; 9] = [
+    "Could not resolve host",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Network is unreachable",
+    "EAI_AGAIN",
+    "ENOTFOUND",
+    "Failed to establish a new connection",
+    "failed to lookup address",
+    "No address associated with hostname",
+];
 
 /// Lines longer than this are looked at only up to it.
 const MAX_LINE: usize = 4096;
@@ -129,6 +144,8 @@ pub struct Refusals {
     walls: Vec<(PathBuf, Wall)>,
     /// Whether a refused operation (no path) was seen.
     operation: bool,
+    /// Whether a line said the network could not be reached.
+    offline: bool,
 }
 
 impl Refusals {
@@ -138,6 +155,7 @@ impl Refusals {
             partial: Vec::new(),
             walls: Vec::new(),
             operation: false,
+            offline: false,
         }
     }
 
@@ -156,7 +174,15 @@ impl Refusals {
         }
     }
 
+    /// Whether the command said it found no network (its last line too,
+    /// if it has no newline yet).
+    pub fn offline(&self) -> bool {
+        let last = String::from_utf8_lossy(&self.partial);
+        self.offline || OFFLINE_SIGNS.iter().any(|sign| last.contains(sign))
+    }
+
     fn line(&mut self, line: &str) {
+        self.offline |= OFFLINE_SIGNS.iter().any(|sign| line.contains(sign));
         let denied = line.contains("Permission denied") || line.contains("EACCES");
         let not_permitted = line.contains("Operation not permitted") || line.contains("EPERM");
         let missing = self.reach.private_tmp
@@ -334,6 +360,20 @@ mod tests {
             note(&[b"cat: /tmp/praxis-nowhere-x1: No such file or directory\n"]),
             None
         );
+    }
+
+    #[test]
+    fn no_network_is_seen_across_reads() {
+        let mut refusals = Refusals::new(reach());
+        refusals.chunk(b"curl: (6) Could not res");
+        refusals.chunk(b"olve host: example.com\n");
+        assert!(refusals.offline());
+        let mut unfinished = Refusals::new(reach());
+        unfinished.chunk(b"npm error code EAI_AGAIN");
+        assert!(unfinished.offline());
+        let mut quiet = Refusals::new(reach());
+        quiet.chunk(b"error: build failed\nnot resolved, no network");
+        assert!(!quiet.offline());
     }
 
     #[test]
