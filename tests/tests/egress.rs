@@ -96,7 +96,7 @@ fn an_approved_write_outside_the_workspace_gets_exactly_its_path() {
     // A directory outside the workspace (and outside /tmp, the command's
     // private scratch): writing into it is held, and an approval grants the
     // one path named.
-    let foreign = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let foreign = common::outside_tmp();
     std::fs::write(d.work().join("README.md"), "hello\n").unwrap();
     let out_path: PathBuf = foreign.path().join("out");
     let other_path: PathBuf = foreign.path().join("other");
@@ -350,7 +350,7 @@ fn a_directory_copied_to_a_new_granted_path_arrives_as_a_directory() {
     // Outside the workspace, and not under /tmp (the command's private
     // scratch): each copy is held and approved with a write grant for its
     // new path.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = common::outside_tmp();
     let at = |name: &str| outside.path().join(name);
 
     // cp -a: the new path is made a directory first, so cp copies into it

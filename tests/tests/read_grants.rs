@@ -11,7 +11,7 @@ use common::{Daemon, signal_json};
 fn an_approved_read_grant_reads_that_file_and_no_other() {
     let d = Daemon::start();
     // In no read tree, and not under /tmp (the command's private scratch).
-    let outside_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside_dir = common::outside_tmp();
     let outside = outside_dir.path().to_path_buf();
     let granted = outside.join("notes.txt");
     let other = outside.join("other.txt");

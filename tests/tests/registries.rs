@@ -184,6 +184,16 @@ fn uv_syncs_a_project_from_pypi() {
         println!("skipping: no uv on PATH and none in the project venv (PRAXIS_PYTHON)");
         return;
     };
+    // A checkout under the host's /tmp (which commands do not see): the
+    // project venv's uv is copied out of it first.
+    let moved = common::outside_tmp();
+    let uv = if uv.starts_with("/tmp") || uv.starts_with("/var/tmp") {
+        let copy = moved.path().join("uv");
+        std::fs::copy(&uv, &copy).unwrap();
+        copy
+    } else {
+        uv
+    };
     // The project venv's uv lies in no tree a command may read: the site
     // adds it, as an operator adds a shared toolchain.
     let site = match uv.is_absolute() {

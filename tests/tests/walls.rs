@@ -281,33 +281,6 @@ fn a_command_reads_no_shell_startup_file() {
     }
 }
 
-/// A directory outside every tree commands may read (and outside the
-/// host's `/tmp`, which they do not see at all), removed on drop.
-struct Unlisted(PathBuf);
-
-impl Unlisted {
-    fn new() -> Option<Unlisted> {
-        let target_tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        // SAFETY: geteuid has no preconditions.
-        let root = unsafe { libc::geteuid() } == 0;
-        let dir = if !target_tmp.starts_with("/tmp") && !target_tmp.starts_with("/var/tmp") {
-            target_tmp.join(format!("walls-unlisted-{}", std::process::id()))
-        } else if root {
-            PathBuf::from(format!("/var/lib/praxis-e2e-walls-{}", std::process::id()))
-        } else {
-            return None;
-        };
-        std::fs::create_dir_all(&dir).ok()?;
-        Some(Unlisted(dir))
-    }
-}
-
-impl Drop for Unlisted {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The one line the agent got about the sandbox, from `out`'s stderr.
 fn told(out: &std::process::Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stderr)
@@ -325,17 +298,23 @@ fn told(out: &std::process::Output) -> Vec<String> {
 fn a_refused_read_is_explained_in_one_line() {
     let d = Daemon::start_in_git();
     std::fs::write(d.work().join("reader.sh"), "cat \"$1\"\n").unwrap();
-    if let Some(unlisted) = Unlisted::new() {
-        let secret = unlisted.0.join("notes.txt");
-        std::fs::write(&secret, "private\n").unwrap();
-        let out = d.run(&["-c", &format!("sh reader.sh {}", secret.display())]);
-        let told = told(&out);
-        assert_eq!(told.len(), 1, "{out:?}");
-        assert!(told[0].contains(&secret.display().to_string()), "{told:?}");
-        assert!(told[0].contains("approval"), "{told:?}");
-    } else {
-        eprintln!("skipped the unlisted read: no directory outside /tmp to make");
-    }
+    // The path reaches the script through a file, out of the judge's sight,
+    // as an agent's own code would find it: only the sandbox refuses it.
+    std::fs::write(d.work().join("find.sh"), "cat \"$(cat target.txt)\"\n").unwrap();
+    let unlisted = common::outside_tmp();
+    let secret = unlisted.path().join("notes.txt");
+    std::fs::write(&secret, "private\n").unwrap();
+    std::fs::write(d.work().join("target.txt"), secret.display().to_string()).unwrap();
+    let out = d.run(&["-c", "sh find.sh"]);
+    let told_unlisted = told(&out);
+    assert_eq!(told_unlisted.len(), 1, "{out:?}");
+    // Named as the agent knows it (`~/…` when it lies in the home).
+    let tail = format!(
+        "{}/notes.txt",
+        unlisted.path().file_name().unwrap().to_string_lossy()
+    );
+    assert!(told_unlisted[0].contains(&tail), "{told_unlisted:?}");
+    assert!(told_unlisted[0].contains("approval"), "{told_unlisted:?}");
     // In the host's shared /tmp (the daemon's scratch dir lies there).
     let host = d.dir.path().join("outside/notes.txt");
     std::fs::create_dir_all(host.parent().unwrap()).unwrap();

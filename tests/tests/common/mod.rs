@@ -527,3 +527,26 @@ impl Host {
         self.authorization.lock().unwrap().clone()
     }
 }
+
+/// A scratch directory outside the host's `/tmp` and `/var/tmp` (which
+/// commands do not see: each session has its own) and outside every tree
+/// commands may read: in the build's temp dir, or in the home when that
+/// lies under `/tmp` (a checkout there). Removed on drop.
+pub fn outside_tmp() -> tempfile::TempDir {
+    let under_tmp = |p: &Path| p.starts_with("/tmp") || p.starts_with("/var/tmp");
+    let target_tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let base = if under_tmp(target_tmp) {
+        PathBuf::from(std::env::var_os("HOME").expect("HOME"))
+    } else {
+        target_tmp.to_path_buf()
+    };
+    assert!(
+        !under_tmp(&base),
+        "no scratch place outside /tmp: {}",
+        base.display()
+    );
+    tempfile::Builder::new()
+        .prefix(".praxis-e2e-")
+        .tempdir_in(base)
+        .unwrap()
+}
