@@ -17,5 +17,6 @@ pub mod mcp;
 pub mod memory;
 pub mod operator;
 pub mod proposal;
+pub mod reply;
 pub mod session;
 pub mod undo;

@@ -5,7 +5,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use praxis_proto::{OperatorReply, OperatorRequest};
 use serde_json::{Value, json};
 
-use crate::operator::{listing, simple};
+use crate::reply::{listing, simple};
 
 /// `praxis review [ACTION ITEM_ID]`.
 #[derive(Debug, Args)]

@@ -12,7 +12,8 @@ use praxis_proto::{
 };
 
 use crate::client::{self, ClientError};
-use praxis_proto::{Layout, Mode};
+use crate::reply::{age, answer, listing, report, simple};
+use praxis_proto::Layout;
 
 #[derive(Debug, Subcommand)]
 pub enum OperatorCmd {
@@ -213,22 +214,8 @@ pub enum AuditCmd {
     },
 }
 
-/// Exit status when the daemon cannot be asked.
-const EXIT_UNREACHABLE: i32 = 125;
 /// Poll interval of `tail -f` and `watch`.
 const FOLLOW_EVERY: Duration = Duration::from_millis(250);
-
-pub(crate) fn report(e: &ClientError) -> i32 {
-    eprintln!("praxis: {e}");
-    if let ClientError::Unreachable { .. } = e
-        && Layout::detect().mode == Mode::System
-    {
-        eprintln!(
-            "praxis: praxisd is a system service here: start it with `systemctl start praxisd`"
-        );
-    }
-    EXIT_UNREACHABLE
-}
 
 /// The kill file praxisd watches: `kill_file` of praxis.toml, else the default.
 fn kill_file(layout: &Layout) -> std::path::PathBuf {
@@ -285,30 +272,6 @@ fn kill(reason: Option<String>, release: bool) -> i32 {
             eprintln!("praxis: {}: {e}", file.display());
             1
         }
-    }
-}
-
-/// Sends one request; prints `Done`/`Refused` and maps them to 0/1.
-pub(crate) fn simple(request: OperatorRequest) -> i32 {
-    answer(client::operator(request, |_| {}))
-}
-
-/// Prints a `Done`/`Refused` answer and maps it to 0/1.
-fn answer(reply: Result<OperatorReply, ClientError>) -> i32 {
-    match reply {
-        Ok(OperatorReply::Done { message }) => {
-            println!("{message}");
-            0
-        }
-        Ok(OperatorReply::Refused { reason }) => {
-            eprintln!("praxis: refused: {reason}");
-            1
-        }
-        Ok(other) => {
-            eprintln!("praxis: unexpected reply: {other:?}");
-            1
-        }
-        Err(e) => report(&e),
     }
 }
 
@@ -503,35 +466,6 @@ fn status(json: bool) -> i32 {
 fn not_allowed(e: &serde_json::Value) -> bool {
     e.get("kind").and_then(|v| v.as_str()) == Some("decided")
         && e.get("decision").and_then(|v| v.as_str()) != Some("ALLOW")
-}
-
-/// Sends one request expecting a listing; prints it with `show`.
-pub(crate) fn listing(
-    request: OperatorRequest,
-    show: impl FnOnce(OperatorReply) -> Option<OperatorReply>,
-) -> i32 {
-    match client::operator(request, |_| {}) {
-        Ok(OperatorReply::Refused { reason }) => {
-            eprintln!("praxis: refused: {reason}");
-            1
-        }
-        Ok(reply) => match show(reply) {
-            None => 0,
-            Some(other) => {
-                eprintln!("praxis: unexpected reply: {other:?}");
-                1
-            }
-        },
-        Err(e) => report(&e),
-    }
-}
-
-pub(crate) fn age(secs: u64) -> String {
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s => format!("{}h", s / 3600),
-    }
 }
 
 fn print_pending(items: &[PendingItem], json: bool) {

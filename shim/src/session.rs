@@ -9,7 +9,7 @@ use praxis_proto::{OperatorReply, OperatorRequest, SessionInfo};
 use serde_json::Value;
 
 use crate::client;
-use crate::operator::report;
+use crate::reply::report;
 
 #[derive(Debug, Subcommand)]
 pub enum SessionCmd {

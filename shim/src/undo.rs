@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use clap::Args;
 use praxis_proto::{OperatorReply, OperatorRequest, SnapshotInfo};
 
-use crate::operator::{age, listing, simple};
+use crate::reply::{age, listing, simple};
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["request_id", "list"])))]
