@@ -46,7 +46,9 @@ pub enum SnapshotError {
     },
     #[error("no snapshot is kept for request {0}")]
     NotFound(String),
-    #[error("the snapshot of request {0} was already restored")]
+    #[error(
+        "the snapshot of request {0} was already restored; restoring it again would overwrite what was written since"
+    )]
     AlreadyRestored(String),
     #[error("the snapshot of request {0} has no record of what the command left")]
     NotSealed(String),

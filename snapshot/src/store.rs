@@ -57,6 +57,8 @@ pub struct Plan {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use]
 pub struct Restored {
+    /// Regular files put back, counted as the snapshot's `files` counts them
+    /// (directories and links are remade with them, uncounted).
     pub restored: u64,
     pub removed: u64,
     pub bytes: u64,
@@ -266,6 +268,7 @@ impl Store {
                 }
             }
         }
+        let files = files - gone.len() as u64;
         for path in gone {
             before.remove(&path);
         }
@@ -340,10 +343,12 @@ impl Store {
     }
 
     /// Puts the scope back as it was before the command. Refuses when the
-    /// scope is not as the command left it, unless `force`.
+    /// scope is not as the command left it, unless `force`. A snapshot is
+    /// restored once: `force` overrides later edits, never a second undo,
+    /// which would lay the old state over whatever was written since.
     pub fn restore(&self, id: &str, force: bool, now: u64) -> Result<Restored, SnapshotError> {
         let mut m = self.load(id)?;
-        if m.restored_at.is_some() && !force {
+        if m.restored_at.is_some() {
             return Err(SnapshotError::AlreadyRestored(id.to_string()));
         }
         let workspace = PathBuf::from(&m.workspace);
@@ -395,10 +400,10 @@ impl Store {
                     })?;
                     fsops::restore_file(dir.as_fd(), name, &mut file, entry)?;
                     done.bytes += entry.size;
+                    done.restored += 1;
                 }
                 Kind::Special => continue,
             }
-            done.restored += 1;
         }
         // Directory modes and times last: restoring their children changed them.
         for entry in m.before.iter().rev().filter(|e| e.kind == Kind::Dir) {
@@ -426,9 +431,11 @@ impl Store {
         Ok(all)
     }
 
-    /// Every snapshot kept, oldest first.
+    /// Every snapshot kept, newest first: the command just run heads the list.
     pub fn list(&self) -> Result<Vec<Summary>, SnapshotError> {
-        self.summaries()
+        let mut all = self.summaries()?;
+        all.reverse();
+        Ok(all)
     }
 
     /// Drops snapshots older than the retention time, then the oldest until

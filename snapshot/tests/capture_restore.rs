@@ -60,8 +60,8 @@ fn rm_rf_of_a_tree_is_undone_with_bytes_modes_and_links() {
 
     let done = f.store.restore("r-rm", false, NOW + 5).unwrap();
     assert_eq!(
-        done.restored, 5,
-        "src, src/a.txt, src/bin, src/bin/run.sh, src/link"
+        done.restored, 2,
+        "src/a.txt and src/bin/run.sh, as the snapshot counts files (dirs and the link come with them)"
     );
     assert_eq!(fs::read(f.ws.join("src/a.txt")).unwrap(), b"alpha\n");
     assert_eq!(
@@ -78,6 +78,42 @@ fn rm_rf_of_a_tree_is_undone_with_bytes_modes_and_links() {
         f.store.restore("r-rm", false, NOW + 6),
         Err(SnapshotError::AlreadyRestored(_))
     ));
+}
+
+#[test]
+fn the_list_is_newest_first_and_counts_the_files_the_undo_restores() {
+    let f = fixture(Limits::default());
+    snapshot(&f, "r-0001-old", paths(&f.ws, &["README.md"]));
+    let plan = f.store.plan(&f.ws, paths(&f.ws, &["src"]), NOW).unwrap();
+    f.store.capture("r-0002-new", &f.ws, &plan, NOW + 1).unwrap();
+    fs::remove_dir_all(f.ws.join("src")).unwrap();
+    f.store.seal("r-0002-new").unwrap();
+
+    let list = f.store.list().unwrap();
+    let ids: Vec<&str> = list.iter().map(|s| s.request_id.as_str()).collect();
+    assert_eq!(ids, ["r-0002-new", "r-0001-old"]);
+    let done = f.store.restore("r-0002-new", false, NOW + 5).unwrap();
+    assert_eq!(done.restored, list[0].files);
+}
+
+#[test]
+fn a_forced_undo_never_restores_a_snapshot_twice_over_newer_content() {
+    let f = fixture(Limits::default());
+    snapshot(&f, "r-twice", paths(&f.ws, &["README.md"]));
+    fs::write(f.ws.join("README.md"), b"").unwrap();
+    f.store.seal("r-twice").unwrap();
+    f.store.restore("r-twice", false, NOW).unwrap();
+    fs::write(f.ws.join("README.md"), b"written after the undo\n").unwrap();
+
+    let again = f.store.restore("r-twice", true, NOW + 1);
+    assert!(
+        matches!(again, Err(SnapshotError::AlreadyRestored(_))),
+        "{again:?}"
+    );
+    assert_eq!(
+        fs::read(f.ws.join("README.md")).unwrap(),
+        b"written after the undo\n"
+    );
 }
 
 #[test]
@@ -145,7 +181,7 @@ fn a_symlink_planted_in_place_of_a_directory_does_not_redirect_the_restore() {
         Err(SnapshotError::Changed(_))
     ));
     let done = f.store.restore("r-plant", true, NOW).unwrap();
-    assert_eq!(done.restored, 5, "the planted link is replaced by the tree");
+    assert_eq!(done.restored, 2, "the planted link is replaced by the tree");
     assert!(fs::symlink_metadata(f.ws.join("src")).unwrap().is_dir());
     assert_eq!(
         fs::read_dir(&f.outside).unwrap().count(),
