@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: build release install test lint fmt bench demo clean deb deb-check bench-process
+.PHONY: build release install test lint fmt bench demo clean deb deb-check bench-process openclaw-plugin
 
 build:
 	$(CARGO) build --workspace --bins
@@ -55,6 +55,19 @@ $(OPENCLAW)/node_modules/.installed: $(OPENCLAW)/package-lock.json
 $(OPENCLAW)/dist/index.js: $(OPENCLAW)/node_modules/.installed $(OPENCLAW)/tsconfig.json $(wildcard $(OPENCLAW)/src/*.ts)
 	cd $(OPENCLAW) && npm run build
 
+# The built plugin alone, as the Debian package installs it: the manifest,
+# package.json and dist/, without the node_modules that building it needs
+# (OpenClaw aborts every turn when a plugin folder holds its own). This is
+# the folder to pass to `praxis install openclaw --plugin`.
+OPENCLAW_PLUGIN := $(TARGET_DIR)/openclaw-plugin
+
+openclaw-plugin: $(OPENCLAW)/dist/index.js
+	rm -rf $(OPENCLAW_PLUGIN)
+	install -d $(OPENCLAW_PLUGIN)/dist
+	install -m 0644 $(OPENCLAW)/openclaw.plugin.json $(OPENCLAW)/package.json $(OPENCLAW_PLUGIN)/
+	install -m 0644 $(OPENCLAW)/dist/*.js $(OPENCLAW_PLUGIN)/dist/
+	@echo "the built OpenClaw plugin is in $(OPENCLAW_PLUGIN): praxis install openclaw --plugin $(abspath $(OPENCLAW_PLUGIN))"
+
 # The official MCP clients from npm (the Inspector CLI and the TypeScript
 # SDK), which tests/tests/mcp.rs drives praxis-run's MCP server with; they
 # run on OpenClaw's Node.js above.
@@ -80,23 +93,23 @@ bench: release
 	$(CARGO) bench -p praxis-bench
 
 demo: release
-	bash scripts/demo.sh target/release
+	bash scripts/demo.sh $(TARGET_DIR)/release
 
 # Whole-process comparisons (exec, hook, peers, kill switch, 64 clients);
 # writes bench/results/<date>.md and the README's Benchmarks table.
 bench-process: release
-	bash bench/whole_process.sh target/release
+	bash bench/whole_process.sh $(TARGET_DIR)/release
 
 # Debian package in target/debian/: the three binaries, the systemd unit,
 # /etc/praxis config, man pages, completions, and the built OpenClaw plugin
 # in /usr/share/praxis/openclaw (plain JavaScript that needs only OpenClaw's
 # Node.js; building it needs npm, as make test does).
 CARGO_DEB_VERSION ?= 3.8.0
-DEB_GEN := $(or $(CARGO_TARGET_DIR),target)/release/generated
+DEB_GEN := $(TARGET_DIR)/release/generated
 deb: release $(OPENCLAW)/dist/index.js
 	$(CARGO) deb --version >/dev/null 2>&1 || $(CARGO) install cargo-deb --version $(CARGO_DEB_VERSION) --locked
 	rm -rf $(DEB_GEN)
-	$(or $(CARGO_TARGET_DIR),target)/release/praxis generate --man $(DEB_GEN)/man --completions $(DEB_GEN)/completions
+	$(TARGET_DIR)/release/praxis generate --man $(DEB_GEN)/man --completions $(DEB_GEN)/completions
 	gzip -9n $(DEB_GEN)/man/*.1
 	$(CARGO) deb -p praxis-shim --no-build
 

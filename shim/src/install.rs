@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 
 #[derive(Debug, Subcommand)]
 pub enum InstallCmd {
-    /// Claude Code: PreToolUse, PostToolUse, Stop, SessionStart and
-    /// UserPromptSubmit hooks in settings.json.
+    /// Claude Code: PreToolUse, PostToolUse, PostToolUseFailure, Stop,
+    /// SessionStart and UserPromptSubmit hooks in settings.json.
     ClaudeCode {
         /// In this project's `.claude/settings.json` (the default).
         #[arg(long, conflicts_with = "user")]
@@ -25,8 +25,10 @@ pub enum InstallCmd {
     /// OpenClaw: the praxis plugin in `~/.openclaw/openclaw.json` (or
     /// `$OPENCLAW_CONFIG_PATH`): its load path and its enabled entry.
     Openclaw {
-        /// The built plugin directory (holding `openclaw.plugin.json`);
-        /// default `../share/praxis/openclaw` beside this binary.
+        /// The built plugin directory (holding `openclaw.plugin.json`, its
+        /// `package.json` and the built entry, and no `node_modules`; `make
+        /// openclaw-plugin` makes one); default `../share/praxis/openclaw`
+        /// beside this binary.
         #[arg(long, value_name = "DIR")]
         plugin: Option<PathBuf>,
     },
@@ -44,6 +46,14 @@ pub enum InstallError {
         "{0} is not the built praxis plugin for OpenClaw (no openclaw.plugin.json with id `praxis`); build integrations/openclaw with `npm ci && npm run build` and pass --plugin DIR"
     )]
     NoPlugin(String),
+    #[error(
+        "{0} is the praxis plugin for OpenClaw, not built: {1} is missing; run `npm ci --ignore-scripts && npm run build` in integrations/openclaw (or `make openclaw-plugin`)"
+    )]
+    Unbuilt(String, String),
+    #[error(
+        "{0} holds a node_modules folder, which makes OpenClaw abort every turn (the plugin's entry is then outside its captured source package); pass a folder with only openclaw.plugin.json, package.json and dist/ (`make openclaw-plugin` makes one)"
+    )]
+    OwnModules(String),
 }
 
 /// Tools whose calls the Claude Code hook judges: every one, so a tool
@@ -138,9 +148,7 @@ impl Plan {
                     }
                 };
                 let dir = std::path::absolute(&dir).unwrap_or(dir);
-                if !is_praxis_plugin(&dir) {
-                    return Err(InstallError::NoPlugin(dir.display().to_string()));
-                }
+                check_plugin(&dir)?;
                 Plan {
                     file: match std::env::var_os("OPENCLAW_CONFIG_PATH") {
                         Some(file) => PathBuf::from(file),
@@ -179,6 +187,37 @@ impl Plan {
             ),
         }
     }
+}
+
+/// Refuses a folder OpenClaw would not load the praxis plugin from: one
+/// without our manifest, one whose entries (`openclaw.extensions` of its
+/// `package.json`) are not built, or one holding its own `node_modules`.
+fn check_plugin(dir: &Path) -> Result<(), InstallError> {
+    let shown = || dir.display().to_string();
+    if !is_praxis_plugin(dir) {
+        return Err(InstallError::NoPlugin(shown()));
+    }
+    let package = std::fs::read_to_string(dir.join("package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+    let entries: Vec<&str> = package
+        .as_ref()
+        .and_then(|p| p.pointer("/openclaw/extensions")?.as_array())
+        .map(|list| list.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if entries.is_empty() {
+        return Err(InstallError::Unbuilt(
+            shown(),
+            String::from("package.json naming the entry (openclaw.extensions)"),
+        ));
+    }
+    if let Some(missing) = entries.iter().find(|e| !dir.join(e).is_file()) {
+        return Err(InstallError::Unbuilt(shown(), (*missing).to_owned()));
+    }
+    if dir.join("node_modules").exists() {
+        return Err(InstallError::OwnModules(shown()));
+    }
+    Ok(())
 }
 
 /// True when `dir` holds an OpenClaw plugin manifest with our id.
@@ -440,6 +479,7 @@ mod tests {
         assert!(plan().apply(json!({"hooks": {"Stop": {}}})).is_err());
     }
 
+    /// A built plugin folder: manifest, package.json and its entry.
     fn plugin_dir() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
@@ -447,6 +487,13 @@ mod tests {
             r#"{"id": "praxis", "configSchema": {}}"#,
         )
         .unwrap();
+        std::fs::write(
+            dir.path().join("package.json"),
+            r#"{"openclaw": {"extensions": ["./dist/index.js"]}}"#,
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join("dist")).unwrap();
+        std::fs::write(dir.path().join("dist/index.js"), "export default {};\n").unwrap();
         dir
     }
 
@@ -527,6 +574,34 @@ mod tests {
                 Path::new("/opt/praxis/praxis-run"),
             ),
             Err(InstallError::NoPlugin(_))
+        ));
+    }
+
+    fn openclaw_refusal(dir: &Path) -> Option<InstallError> {
+        Plan::for_cmd(
+            &InstallCmd::Openclaw {
+                plugin: Some(dir.to_path_buf()),
+            },
+            Path::new("/opt/praxis/praxis-run"),
+        )
+        .err()
+    }
+
+    #[test]
+    fn openclaw_refuses_an_unbuilt_plugin_and_one_with_its_own_node_modules() {
+        let dir = plugin_dir();
+        assert!(openclaw_refusal(dir.path()).is_none());
+        std::fs::remove_file(dir.path().join("dist/index.js")).unwrap();
+        let unbuilt = openclaw_refusal(dir.path());
+        assert!(
+            matches!(&unbuilt, Some(InstallError::Unbuilt(_, entry)) if entry == "./dist/index.js"),
+            "{unbuilt:?}"
+        );
+        std::fs::write(dir.path().join("dist/index.js"), "").unwrap();
+        std::fs::create_dir(dir.path().join("node_modules")).unwrap();
+        assert!(matches!(
+            openclaw_refusal(dir.path()),
+            Some(InstallError::OwnModules(_))
         ));
     }
 }

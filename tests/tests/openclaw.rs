@@ -22,12 +22,25 @@ fn the_openclaw_plugin_judges_exec_in_the_real_openclaw() {
         dir.display()
     );
     let d = Daemon::start_in_git();
+    // The plugin as the docs install it: `make openclaw-plugin` copies the
+    // built plugin, without the build's node_modules, into the target dir
+    // (here a scratch one; the build itself is `make test`'s).
+    let staged = d.home().join("target");
+    let made = std::process::Command::new("make")
+        .args(["-s", "-o", "integrations/openclaw/dist/index.js", "openclaw-plugin"])
+        .env("CARGO_TARGET_DIR", &staged)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "make openclaw-plugin: {made:?}");
+    let plugin_dir = staged.join("openclaw-plugin");
+    assert!(!plugin_dir.join("node_modules").exists());
     // OpenClaw's config as the operator gets it: `praxis install openclaw`,
     // twice (idempotent), next to a setting of the user's own.
     let config = d.home().join(".openclaw/openclaw.json");
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     std::fs::write(&config, r#"{"gateway": {"port": 18789}}"#).unwrap();
-    let plugin = dir.display().to_string();
+    let plugin = plugin_dir.display().to_string();
     let installs: Vec<_> = (0..2)
         .map(|_| d.praxis(&["install", "openclaw", "--plugin", &plugin]))
         .collect();

@@ -2,7 +2,9 @@
 // tool call (through `praxis-run hook openclaw`) and maps its decision:
 //   ALLOW -> the call goes ahead; a shell command is rewritten to run
 //            through praxis-run (sandbox, credentials, audit);
-//   HOLD  -> OpenClaw's requireApproval, denied when nobody answers;
+//   HOLD  -> OpenClaw's requireApproval, denied when nobody answers; with
+//            `approvals: "operator"` (headless runs) a block that carries
+//            Praxis's reason and `praxis approve` command instead;
 //   STOP  -> block, with the reason.
 // Every failure (praxis-run missing, praxisd unreachable or silent past the
 // deadline, a malformed answer, a bug here) blocks: nothing fails open.
@@ -13,6 +15,7 @@
 import path from "node:path";
 
 import {
+  type Approvals,
   callHook,
   type HookEvent,
   type HookEventName,
@@ -33,6 +36,7 @@ export interface PraxisPluginConfig {
   praxisRun: string;
   decisionTimeoutMs: number;
   approvalTimeoutMs: number;
+  approvals: Approvals;
   workspace?: string;
 }
 
@@ -106,7 +110,12 @@ export function readConfig(raw: Record<string, unknown> | undefined): PraxisPlug
     return value;
   };
   const workspace = text("workspace");
+  const approvals = text("approvals") ?? "openclaw";
+  if (approvals !== "openclaw" && approvals !== "operator") {
+    throw new Error(`plugins.entries.praxis.config.approvals must be "openclaw" or "operator"`);
+  }
   return {
+    approvals,
     praxisRun: text("praxisRun") ?? "praxis-run",
     decisionTimeoutMs: millis("decisionTimeoutMs", DEFAULT_DECISION_TIMEOUT_MS, 500),
     approvalTimeoutMs: millis("approvalTimeoutMs", DEFAULT_APPROVAL_TIMEOUT_MS, 1000),
@@ -138,6 +147,10 @@ export function toResult(verdict: Verdict, toolName: string, cfg: PraxisPluginCo
       return verdict.params === undefined ? undefined : { params: verdict.params };
     case "HOLD": {
       const signal = refusal(verdict);
+      // Nobody can answer a prompt here (OpenClaw would tell the model only
+      // that approval is unavailable): the model gets Praxis's reason, which
+      // names the `praxis approve` command for an operator, and retries.
+      if (cfg.approvals === "operator") return blocked(signal);
       // The description ends with the signal as one JSON line. Allowing once
       // runs the rewritten command (for shell tools: through praxis-run, with
       // the one-time token praxisd minted for this exact request).
@@ -218,6 +231,7 @@ export function register(api: PluginApi): void {
             tool_input: event.params,
             ...(toolCallId ? { tool_use_id: toolCallId } : {}),
             cwd: cwdOf(event, ctx),
+            approvals: cfg.approvals,
           },
           ctx.abortSignal,
         );

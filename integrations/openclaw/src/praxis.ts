@@ -17,7 +17,13 @@ export interface HookEvent {
   tool_use_id?: string;
   tool_response?: Record<string, unknown>;
   cwd?: string;
+  /** Who answers a HOLD; with "operator" praxis-run mints no one-time token. */
+  approvals?: Approvals;
 }
+
+/** Who answers a HOLD: OpenClaw's approval prompt, or only an operator's
+ * `praxis approve` (a headless run, where no prompt can be answered). */
+export type Approvals = "openclaw" | "operator";
 
 export type Decision = "ALLOW" | "HOLD" | "STOP";
 

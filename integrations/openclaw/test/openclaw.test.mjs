@@ -34,17 +34,37 @@ async function openclawLoader() {
 
 /** OpenClaw's config as `praxis install openclaw` wrote it, with the test's
  * workspace and a deadline short enough for the silent-daemon case. */
-function openclawConfig() {
+function openclawConfig(extra = {}) {
   const config = JSON.parse(fs.readFileSync(configPath, "utf8"));
   config.agents = { defaults: { workspace } };
   Object.assign(config.plugins.entries.praxis.config, {
     decisionTimeoutMs: DECISION_TIMEOUT_MS,
     approvalTimeoutMs: 60_000,
+    ...extra,
   });
   return config;
 }
 
-describe("the praxis plugin in OpenClaw", { skip: !configPath || !workspace ? "OPENCLAW_CONFIG_PATH and OPENCLAW_TEST_WORKSPACE are set by tests/tests/openclaw.rs" : false }, () => {
+/** OpenClaw's coding tools, with the plugin loaded by OpenClaw from `config`. */
+async function loadTools(config, sessionId = SESSION) {
+  const loadOpenClawPlugins = await openclawLoader();
+  const registry = loadOpenClawPlugins({ config, workspaceDir: workspace, cache: false, onlyPluginIds: ["praxis"] });
+  const praxis = registry.plugins.find((p) => p.id === "praxis");
+  assert.equal(praxis?.status, "loaded", `praxis plugin: ${JSON.stringify(praxis)}`);
+  const { createOpenClawCodingTools } = await import("openclaw/plugin-sdk/agent-harness");
+  const tools = createOpenClawCodingTools({
+    config,
+    workspaceDir: workspace,
+    sessionKey: "agent:main:main",
+    sessionId,
+    agentId: "main",
+  });
+  return tools;
+}
+
+const skipWithoutDaemon = !configPath || !workspace ? "OPENCLAW_CONFIG_PATH and OPENCLAW_TEST_WORKSPACE are set by tests/tests/openclaw.rs" : false;
+
+describe("the praxis plugin in OpenClaw", { skip: skipWithoutDaemon }, () => {
   let config;
   let exec;
   let write;
@@ -54,24 +74,13 @@ describe("the praxis plugin in OpenClaw", { skip: !configPath || !workspace ? "O
 
   before(async () => {
     config = openclawConfig();
-    const loadOpenClawPlugins = await openclawLoader();
-    const registry = loadOpenClawPlugins({ config, workspaceDir: workspace, cache: false, onlyPluginIds: ["praxis"] });
-    const praxis = registry.plugins.find((p) => p.id === "praxis");
-    assert.equal(praxis?.status, "loaded", `praxis plugin: ${JSON.stringify(praxis)}`);
+    const tools = await loadTools(config);
     ({ runBeforeToolCallHook } = await import("openclaw/plugin-sdk/agent-harness-runtime"));
     const { getGlobalHookRunner } = await import("openclaw/plugin-sdk/plugin-runtime");
     hookRunner = getGlobalHookRunner();
     for (const hook of ["before_tool_call", "after_tool_call", "session_start", "session_end"]) {
       assert.ok(hookRunner.hasHooks(hook), `OpenClaw's hook runner has the plugin's ${hook}`);
     }
-    const { createOpenClawCodingTools } = await import("openclaw/plugin-sdk/agent-harness");
-    const tools = createOpenClawCodingTools({
-      config,
-      workspaceDir: workspace,
-      sessionKey: "agent:main:main",
-      sessionId: SESSION,
-      agentId: "main",
-    });
     exec = tools.find((t) => t.name === "exec");
     write = tools.find((t) => t.name === "write");
     assert.ok(exec && write, "OpenClaw's exec and write tools");
@@ -224,5 +233,20 @@ describe("the praxis plugin in OpenClaw", { skip: !configPath || !workspace ? "O
       assert.ok(took <= DECISION_TIMEOUT_MS + 1000, `blocked after ${took} ms`);
       assert.equal(fs.existsSync(path.join(workspace, "silent.txt")), false);
     });
+  });
+});
+
+describe("a headless run (approvals: operator)", { skip: skipWithoutDaemon }, () => {
+  test("a held exec is blocked with Praxis's reason and approve command", async () => {
+    // A session of its own: the first suite's session has ended.
+    const tools = await loadTools(openclawConfig({ approvals: "operator" }), "oc-session-headless");
+    const exec = tools.find((t) => t.name === "exec");
+    const result = await exec.execute("oc-headless-1", { command: "curl -fsS https://example.com -o headless.txt" });
+    assert.equal(result.details.status, "blocked", JSON.stringify(result));
+    const signal = JSON.parse(result.details.reason);
+    assert.equal(signal.decision, "HOLD");
+    assert.match(signal.reason, /an operator can allow it with `praxis approve r-/);
+    assert.match(signal.approve_with, /^praxis approve r-/);
+    assert.equal(fs.existsSync(path.join(workspace, "headless.txt")), false);
   });
 });

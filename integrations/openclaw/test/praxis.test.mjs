@@ -68,3 +68,16 @@ test("decisions map to OpenClaw's results", () => {
   assert.match(hold.requireApproval.description, /praxis approve r-2/);
   assert.throws(() => readConfig({ decisionTimeoutMs: "10" }));
 });
+
+test("a headless HOLD blocks with Praxis's reason and approve command", () => {
+  const cfg = readConfig({ approvals: "operator" });
+  const verdict = { decision: "HOLD", execution_prevented: true, reason: "praxis HOLD: held; an operator can allow it with `praxis approve r-3`", request_id: "r-3", approve_with: "praxis approve r-3" };
+  const hold = toResult(verdict, "exec", cfg);
+  assert.equal(hold.requireApproval, undefined);
+  assert.equal(hold.block, true);
+  const signal = JSON.parse(hold.blockReason);
+  assert.equal(signal.decision, "HOLD");
+  assert.match(signal.reason, /praxis approve r-3/);
+  assert.equal(signal.approve_with, "praxis approve r-3");
+  assert.throws(() => readConfig({ approvals: "nobody" }));
+});

@@ -37,10 +37,30 @@ pub fn fail(_event: Option<&str>, reason: String) -> Answer {
     }
 }
 
+/// Who answers a HOLD, as the plugin's `approvals` setting says: OpenClaw's
+/// own approval prompt (the default), or only an operator's `praxis approve`
+/// (a headless run, where no prompt can be answered).
+#[derive(Debug, Default, serde::Deserialize, PartialEq, Eq, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Approvals {
+    #[default]
+    Openclaw,
+    Operator,
+}
+
+/// The event's `approvals` field, beside the fields every runtime sends.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Route {
+    #[serde(default)]
+    approvals: Approvals,
+}
+
 fn answer(input: &str) -> Result<Answer, HookError> {
     let event = Event::parse(input)?;
+    let route: Route =
+        serde_json::from_str(input).map_err(|e| HookError::Malformed(e.to_string()))?;
     match event.hook_event_name.as_str() {
-        "before_tool_call" => before_tool_call(&event).map(Answer::json),
+        "before_tool_call" => before_tool_call(&event, route.approvals).map(Answer::json),
         "after_tool_call" => super::post_tool_use(&event, RUNTIME).map(|_| recorded(true)),
         "session_end" => super::stop(&event, RUNTIME).map(|()| recorded(true)),
         "session_start" => {
@@ -153,7 +173,7 @@ fn patch_paths(patch: &str) -> Vec<String> {
     paths
 }
 
-fn before_tool_call(event: &Event) -> Result<Value, HookError> {
+fn before_tool_call(event: &Event, approvals: Approvals) -> Result<Value, HookError> {
     let cwd = event.cwd()?;
     match judged(event)? {
         Judged::Inert => Ok(json!({
@@ -161,7 +181,7 @@ fn before_tool_call(event: &Event) -> Result<Value, HookError> {
             "execution_prevented": false,
             "reason": "praxis ALLOW: the call reads or ends a running process and starts nothing",
         })),
-        Judged::Shell { text, rewrite } => shell(event, &text, rewrite),
+        Judged::Shell { text, rewrite } => shell(event, &text, rewrite, approvals),
         Judged::Subjects(subjects) => {
             let caller = event.caller(RUNTIME);
             let mut strictest: Option<DecisionFrame> = None;
@@ -185,8 +205,14 @@ fn before_tool_call(event: &Event) -> Result<Value, HookError> {
 /// tool of the other runtimes is: an agent's own operator calls are STOP,
 /// and an allowed or held command is rewritten to run through praxis-run
 /// (a held one with the daemon's one-time token, used only if the user
-/// approves the call in OpenClaw).
-fn shell(event: &Event, text: &str, rewrite: bool) -> Result<Value, HookError> {
+/// approves the call in OpenClaw; none is minted where only an operator
+/// approves, since no prompt would ever use it).
+fn shell(
+    event: &Event,
+    text: &str,
+    rewrite: bool,
+    approvals: Approvals,
+) -> Result<Value, HookError> {
     let as_bash = Event {
         hook_event_name: event.hook_event_name.clone(),
         session_id: event.session_id.clone(),
@@ -199,7 +225,8 @@ fn shell(event: &Event, text: &str, rewrite: bool) -> Result<Value, HookError> {
         stop_hook_active: None,
         is_interrupt: None,
     };
-    let judged = super::pre_tool_use(&as_bash, RUNTIME, rewrite, rewrite)?;
+    let attended = rewrite && approvals == Approvals::Openclaw;
+    let judged = super::pre_tool_use(&as_bash, RUNTIME, attended, rewrite)?;
     let params = match (rewrite, judged.rewrite, judged.frame.decision) {
         (true, Some(line), Verdict::Allow | Verdict::Hold) => {
             let mut params = event.tool_input.clone().unwrap_or_default();
