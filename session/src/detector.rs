@@ -375,14 +375,19 @@ impl Step<'_, '_> {
         if let Some(w) = &mut self.st.window {
             w.risk_seen = true;
         }
-        let reason = if j.protected {
-            String::from("This is the first action on a protected path in this stretch of work.")
+        let what = if j.protected {
+            String::from("This is the first action on a protected path in this stretch of work")
         } else {
             format!(
-                "This is the first {} ({}) action in this stretch of work.",
+                "This is the first {} ({}) action in this stretch of work",
                 tier_words(j.tier),
                 j.tier.label()
             )
+        };
+        // The steer goes with the decision: a refused call will not run.
+        let reason = match j.verdict {
+            Verdict::Allow => format!("{what}."),
+            _ => format!("{what}; it was refused and did not run."),
         };
         Some(Fired::new(Signal::FirstRisk, reason))
     }

@@ -288,6 +288,26 @@ fn a_push_after_a_long_edit_phase_is_a_boundary_even_inside_the_floor() {
 }
 
 #[test]
+fn the_first_risk_steer_on_a_refused_call_says_it_did_not_run() {
+    for verdict in [Verdict::Hold, Verdict::Stop] {
+        let mut s = Session::new("");
+        let _ = s.act("Edit", "src/a.rs", Tier::ReversibleWrite);
+        let mut push = s.event(EventKind::PreToolUse, "Bash", "git push origin main");
+        push.judgment = Some(Judgment {
+            tier: Tier::ExternalSideEffect,
+            verdict,
+            protected: false,
+            role: None,
+        });
+        let o = s.feed(push);
+        assert_eq!(boundaries(&o), [Signal::FirstRisk]);
+        let text = o.steer().unwrap();
+        assert!(text.contains("did not run"), "{text}");
+        assert!(!text.to_lowercase().contains("before it runs"), "{text}");
+    }
+}
+
+#[test]
 fn a_steer_only_director_is_steered_where_a_worker_is_blocked() {
     let policy = "[roles.agent]\nmethod_blocks = [{ kind = \"skipped_verification\" }, { kind = \"wrong_tool\", tool = \"Bash\", target_prefix = \"sed -i\", instead = \"Edit\" }]\n";
     for (role, blocked) in [("agent", true), ("director", false)] {

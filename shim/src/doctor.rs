@@ -245,7 +245,14 @@ fn runtimes(out: &mut Vec<Finding>) {
         std::slice::from_ref(&codex_hooks),
         "praxis install codex",
     );
-    out.extend(codex_trust_at(&home));
+    // Trust is Codex's record: with no Codex to keep it, there is none to check.
+    out.extend(codex_trust_at(&home).map(|finding| match on_path("codex") {
+        Some(_) => finding,
+        None => ok(
+            "codex trust",
+            "skipped: `codex` is not installed; trust the praxis hooks in Codex (/hooks) once it is",
+        ),
+    }));
 }
 
 /// The Codex hook check for the user's Codex home, when praxis hooks are installed there.

@@ -150,14 +150,69 @@ fn print_queue(value: &Value, json: bool) {
     }
 }
 
+/// One value for people: text bare, nothing as `-`, a rate in percent.
+fn scalar(key: &str, value: &Value) -> String {
+    match value {
+        Value::Null => String::from("-"),
+        Value::String(s) => s.clone(),
+        Value::Number(n) if key.ends_with("rate") => {
+            format!("{:.1}%", n.as_f64().unwrap_or_default() * 100.0)
+        }
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() => format!("{f:.2}"),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// A JSON document as an indented outline of `label: value` lines (labels
+/// with spaces for underscores; list items as `-`).
+fn outline(key: &str, value: &Value, depth: usize, out: &mut Vec<String>) {
+    let pad = "  ".repeat(depth);
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (k, v) in map {
+                let label = k.replace('_', " ");
+                match v {
+                    Value::Object(m) if !m.is_empty() => {
+                        out.push(format!("{pad}{label}:"));
+                        outline(k, v, depth + 1, out);
+                    }
+                    Value::Array(a) if !a.is_empty() => {
+                        out.push(format!("{pad}{label}:"));
+                        outline(k, v, depth + 1, out);
+                    }
+                    Value::Object(_) | Value::Array(_) => out.push(format!("{pad}{label}: none")),
+                    _ => out.push(format!("{pad}{label}: {}", scalar(k, v))),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                if item.is_object() || item.is_array() {
+                    out.push(format!("{pad}-"));
+                    outline(key, item, depth + 1, out);
+                } else {
+                    out.push(format!("{pad}- {}", scalar(key, item)));
+                }
+            }
+        }
+        Value::Object(_) => out.push(format!("{pad}none")),
+        other => out.push(format!("{pad}{}", scalar(key, other))),
+    }
+}
+
+/// Prints the daemon's JSON answer: as it is with `--json`, else as text.
 fn print_json(request: OperatorRequest, json: bool) -> i32 {
     listing(request, |reply| match reply {
         OperatorReply::Json { value } => {
             if json {
                 println!("{value}");
             } else {
-                let pretty = serde_json::to_string_pretty(&value).unwrap_or_default();
-                println!("{pretty}");
+                let mut lines = Vec::new();
+                outline("", &value, 0, &mut lines);
+                println!("{}", lines.join("\n"));
             }
             None
         }
@@ -172,5 +227,40 @@ pub fn inspect(memory_id: String, json: bool) -> i32 {
 pub fn run(cmd: MemoryCmd) -> i32 {
     match cmd {
         MemoryCmd::Stats { json } => print_json(OperatorRequest::MemoryStats, json),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_print_as_an_outline_not_json() {
+        let value = json!({
+            "decisions": 3,
+            "escalation_rate": 0.25,
+            "average_review_seconds": null,
+            "created_by": {"kind": "approval", "decision_id": "r-1"},
+            "used": [{"decision_id": "r-2", "used_as": "evidence"}],
+            "conflicts": [],
+        });
+        let mut lines = Vec::new();
+        outline("", &value, 0, &mut lines);
+        assert_eq!(
+            lines,
+            [
+                "average review seconds: -",
+                "conflicts: none",
+                "created by:",
+                "  decision id: r-1",
+                "  kind: approval",
+                "decisions: 3",
+                "escalation rate: 25.0%",
+                "used:",
+                "  -",
+                "    decision id: r-2",
+                "    used as: evidence",
+            ]
+        );
     }
 }

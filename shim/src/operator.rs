@@ -275,6 +275,10 @@ fn kill(reason: Option<String>, release: bool) -> i32 {
     }
 }
 
+/// Width of the kind column: the longest kind the audit log writes
+/// (`session_checkpoint_satisfied`), so session rows keep the columns.
+const KIND_WIDTH: usize = 28;
+
 /// One line per event for people.
 fn human(event: &serde_json::Value) -> String {
     let s = |k: &str| {
@@ -299,7 +303,7 @@ fn human(event: &serde_json::Value) -> String {
         _ => String::new(),
     };
     format!(
-        "{:>6} {} {:<8} {:<5} {:<20} {} {}{} {}",
+        "{:>6} {} {:<KIND_WIDTH$} {:<5} {:<20} {} {}{} {}",
         event.get("seq").and_then(|v| v.as_i64()).unwrap_or(0),
         s("ts"),
         s("kind"),
@@ -665,7 +669,22 @@ pub fn run(cmd: OperatorCmd) -> i32 {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_ttl;
+    use super::{human, parse_ttl};
+
+    #[test]
+    fn audit_rows_keep_their_columns_whatever_the_kind() {
+        let row = |kind: &str, decision: &str, tier: &str| {
+            human(&serde_json::json!({
+                "seq": 7, "ts": "2026-01-02T03:04:05.678Z", "kind": kind,
+                "decision": decision, "tier": tier, "request_id": "r-0195f3a2b7c4-9f2c1a7b3e5d",
+            }))
+        };
+        let column = |line: String| line.find("r-0195").unwrap();
+        let decided = column(row("decided", "ALLOW", "read_only"));
+        for kind in ["session_steer", "session_checkpoint_satisfied", "finished"] {
+            assert_eq!(column(row(kind, "", "")), decided, "{kind}");
+        }
+    }
 
     #[test]
     fn ttls_parse_with_units() {

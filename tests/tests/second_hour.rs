@@ -139,3 +139,63 @@ fn make_demo_and_bench_process_use_the_binaries_of_cargo_target_dir() {
         assert!(line.ends_with("/elsewhere/build/release"), "{line}");
     }
 }
+
+#[test]
+fn install_claude_code_help_names_every_hook_it_installs() {
+    let help = Command::new(common::bin("praxis"))
+        .args(["install", "claude-code", "--help"])
+        .output()
+        .unwrap();
+    let said = text(&help);
+    for event in [
+        "PreToolUse",
+        "PostToolUse,",
+        "PostToolUseFailure",
+        "Stop",
+        "SessionStart",
+        "UserPromptSubmit",
+    ] {
+        assert!(said.contains(event), "{event}: {said}");
+    }
+}
+
+#[test]
+fn memory_stats_prints_text_unless_json() {
+    let d = Daemon::start();
+    let out = d.praxis(&["memory", "stats"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !said.trim_start().starts_with('{') && said.contains("decisions: 0"),
+        "{said}"
+    );
+    let out = d.praxis(&["memory", "stats", "--json"]);
+    assert_eq!(common::stdout_json(&out)["decisions"], 0);
+}
+
+#[test]
+fn doctor_skips_codex_trust_when_codex_is_not_installed() {
+    let d = Daemon::start();
+    assert!(d.praxis(&["install", "codex"]).status.success());
+    let out = d
+        .cmd(&common::bin("praxis"))
+        .args(["doctor", "--json"])
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let findings = common::stdout_json(&out);
+    let trust = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "codex trust")
+        .unwrap_or_else(|| panic!("{findings}"));
+    assert_eq!(trust["level"], "ok", "{trust}");
+    assert!(
+        trust["found"]
+            .as_str()
+            .unwrap()
+            .contains("`codex` is not installed"),
+        "{trust}"
+    );
+}

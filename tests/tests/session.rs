@@ -272,7 +272,7 @@ fn a_push_after_a_long_edit_phase_is_a_boundary() {
         })
         .unwrap();
     let steer = push.steer.as_deref().expect("the push is steered");
-    assert!(steer.contains("Before it runs"), "{steer}");
+    assert!(steer.contains("did not run"), "the push was held: {steer}");
 }
 
 #[test]
@@ -613,7 +613,7 @@ fn a_push_after_a_long_generated_edit_phase_is_a_boundary() {
         .find(|r| r.line["kind"] == "pre_tool_use" && r.line["target"] == "git push origin main")
         .unwrap();
     let steer = push.steer.as_deref().expect("the push is steered");
-    assert!(steer.contains("Before it runs"), "{steer}");
+    assert!(steer.contains("did not run"), "the push was held: {steer}");
     assert!(
         steer.contains("handler"),
         "names the changed files: {steer}"
