@@ -199,3 +199,30 @@ fn doctor_skips_codex_trust_when_codex_is_not_installed() {
         "{trust}"
     );
 }
+
+#[test]
+fn the_documented_review_restrict_example_narrows_a_remembered_lesson() {
+    let d = Daemon::start();
+    common::judge::pushable_repo(&d.work());
+    let lesson = common::judge::remembered(&d, "feature/a");
+    // The example as docs/operator.md gives it, with the lesson for ITEM.
+    let doc = std::fs::read_to_string(repo().join("docs/operator.md")).unwrap();
+    let example = doc
+        .lines()
+        .find_map(|l| l.strip_prefix("praxis review restrict ITEM "))
+        .expect("docs/operator.md shows praxis review restrict");
+    let mut args = vec!["review", "restrict", lesson.as_str()];
+    args.extend(example.split('#').next().unwrap().split_whitespace());
+    let out = d.praxis(&args);
+    assert!(out.status.success(), "{args:?}: {}", text(&out));
+
+    // A remembered lesson already names the held request's role: another
+    // role would widen it, and is refused.
+    let out = d.praxis(&["review", "restrict", &lesson, "--role", "ci"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("already covers another role"),
+        "{}",
+        text(&out)
+    );
+}
