@@ -44,7 +44,8 @@ exit status:
   126  STOP: not run, and no approval can allow it
 
 environment:
-  PRAXIS_DECISION_TIMEOUT  seconds to wait for praxisd's decision before HOLD (default 10)
+  PRAXIS_DECISION_TIMEOUT  seconds to wait for praxisd's decision before HOLD (default 10;
+                           at most 25 in a Claude Code or Codex hook, whose timeout is 30)
 ";
 
 /// Options and command of a run.

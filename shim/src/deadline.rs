@@ -3,6 +3,7 @@
 //! never answers must give a HOLD (or the runtime's deny) in bounded time, not
 //! a hook timeout after which the runtime runs the tool undecided.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::time::Duration;
 
@@ -24,14 +25,39 @@ pub const AFTER_LIMIT: Duration = Duration::from_secs(30);
 /// run, partly or wholly, and the client cannot tell.
 pub const EXIT_OUTCOME_UNKNOWN: i32 = 123;
 
-/// The decision deadline in force: `PRAXIS_DECISION_TIMEOUT`, else [`DEFAULT`].
-/// A value that is not a positive number of seconds falls back to the default.
-pub fn decision() -> Duration {
+/// The hook timeout `praxis install` writes for Claude Code and Codex: the
+/// runtime stops waiting for the hook then.
+pub const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest decision deadline such a hook may wait: its timeout less the
+/// hook watchdog's slack and the time to start and answer.
+pub const HOOK_DECISION_MAX: Duration = Duration::from_secs(25);
+
+/// A ceiling on the decision deadline for the rest of the process, set once.
+static CAP: OnceLock<Duration> = OnceLock::new();
+
+/// The deadline asked for: `PRAXIS_DECISION_TIMEOUT`, else [`DEFAULT`]. A
+/// value that is not a positive number of seconds falls back to the default.
+fn requested() -> Duration {
     std::env::var(ENV)
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s > 0.0)
         .map_or(DEFAULT, |s| Duration::from_secs_f64(s.min(86_400.0)))
+}
+
+/// The decision deadline in force: the one asked for, under the cap if one is set.
+pub fn decision() -> Duration {
+    let asked = requested();
+    CAP.get().map_or(asked, |cap| asked.min(*cap))
+}
+
+/// Caps the decision deadline at `max` for the rest of the process; returns
+/// the deadline asked for when the cap cut it, for the caller to warn.
+pub fn cap(max: Duration) -> Option<Duration> {
+    let max = *CAP.get_or_init(|| max);
+    let asked = requested();
+    (asked > max).then_some(asked)
 }
 
 /// Whether the process has answered its caller yet. An atomic, not a lock:

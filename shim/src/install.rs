@@ -307,7 +307,7 @@ fn apply_hooks(
             .ok_or_else(|| format!("`hooks.{event}` is not an array"))?;
         groups.retain_mut(|group| !strip_ours(group, command));
         let mut group = json!({
-            "hooks": [{ "type": "command", "command": command, "timeout": 30 }]
+            "hooks": [{ "type": "command", "command": command, "timeout": crate::deadline::HOOK_TIMEOUT.as_secs() }]
         });
         if let Some(m) = matcher {
             group["matcher"] = Value::String((*m).to_owned());

@@ -108,6 +108,38 @@ fn the_claude_code_hook_denies_within_its_deadline() {
 }
 
 #[test]
+fn a_decision_deadline_past_the_hook_timeout_is_capped_with_a_warning() {
+    let hung = Hung::start();
+    let began = Instant::now();
+    let out = hung
+        .cmd(&bin("praxis-run"))
+        .env("PRAXIS_DECISION_TIMEOUT", "45")
+        .args(["hook", "claude-code"])
+        .spawn()
+        .and_then(|mut child| {
+            let _ = child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(pre_tool_use(&hung, "touch hang.txt").as_bytes());
+            child.wait_with_output()
+        })
+        .unwrap();
+    let took = began.elapsed();
+    // The 30 s `praxis install` writes: Claude Code would run the tool
+    // undecided past it.
+    assert!(took < Duration::from_secs(28), "took {took:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("PRAXIS_DECISION_TIMEOUT=45 s does not fit the 30 s hook timeout"),
+        "{said}"
+    );
+    assert!(said.contains("did not answer within 25 s"), "{said}");
+    assert!(!hung.work().join("hang.txt").exists());
+}
+
+#[test]
 fn the_codex_hook_blocks_within_its_deadline() {
     let hung = Hung::start();
     let (out, took) = hung.feed(&["hook", "codex"], &pre_tool_use(&hung, "touch hang.txt"));

@@ -168,15 +168,28 @@ type FailFn = fn(Option<&str>, String) -> hook::Answer;
 
 /// `praxis-run hook claude-code|codex|openclaw`: one event on stdin, the answer on stdout.
 fn run_hook(rest: &[String]) -> i32 {
-    let (handle, fail): (HookFn, FailFn) = match rest {
-        [runtime] if runtime == "claude-code" => (hook::claude::handle, hook::claude::fail),
-        [runtime] if runtime == "codex" => (hook::codex::handle, hook::codex::fail),
-        [runtime] if runtime == "openclaw" => (hook::openclaw::handle, hook::openclaw::fail),
+    // Claude Code and Codex stop waiting at the timeout `praxis install`
+    // wrote; the OpenClaw plugin sets its own deadline and kills us at it.
+    let (handle, fail, capped): (HookFn, FailFn, bool) = match rest {
+        [runtime] if runtime == "claude-code" => (hook::claude::handle, hook::claude::fail, true),
+        [runtime] if runtime == "codex" => (hook::codex::handle, hook::codex::fail, true),
+        [runtime] if runtime == "openclaw" => {
+            (hook::openclaw::handle, hook::openclaw::fail, false)
+        }
         _ => {
             eprintln!("usage: praxis-run hook (claude-code | codex | openclaw) < EVENT_JSON");
             return hook::EXIT_BLOCK;
         }
     };
+    if capped && let Some(asked) = deadline::cap(deadline::HOOK_DECISION_MAX) {
+        eprintln!(
+            "praxis-run: warning: {}={} s does not fit the {} s hook timeout that `praxis install` writes; waiting at most {} s",
+            deadline::ENV,
+            asked.as_secs_f64(),
+            deadline::HOOK_TIMEOUT.as_secs(),
+            deadline::HOOK_DECISION_MAX.as_secs()
+        );
+    }
     // A backstop past the socket deadline: whatever the hook is stuck in, it
     // answers the runtime's deny before the runtime's own timeout.
     let limit = deadline::decision() + HOOK_SLACK;
