@@ -624,3 +624,42 @@ fn an_unknown_program_asking_for_network_is_held_past_any_lesson() {
         "a whole checkpoint first"
     );
 }
+
+#[test]
+fn ci_push_preconditions_check_the_branch_the_push_writes() {
+    let policy = Policy::builtin().unwrap();
+    let on = |branch: &str, command: &str| {
+        let mut context = example_context::context();
+        context.git_branch = Some(branch.to_owned());
+        context.git_default_branch = Some("trunk".to_owned());
+        let request = Request {
+            command: CommandText::Shell(command),
+            role: "ci",
+        };
+        let analysis = policy.analyze(&request);
+        policy.decide(&request, &analysis, &context)
+    };
+    for command in [
+        "git push origin feature/x",
+        "git push origin HEAD:feature/x",
+        "git push origin feature/x:refs/heads/feature/y",
+    ] {
+        let d = on("master", command);
+        assert_eq!(d.decision, Verdict::Allow, "{command} on master: {d:?}");
+    }
+    for (branch, command, protected) in [
+        ("master", "git push", "master"),
+        ("master", "git push origin HEAD", "master"),
+        ("feature/x", "git push origin trunk", "trunk"),
+        ("feature/x", "git push origin feature/x:trunk", "trunk"),
+        ("feature/x", "git push origin feature/x refs/heads/trunk", "trunk"),
+    ] {
+        let d = on(branch, command);
+        assert_eq!(d.decision, Verdict::Hold, "{command} on {branch}: {d:?}");
+        assert!(
+            d.reason.contains(&format!("branch `{protected}` is protected")),
+            "{command} on {branch}: {}",
+            d.reason
+        );
+    }
+}

@@ -181,6 +181,14 @@ fn gather_context(
     }
 }
 
+/// This user's home directory in the user database, as praxisd looks it up.
+fn passwd_home() -> Option<PathBuf> {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|user| user.dir)
+}
+
 /// A HOLD that explain itself produced (no policy, bad directory).
 fn failure(reason: String) -> Decision {
     Decision {
@@ -208,8 +216,14 @@ fn judge(args: &ExplainArgs) -> Decision {
         Ok(cwd) => cwd,
         Err(e) => return failure(format!("working directory: {e}")),
     };
-    let home = env_dir("HOME").unwrap_or_default();
-    let layout = layout(&home);
+    let layout = layout(&env_dir("HOME").unwrap_or_default());
+    // praxisd judges a request against its caller's home in the user
+    // database, whatever `$HOME` says; so does explain.
+    let Some(home) = passwd_home() else {
+        return failure(String::from(
+            "no home directory for this user in the user database: praxisd holds every request",
+        ));
+    };
     let policy = match load_policy(&layout.policy_file) {
         Ok(p) => p,
         Err(e) => return failure(format!("policy failed to load: {e}")),

@@ -226,3 +226,59 @@ fn the_documented_review_restrict_example_narrows_a_remembered_lesson() {
         text(&out)
     );
 }
+
+/// The decision and rules of `praxis explain --json` and of the daemon's
+/// `praxis-run judge --json` for one command.
+fn explained_and_judged(d: &Daemon, extra: &[&str], command: &str) -> [(String, String); 2] {
+    let pick = |out: &Output| {
+        let last = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_owned();
+        let v: serde_json::Value =
+            serde_json::from_str(&last).unwrap_or_else(|_| panic!("{}", text(out)));
+        (v["decision"].to_string(), v["rule_ids"].to_string())
+    };
+    let mut explain = vec!["explain", "--json"];
+    explain.extend(extra);
+    explain.extend(["-c", command]);
+    let mut judge = vec!["judge", "--json"];
+    judge.extend(extra);
+    judge.extend(["-c", command]);
+    [pick(&d.praxis(&explain)), pick(&d.run(&judge))]
+}
+
+#[test]
+fn explain_judges_against_the_passwd_home_as_praxisd_does() {
+    let d = Daemon::start();
+    // The clients' $HOME is the scratch home; praxisd looks the caller's
+    // home up in the user database.
+    let command = format!("rm -rf {}", d.home().display());
+    let [explained, judged] = explained_and_judged(&d, &[], &command);
+    assert_eq!(explained, judged, "{command}");
+}
+
+#[test]
+fn explain_judges_a_ci_push_on_the_branch_it_writes() {
+    let d = Daemon::start_in_git();
+    let git = |args: &[&str]| {
+        let out = d.cmd(Path::new("git")).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out));
+    };
+    git(&["checkout", "-q", "-b", "master"]);
+    git(&["remote", "add", "origin", "https://github.com/acme/app.git"]);
+    let out = d.praxis(&[
+        "explain",
+        "--role",
+        "ci",
+        "--",
+        "git",
+        "push",
+        "origin",
+        "feature/x",
+    ]);
+    let said = text(&out);
+    assert!(!said.contains("is protected"), "{said}");
+    assert!(said.contains("ci-push-feature-branch"), "{said}");
+}

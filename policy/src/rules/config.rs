@@ -438,14 +438,29 @@ pub enum AccessSpec {
     Change,
 }
 
+/// Which branches `branch_not_in` checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BranchOf {
+    /// The branch checked out.
+    #[default]
+    Current,
+    /// The branches a push writes: each refspec's destination after the
+    /// remote (`HEAD`, or no refspec at all, is the branch checked out).
+    Pushed,
+}
+
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Preconditions {
     #[serde(default)]
     pub in_git_work_tree: bool,
-    /// Current branch must not be one of these; `$default` is the repository's default branch.
+    /// The branch `branch_of` names must not be one of these; `$default`
+    /// is the repository's default branch.
     #[serde(default)]
     pub branch_not_in: Vec<String>,
+    #[serde(default)]
+    pub branch_of: BranchOf,
     #[serde(default)]
     pub paths_inside_workspace: bool,
     #[serde(default)]

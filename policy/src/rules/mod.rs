@@ -19,7 +19,7 @@ use crate::classify::{Access, Fact, Facts, PathUse};
 use crate::context::Context;
 use crate::decision::Destination;
 use crate::{Profile, Tier, Verdict};
-use config::{AccessSpec, Cover, Preconditions, RuleDecision, RuleSpec};
+use config::{AccessSpec, BranchOf, Cover, Preconditions, RuleDecision, RuleSpec};
 
 /// A compiled rule.
 #[derive(Clone, Debug)]
@@ -281,15 +281,32 @@ impl Rule {
             return Err("the working directory is not in a git work tree".to_owned());
         }
         if !pre.branch_not_in.is_empty() {
-            let Some(branch) = ctx.git_branch.as_deref() else {
-                return Err("no branch is checked out".to_owned());
+            let named = match pre.branch_of {
+                BranchOf::Current => Vec::new(),
+                BranchOf::Pushed => pushed_branches(f),
             };
-            let protected = pre.branch_not_in.iter().any(|b| {
-                b == branch
-                    || (b == "$default" && ctx.git_default_branch.as_deref() == Some(branch))
-            });
-            if protected {
-                return Err(format!("branch `{branch}` is protected"));
+            let current = named.is_empty() || named.iter().any(|b| b == "HEAD");
+            let current = if current {
+                let Some(branch) = ctx.git_branch.as_deref() else {
+                    return Err("no branch is checked out".to_owned());
+                };
+                Some(branch)
+            } else {
+                None
+            };
+            let branches = named
+                .iter()
+                .map(String::as_str)
+                .filter(|b| *b != "HEAD")
+                .chain(current);
+            for branch in branches {
+                let protected = pre.branch_not_in.iter().any(|b| {
+                    b == branch
+                        || (b == "$default" && ctx.git_default_branch.as_deref() == Some(branch))
+                });
+                if protected {
+                    return Err(format!("branch `{branch}` is protected"));
+                }
             }
         }
         if pre.paths_inside_workspace {
@@ -313,6 +330,25 @@ impl Rule {
     pub fn wants_existence(&self) -> bool {
         self.preconditions.as_ref().is_some_and(|p| p.paths_exist)
     }
+}
+
+/// The branches a push's refspecs write: the operands after the
+/// subcommand and the remote, each as its destination (`src:dst` gives
+/// `dst`; a leading `+` and `refs/heads/` are dropped). `HEAD` stays as is.
+fn pushed_branches(f: &Facts) -> Vec<String> {
+    let after_sub = f
+        .operands
+        .strip_prefix(f.sub.as_slice())
+        .unwrap_or(&f.operands);
+    after_sub
+        .iter()
+        .skip(1)
+        .map(|refspec| {
+            let dst = refspec.rsplit_once(':').map_or(refspec.as_str(), |(_, d)| d);
+            let dst = dst.trim_start_matches('+');
+            dst.strip_prefix("refs/heads/").unwrap_or(dst).to_owned()
+        })
+        .collect()
 }
 
 /// Rules ordered STOP, HOLD, ALLOW (file order within each), indexed by program.
