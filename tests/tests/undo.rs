@@ -222,3 +222,45 @@ fn a_steer_only_role_runs_opaque_writers_behind_a_checkpoint_and_is_blocked_wher
     );
     assert!(d.work().join("src/blob.bin").exists());
 }
+
+#[test]
+fn the_list_is_newest_first_counts_what_an_undo_restores_and_a_forced_undo_never_repeats() {
+    let d = Daemon::start_in_git();
+    scratch_repo(&d);
+    let out = d.run(&["-c", "> README.md"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let older = last_finished(&d);
+    let out = d.run(&["-c", "rm -rf src"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let newer = last_finished(&d);
+
+    let list: serde_json::Value =
+        serde_json::from_str(&ok(&d.praxis(&["undo", "--list", "--json"]))).unwrap();
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["request_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [newer.as_str(), older.as_str()]);
+    let files = list[0]["files"].as_u64().unwrap();
+    let said = ok(&undo(&d, &newer, &[]));
+    assert!(
+        said.contains(&format!("undone: {files} restored")),
+        "the list said {files} files: {said}"
+    );
+
+    // Newer work over the restored tree: a second undo, forced or not,
+    // would put the old bytes back over it.
+    fs::write(d.work().join("src/lib.rs"), b"written after the undo\n").unwrap();
+    let out = undo(&d, &newer, &["--force"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("already restored"),
+        "{out:?}"
+    );
+    assert_eq!(
+        fs::read(d.work().join("src/lib.rs")).unwrap(),
+        b"written after the undo\n"
+    );
+}
