@@ -932,7 +932,26 @@ fn install_adds_the_hooks_idempotently_keeping_others() {
     // Codex runs user hooks only once the user trusts them: the step is named.
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("/hooks") && said.contains("trust"), "{said}");
-    let doctor = d.praxis(&["doctor", "--json"]);
+    // With a `codex` installed (a stand-in on PATH): doctor checks the trust.
+    let bin_dir = d.home().join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    std::fs::write(bin_dir.join("codex"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(
+        bin_dir.join("codex"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let doctor = d
+        .cmd(&bin("praxis"))
+        .args(["doctor", "--json"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
     let findings: Value = serde_json::from_slice(&doctor.stdout).unwrap();
     let trust = findings
         .as_array()
