@@ -652,12 +652,17 @@ fn ci_push_preconditions_check_the_branch_the_push_writes() {
         ("master", "git push origin HEAD", "master"),
         ("feature/x", "git push origin trunk", "trunk"),
         ("feature/x", "git push origin feature/x:trunk", "trunk"),
-        ("feature/x", "git push origin feature/x refs/heads/trunk", "trunk"),
+        (
+            "feature/x",
+            "git push origin feature/x refs/heads/trunk",
+            "trunk",
+        ),
     ] {
         let d = on(branch, command);
         assert_eq!(d.decision, Verdict::Hold, "{command} on {branch}: {d:?}");
         assert!(
-            d.reason.contains(&format!("branch `{protected}` is protected")),
+            d.reason
+                .contains(&format!("branch `{protected}` is protected")),
             "{command} on {branch}: {}",
             d.reason
         );

@@ -85,7 +85,9 @@ fn the_list_is_newest_first_and_counts_the_files_the_undo_restores() {
     let f = fixture(Limits::default());
     snapshot(&f, "r-0001-old", paths(&f.ws, &["README.md"]));
     let plan = f.store.plan(&f.ws, paths(&f.ws, &["src"]), NOW).unwrap();
-    f.store.capture("r-0002-new", &f.ws, &plan, NOW + 1).unwrap();
+    f.store
+        .capture("r-0002-new", &f.ws, &plan, NOW + 1)
+        .unwrap();
     fs::remove_dir_all(f.ws.join("src")).unwrap();
     f.store.seal("r-0002-new").unwrap();
 
@@ -102,7 +104,8 @@ fn a_forced_undo_never_restores_a_snapshot_twice_over_newer_content() {
     snapshot(&f, "r-twice", paths(&f.ws, &["README.md"]));
     fs::write(f.ws.join("README.md"), b"").unwrap();
     f.store.seal("r-twice").unwrap();
-    f.store.restore("r-twice", false, NOW).unwrap();
+    let first = f.store.restore("r-twice", false, NOW).unwrap();
+    assert_eq!(first.restored, 1);
     fs::write(f.ws.join("README.md"), b"written after the undo\n").unwrap();
 
     let again = f.store.restore("r-twice", true, NOW + 1);

@@ -27,7 +27,12 @@ fn the_openclaw_plugin_judges_exec_in_the_real_openclaw() {
     // (here a scratch one; the build itself is `make test`'s).
     let staged = d.home().join("target");
     let made = std::process::Command::new("make")
-        .args(["-s", "-o", "integrations/openclaw/dist/index.js", "openclaw-plugin"])
+        .args([
+            "-s",
+            "-o",
+            "integrations/openclaw/dist/index.js",
+            "openclaw-plugin",
+        ])
         .env("CARGO_TARGET_DIR", &staged)
         .current_dir(repo())
         .output()

@@ -61,7 +61,10 @@ fn install_openclaw_refuses_an_unbuilt_plugin_and_one_holding_node_modules() {
         "{}",
         text(&out)
     );
-    assert!(!config.exists(), "nothing written for a plugin with node_modules");
+    assert!(
+        !config.exists(),
+        "nothing written for a plugin with node_modules"
+    );
 
     std::fs::remove_dir_all(plugin.join("node_modules")).unwrap();
     let out = install(&plugin);

@@ -344,7 +344,9 @@ fn pushed_branches(f: &Facts) -> Vec<String> {
         .iter()
         .skip(1)
         .map(|refspec| {
-            let dst = refspec.rsplit_once(':').map_or(refspec.as_str(), |(_, d)| d);
+            let dst = refspec
+                .rsplit_once(':')
+                .map_or(refspec.as_str(), |(_, d)| d);
             let dst = dst.trim_start_matches('+');
             dst.strip_prefix("refs/heads/").unwrap_or(dst).to_owned()
         })

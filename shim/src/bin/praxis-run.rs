@@ -173,9 +173,7 @@ fn run_hook(rest: &[String]) -> i32 {
     let (handle, fail, capped): (HookFn, FailFn, bool) = match rest {
         [runtime] if runtime == "claude-code" => (hook::claude::handle, hook::claude::fail, true),
         [runtime] if runtime == "codex" => (hook::codex::handle, hook::codex::fail, true),
-        [runtime] if runtime == "openclaw" => {
-            (hook::openclaw::handle, hook::openclaw::fail, false)
-        }
+        [runtime] if runtime == "openclaw" => (hook::openclaw::handle, hook::openclaw::fail, false),
         _ => {
             eprintln!("usage: praxis-run hook (claude-code | codex | openclaw) < EVENT_JSON");
             return hook::EXIT_BLOCK;
