@@ -497,14 +497,17 @@ mod tests {
         dir
     }
 
-    fn openclaw_plan(dir: &Path) -> Plan {
+    fn openclaw_for(dir: &Path) -> Result<Plan, InstallError> {
         Plan::for_cmd(
             &InstallCmd::Openclaw {
                 plugin: Some(dir.to_path_buf()),
             },
             Path::new("/opt/praxis/praxis-run"),
         )
-        .unwrap()
+    }
+
+    fn openclaw_plan(dir: &Path) -> Plan {
+        openclaw_for(dir).unwrap()
     }
 
     #[test]
@@ -567,24 +570,13 @@ mod tests {
         );
         let empty = tempfile::tempdir().unwrap();
         assert!(matches!(
-            Plan::for_cmd(
-                &InstallCmd::Openclaw {
-                    plugin: Some(empty.path().to_path_buf())
-                },
-                Path::new("/opt/praxis/praxis-run"),
-            ),
+            openclaw_for(empty.path()),
             Err(InstallError::NoPlugin(_))
         ));
     }
 
     fn openclaw_refusal(dir: &Path) -> Option<InstallError> {
-        Plan::for_cmd(
-            &InstallCmd::Openclaw {
-                plugin: Some(dir.to_path_buf()),
-            },
-            Path::new("/opt/praxis/praxis-run"),
-        )
-        .err()
+        openclaw_for(dir).err()
     }
 
     #[test]

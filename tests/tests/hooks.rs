@@ -946,19 +946,7 @@ fn install_adds_the_hooks_idempotently_keeping_others() {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let doctor = d
-        .cmd(&bin("praxis"))
-        .args(["doctor", "--json"])
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    let findings: Value = serde_json::from_slice(&doctor.stdout).unwrap();
-    let trust = findings
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["check"] == "codex trust")
-        .unwrap_or_else(|| panic!("{findings}"));
+    let trust = doctor_codex_trust(&d, &path);
     assert_eq!(trust["level"], "fail", "{trust}");
     assert!(
         trust["found"].as_str().unwrap().contains("3 of 3"),
@@ -969,6 +957,39 @@ fn install_adds_the_hooks_idempotently_keeping_others() {
     assert!(
         status.contains("codex hooks:     3 of 3 praxis hooks not trusted"),
         "{status}"
+    );
+}
+
+/// `praxis doctor`'s codex trust finding, with `path` as `PATH`.
+fn doctor_codex_trust(d: &Daemon, path: &str) -> Value {
+    let doctor = d
+        .cmd(&bin("praxis"))
+        .args(["doctor", "--json"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let findings: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "codex trust")
+        .cloned()
+        .unwrap_or_else(|| panic!("{findings}"))
+}
+
+#[test]
+fn doctor_skips_codex_trust_when_codex_is_not_installed() {
+    let d = Daemon::start();
+    assert!(d.praxis(&["install", "codex"]).status.success());
+    let trust = doctor_codex_trust(&d, "/usr/bin:/bin");
+    assert_eq!(trust["level"], "ok", "{trust}");
+    assert!(
+        trust["found"]
+            .as_str()
+            .unwrap()
+            .contains("`codex` is not installed"),
+        "{trust}"
     );
 }
 

@@ -177,33 +177,6 @@ fn memory_stats_prints_text_unless_json() {
 }
 
 #[test]
-fn doctor_skips_codex_trust_when_codex_is_not_installed() {
-    let d = Daemon::start();
-    assert!(d.praxis(&["install", "codex"]).status.success());
-    let out = d
-        .cmd(&common::bin("praxis"))
-        .args(["doctor", "--json"])
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .unwrap();
-    let findings = common::stdout_json(&out);
-    let trust = findings
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["check"] == "codex trust")
-        .unwrap_or_else(|| panic!("{findings}"));
-    assert_eq!(trust["level"], "ok", "{trust}");
-    assert!(
-        trust["found"]
-            .as_str()
-            .unwrap()
-            .contains("`codex` is not installed"),
-        "{trust}"
-    );
-}
-
-#[test]
 fn the_documented_review_restrict_example_narrows_a_remembered_lesson() {
     let d = Daemon::start();
     common::judge::pushable_repo(&d.work());
