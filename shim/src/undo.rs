@@ -17,7 +17,7 @@ pub struct UndoArgs {
     /// Restore even if the files changed since the command ran.
     #[arg(long, conflicts_with = "list")]
     force: bool,
-    /// Show what can be undone, and until when.
+    /// Show what can be undone, and until when, newest first.
     #[arg(long)]
     list: bool,
     /// With --list: one JSON array.
