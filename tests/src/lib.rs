@@ -1,1 +1,4 @@
-//! End-to-end tests drive the real binaries; see `tests/`.
+//! End-to-end tests drive the real binaries; see `tests/`. The library holds
+//! what the source-reading tests of several crates share.
+
+pub mod module_graph;
