@@ -59,6 +59,6 @@ mod proxy;
 mod scan;
 
 pub use ca::{Ca, CaError};
-pub use event::{ConnectionEvent, RequestKind, Verdict};
+pub use event::{ConnectionEvent, Disposition, RequestKind};
 pub use permit::{BoundCredential, Destination, Permit, PermitError};
 pub use proxy::{Egress, EgressError, Limits, pem_roots};
