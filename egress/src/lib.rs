@@ -51,6 +51,8 @@
 //! refused. This machine (loopback or the unspecified address) is reached
 //! only on the ports of [`Permit::with_loopback_ports`], whatever is granted.
 
+#![forbid(unsafe_code)]
+
 mod ca;
 mod event;
 mod io;

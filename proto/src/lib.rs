@@ -4,6 +4,8 @@
 //! protocol version, the frame kind) followed by the payload. Messages are
 //! JSON; command output travels as raw bytes so it needs no escaping.
 
+#![forbid(unsafe_code)]
+
 pub mod frame;
 pub mod msg;
 pub mod paths;

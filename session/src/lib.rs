@@ -29,6 +29,8 @@
 //! assert!(outcome.steer().is_none());
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod baseline;
 pub mod detector;
 pub mod event;

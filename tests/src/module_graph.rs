@@ -241,13 +241,13 @@ impl Names {
             .rev()
             .find(|n| self.modules.contains(&path[..*n]))?;
         let prefix = path[..n].to_vec();
-        if let Some(name) = path.get(n) {
-            if let Some(target) = self.reexports.get(&(prefix.clone(), name.clone())) {
-                let mut full = target.clone();
-                full.extend_from_slice(&path[n + 1..]);
-                if depth < 8 && full != path {
-                    return self.resolve(&full, depth + 1);
-                }
+        if let Some(name) = path.get(n)
+            && let Some(target) = self.reexports.get(&(prefix.clone(), name.clone()))
+        {
+            let mut full = target.clone();
+            full.extend_from_slice(&path[n + 1..]);
+            if depth < 8 && full != path {
+                return self.resolve(&full, depth + 1);
             }
         }
         (!prefix.is_empty()).then_some(prefix)
