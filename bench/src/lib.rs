@@ -1,1 +1,3 @@
 //! Benchmarks live in `benches/`.
+
+#![forbid(unsafe_code)]

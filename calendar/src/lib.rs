@@ -3,6 +3,8 @@
 //! writes or reads times (the audit log, judgment memory); no clock is read
 //! here, "now" always comes from the caller.
 
+#![forbid(unsafe_code)]
+
 /// Milliseconds in one day.
 pub const MS_PER_DAY: i64 = 86_400_000;
 

@@ -68,9 +68,8 @@ impl PinnedPeer {
             });
         }
         // SAFETY: the kernel just installed `fd` for us and nothing else owns it.
-        Ok(PinnedPeer {
-            pidfd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let pidfd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(PinnedPeer { pidfd })
     }
 
     /// Examines the process as it is now: `look` sees its pid and cgroup,

@@ -27,7 +27,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use praxis_policy::verdict::{Tier, Verdict as Ruling};
+use praxis_policy::Tier;
 use praxis_proto::{Command, FileAccess, Subject, Verdict};
 use praxis_session::{
     Detector, EventKind as Doorway, HookEvent, Judgment, Ledger, Lineage, Outcome, ScopeKey,
@@ -655,11 +655,7 @@ fn failed_event(hook: &HookEvent, request_id: Option<&str>, e: &SessionError) ->
 pub fn judgment(tier: Tier, verdict: Verdict, rule_ids: &[String], role: &str) -> Judgment {
     Judgment {
         tier,
-        verdict: match verdict {
-            Verdict::Allow => Ruling::Allow,
-            Verdict::Hold => Ruling::Hold,
-            Verdict::Stop => Ruling::Stop,
-        },
+        verdict,
         // The policy's protected-path rules all name it (`write-protected`, ...).
         protected: rule_ids.iter().any(|r| r.contains("protected")),
         role: Some(role.to_owned()),
@@ -758,7 +754,7 @@ mod tests {
             "agent",
         );
         assert!(j.protected);
-        assert_eq!(j.verdict, Ruling::Hold);
+        assert_eq!(j.verdict, Verdict::Hold);
         assert!(!judgment(Tier::ReadOnly, Verdict::Allow, &[], "agent").protected);
         let steer = Transition::Steer {
             signal: None,

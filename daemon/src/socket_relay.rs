@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use praxis_egress::{ConnectionEvent, RequestKind, Verdict};
+use praxis_egress::{ConnectionEvent, Disposition, RequestKind};
 use tokio::net::{TcpListener, UnixStream};
 use tokio::task::JoinSet;
 
@@ -58,13 +58,13 @@ async fn relay(mut conn: tokio::net::TcpStream, socket: PathBuf, sink: Sink) {
     let began = Instant::now();
     let (verdict, bytes_up, bytes_down) = match UnixStream::connect(&socket).await {
         Err(e) => (
-            Verdict::Failed(format!("the socket cannot be reached: {e}")),
+            Disposition::Failed(format!("the socket cannot be reached: {e}")),
             0,
             0,
         ),
         Ok(mut upstream) => match tokio::io::copy_bidirectional(&mut conn, &mut upstream).await {
-            Ok((up, down)) => (Verdict::Allowed, up, down),
-            Err(e) => (Verdict::Failed(format!("relay broke off: {e}")), 0, 0),
+            Ok((up, down)) => (Disposition::Allowed, up, down),
+            Err(e) => (Disposition::Failed(format!("relay broke off: {e}")), 0, 0),
         },
     };
     sink(ConnectionEvent {

@@ -6,12 +6,10 @@
 //! itself (`praxis-run`'s user-mode auto-start and the offline `praxisd
 //! verify`): that runs our own daemon binary, never an agent's command.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::rust_files;
+use praxis_e2e::module_graph::rust_files;
 
 /// Process-starting APIs. Built from pieces so this file does not match itself.
 fn needles() -> Vec<String> {

@@ -17,7 +17,7 @@ pub enum RequestKind {
 
 /// What the proxy did with the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Disposition {
     /// Granted and connected.
     Allowed,
     /// Not granted, or not a request the proxy serves; the child got an HTTP
@@ -37,7 +37,7 @@ pub struct ConnectionEvent {
     /// parse (empty for malformed input).
     pub destination: String,
     pub kind: RequestKind,
-    pub verdict: Verdict,
+    pub verdict: Disposition,
     /// Bytes sent to the destination.
     pub bytes_up: u64,
     /// Bytes received from the destination.

@@ -51,6 +51,8 @@
 //! refused. This machine (loopback or the unspecified address) is reached
 //! only on the ports of [`Permit::with_loopback_ports`], whatever is granted.
 
+#![forbid(unsafe_code)]
+
 mod ca;
 mod event;
 mod io;
@@ -59,6 +61,6 @@ mod proxy;
 mod scan;
 
 pub use ca::{Ca, CaError};
-pub use event::{ConnectionEvent, RequestKind, Verdict};
+pub use event::{ConnectionEvent, Disposition, RequestKind};
 pub use permit::{BoundCredential, Destination, Permit, PermitError};
 pub use proxy::{Egress, EgressError, Limits, pem_roots};

@@ -28,7 +28,7 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use zeroize::Zeroizing;
 
 use crate::ca::Ca;
-use crate::event::{ConnectionEvent, RequestKind, Verdict};
+use crate::event::{ConnectionEvent, Disposition, RequestKind};
 use crate::io::{Activity, Counters, Tracked};
 use crate::permit::{Host, Injection, Permit};
 use crate::scan::{BoxError, OnMatch, Scanned, Tally, Watch, find, replace_all};
@@ -285,7 +285,7 @@ fn asked_authority(uri: &Uri) -> String {
 fn nothing_sent(
     destination: String,
     kind: RequestKind,
-    verdict: Verdict,
+    verdict: Disposition,
     started: Instant,
 ) -> ConnectionEvent {
     ConnectionEvent {
@@ -564,7 +564,7 @@ impl Served {
         self.record(nothing_sent(
             destination,
             kind,
-            Verdict::Refused(reason),
+            Disposition::Refused(reason),
             started,
         ));
         text(status, body)
@@ -576,12 +576,12 @@ impl Served {
         &self,
         target: &Target,
         kind: RequestKind,
-        verdict: Verdict,
+        verdict: Disposition,
         started: Instant,
     ) -> Response<ProxyBody> {
         let status = match verdict {
-            Verdict::Refused(_) => StatusCode::FORBIDDEN,
-            Verdict::Allowed | Verdict::Failed(_) => StatusCode::BAD_GATEWAY,
+            Disposition::Refused(_) => StatusCode::FORBIDDEN,
+            Disposition::Allowed | Disposition::Failed(_) => StatusCode::BAD_GATEWAY,
         };
         let body = format!("praxis egress: {}\n", reason_of(&verdict));
         self.record(nothing_sent(target.to_string(), kind, verdict, started));
@@ -629,7 +629,7 @@ impl Served {
                     self.record(nothing_sent(
                         String::new(),
                         RequestKind::Malformed,
-                        Verdict::Refused(format!("not an HTTP request: {e}")),
+                        Disposition::Refused(format!("not an HTTP request: {e}")),
                         started,
                     ));
                 }
@@ -723,9 +723,9 @@ impl Served {
             reporter.record(ConnectionEvent {
                 destination,
                 kind,
-                verdict: refused
-                    .get()
-                    .map_or(Verdict::Allowed, |why| Verdict::Refused(why.clone())),
+                verdict: refused.get().map_or(Disposition::Allowed, |why| {
+                    Disposition::Refused(why.clone())
+                }),
                 bytes_up,
                 bytes_down,
                 duration: started.elapsed(),
@@ -774,7 +774,7 @@ impl Served {
             Some(ca) if !credentials.is_empty() => match ca.server_config(&target.host) {
                 Ok(config) => Some(config),
                 Err(e) => {
-                    let verdict = Verdict::Failed(format!("no certificate for {target}: {e}"));
+                    let verdict = Disposition::Failed(format!("no certificate for {target}: {e}"));
                     return self.unreachable(&target, kind, verdict, started);
                 }
             },
@@ -811,7 +811,7 @@ impl Served {
             this.record(ConnectionEvent {
                 destination: upstream.target.to_string(),
                 kind: RequestKind::Connect,
-                verdict: outcome.map_or_else(Verdict::Failed, |()| Verdict::Allowed),
+                verdict: outcome.map_or_else(Disposition::Failed, |()| Disposition::Allowed),
                 bytes_up,
                 bytes_down,
                 duration: started.elapsed(),
@@ -960,7 +960,7 @@ impl Served {
             self.record(nothing_sent(
                 target.to_string(),
                 kind,
-                Verdict::Refused(reason.clone()),
+                Disposition::Refused(reason.clone()),
                 started,
             ));
         }
@@ -974,19 +974,21 @@ impl Served {
     /// metadata endpoint. An IP-literal grant is taken as meant, except
     /// that this machine is reached only on the permit's loopback ports,
     /// whatever was granted.
-    async fn dial(&self, upstream: &Upstream) -> Result<Tracked<TcpStream>, Verdict> {
+    async fn dial(&self, upstream: &Upstream) -> Result<Tracked<TcpStream>, Disposition> {
         let target = &upstream.target;
         let attempt = async {
             let addresses: Vec<SocketAddr> = match &target.host {
                 Host::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],
                 Host::Name(name) => tokio::net::lookup_host((name.as_str(), target.port))
                     .await
-                    .map_err(|e| Verdict::Failed(format!("cannot resolve {}: {e}", target.host)))?
+                    .map_err(|e| {
+                        Disposition::Failed(format!("cannot resolve {}: {e}", target.host))
+                    })?
                     .collect(),
             };
             let usable = usable_addresses(&target.host, addresses);
             if usable.is_empty() {
-                return Err(Verdict::Refused(format!(
+                return Err(Disposition::Refused(format!(
                     "{} resolves only to addresses of this machine or its link, which only `localhost` or an IP-literal grant may reach",
                     target.host
                 )));
@@ -996,7 +998,7 @@ impl Served {
                     .iter()
                     .any(|a| is_this_machine(a.ip().to_canonical()))
             {
-                return Err(Verdict::Refused(format!(
+                return Err(Disposition::Refused(format!(
                     "{target} is port {} of this machine, which is not open to commands (the operator opens one with `[loopback] ports`)",
                     target.port
                 )));
@@ -1011,7 +1013,7 @@ impl Served {
                     Err(e) => last = Some(e),
                 }
             }
-            Err(Verdict::Failed(format!(
+            Err(Disposition::Failed(format!(
                 "cannot connect to {target}: {}",
                 last.map(|e| e.to_string()).unwrap_or_default()
             )))
@@ -1019,7 +1021,9 @@ impl Served {
         let stream = tokio::time::timeout(self.shared.limits.connect_timeout, attempt)
             .await
             .unwrap_or_else(|_| {
-                Err(Verdict::Failed(format!("connecting to {target} timed out")))
+                Err(Disposition::Failed(format!(
+                    "connecting to {target} timed out"
+                )))
             })?;
         Ok(Tracked::new(
             stream,
@@ -1030,7 +1034,10 @@ impl Served {
 
     /// Dials and opens an HTTP/1.1 client connection (over verified TLS when
     /// `upstream.tls`); the driver must be polled for it to make progress.
-    async fn open(&self, upstream: &Upstream) -> Result<(SendRequest<ProxyBody>, Driver), Verdict> {
+    async fn open(
+        &self,
+        upstream: &Upstream,
+    ) -> Result<(SendRequest<ProxyBody>, Driver), Disposition> {
         let stream = self.dial(upstream).await?;
         if !upstream.tls {
             return handshake(stream, &upstream.target).await;
@@ -1039,14 +1046,14 @@ impl Served {
         let name = match &target.host {
             Host::Ip(ip) => ServerName::IpAddress((*ip).into()),
             Host::Name(name) => ServerName::try_from(name.clone())
-                .map_err(|e| Verdict::Failed(format!("{target}: {e}")))?,
+                .map_err(|e| Disposition::Failed(format!("{target}: {e}")))?,
         };
         let tls = self
             .shared
             .upstream_tls
             .connect(name, stream)
             .await
-            .map_err(|e| Verdict::Failed(format!("TLS to {target}: {e}")))?;
+            .map_err(|e| Disposition::Failed(format!("TLS to {target}: {e}")))?;
         handshake(tls, target).await
     }
 }
@@ -1061,13 +1068,16 @@ enum Tunnel {
     },
 }
 
-async fn handshake<IO>(io: IO, target: &Target) -> Result<(SendRequest<ProxyBody>, Driver), Verdict>
+async fn handshake<IO>(
+    io: IO,
+    target: &Target,
+) -> Result<(SendRequest<ProxyBody>, Driver), Disposition>
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
-        .map_err(|e| Verdict::Failed(format!("HTTP to {target}: {e}")))?;
+        .map_err(|e| Disposition::Failed(format!("HTTP to {target}: {e}")))?;
     Ok((
         sender,
         Box::pin(async move {
@@ -1100,10 +1110,10 @@ fn is_this_machine_or_link(ip: IpAddr) -> bool {
         }
 }
 
-fn reason_of(verdict: &Verdict) -> String {
+fn reason_of(verdict: &Disposition) -> String {
     match verdict {
-        Verdict::Allowed => String::new(),
-        Verdict::Refused(reason) | Verdict::Failed(reason) => reason.clone(),
+        Disposition::Allowed => String::new(),
+        Disposition::Refused(reason) | Disposition::Failed(reason) => reason.clone(),
     }
 }
 

@@ -11,7 +11,8 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use praxis_egress::{
-    BoundCredential, Ca, ConnectionEvent, Destination, Egress, Limits, Permit, RequestKind, Verdict,
+    BoundCredential, Ca, ConnectionEvent, Destination, Disposition, Egress, Limits, Permit,
+    RequestKind,
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
@@ -210,7 +211,7 @@ async fn granted_plain_http_reaches_its_host_in_origin_form() {
     let event = proxy.event().await;
     assert_eq!(event.destination, host.to_string());
     assert_eq!(event.kind, RequestKind::Http("GET".into()));
-    assert_eq!(event.verdict, Verdict::Allowed);
+    assert_eq!(event.verdict, Disposition::Allowed);
     assert!(event.bytes_up > 0 && event.bytes_down > 0, "{event:?}");
     assert!(event.credentials.is_empty());
 }
@@ -231,7 +232,7 @@ async fn granted_connect_tunnels_bytes_to_its_host() {
     drop(tunnel);
     let event = proxy.event().await;
     assert_eq!(event.kind, RequestKind::Connect);
-    assert_eq!(event.verdict, Verdict::Allowed);
+    assert_eq!(event.verdict, Disposition::Allowed);
     assert!(!event.intercepted);
     assert!(event.bytes_up >= 50 && event.bytes_down > 0, "{event:?}");
 }
@@ -248,7 +249,10 @@ async fn ungranted_destinations_are_refused_with_403_and_an_event() {
     assert!(answer.contains(&other.to_string()) && answer.contains("praxis approve"));
     let event = proxy.event().await;
     assert_eq!(event.destination, other.to_string());
-    assert!(matches!(event.verdict, Verdict::Refused(_)), "{event:?}");
+    assert!(
+        matches!(event.verdict, Disposition::Refused(_)),
+        "{event:?}"
+    );
     assert_eq!((event.bytes_up, event.bytes_down), (0, 0));
 
     let connect = format!("CONNECT {other} HTTP/1.1\r\nHost: {other}\r\nConnection: close\r\n\r\n");
@@ -256,7 +260,7 @@ async fn ungranted_destinations_are_refused_with_403_and_an_event() {
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
     let event = proxy.event().await;
     assert_eq!(event.kind, RequestKind::Connect);
-    assert!(matches!(event.verdict, Verdict::Refused(_)));
+    assert!(matches!(event.verdict, Disposition::Refused(_)));
 
     // The same host by another name is another destination.
     let by_name = format!("localhost:{}", granted.port());
@@ -276,7 +280,7 @@ async fn requests_that_are_not_proxy_requests_get_400() {
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     let event = proxy.event().await;
     assert_eq!(event.kind, RequestKind::Malformed);
-    assert!(matches!(event.verdict, Verdict::Refused(_)));
+    assert!(matches!(event.verdict, Disposition::Refused(_)));
 
     let origin_form = "GET /etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     assert!(
@@ -285,12 +289,18 @@ async fn requests_that_are_not_proxy_requests_get_400() {
             .await
             .starts_with("HTTP/1.1 400")
     );
-    assert!(matches!(proxy.event().await.verdict, Verdict::Refused(_)));
+    assert!(matches!(
+        proxy.event().await.verdict,
+        Disposition::Refused(_)
+    ));
 
     let https =
         format!("GET https://{host}/ HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
     assert!(proxy.exchange(&https).await.starts_with("HTTP/1.1 400"));
-    assert!(matches!(proxy.event().await.verdict, Verdict::Refused(_)));
+    assert!(matches!(
+        proxy.event().await.verdict,
+        Disposition::Refused(_)
+    ));
 }
 
 #[tokio::test]
@@ -311,7 +321,7 @@ async fn the_secret_goes_only_into_its_header_at_the_bound_host_and_never_comes_
     assert!(!answer.contains(SECRET), "{answer}");
     let event = proxy.event().await;
     assert_eq!(event.credentials, vec!["gh".to_string()]);
-    assert_eq!(event.verdict, Verdict::Allowed);
+    assert_eq!(event.verdict, Disposition::Allowed);
     assert_eq!(event.masked, 1, "{event:?}");
 
     // Another host gets the placeholder as written, never the secret.
@@ -362,7 +372,7 @@ async fn a_placeholder_outside_its_header_is_refused_at_the_bound_host() {
         assert!(!answer.contains(SECRET), "{answer}");
         let event = proxy.event().await;
         assert!(
-            matches!(&event.verdict, Verdict::Refused(why) if why.contains(place)),
+            matches!(&event.verdict, Disposition::Refused(why) if why.contains(place)),
             "{event:?}"
         );
     }
@@ -444,7 +454,10 @@ async fn an_encoded_response_from_a_bound_host_is_refused() {
     let answer = proxy.exchange(&get_bound(host, "/")).await;
     assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
     assert!(answer.contains("content-encoding"), "{answer}");
-    assert!(matches!(proxy.event().await.verdict, Verdict::Refused(_)));
+    assert!(matches!(
+        proxy.event().await.verdict,
+        Disposition::Refused(_)
+    ));
 }
 
 /// A GET to a bound host with the placeholder where it belongs.
@@ -494,11 +507,17 @@ async fn this_machine_is_reached_only_on_open_ports_whatever_is_granted() {
             .await;
         assert!(answer.starts_with("HTTP/1.1 403"), "{target}: {answer}");
         assert!(answer.contains(&format!("port {port}")), "{answer}");
-        assert!(matches!(proxy.event().await.verdict, Verdict::Refused(_)));
+        assert!(matches!(
+            proxy.event().await.verdict,
+            Disposition::Refused(_)
+        ));
         let connect =
             format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n");
         assert!(proxy.exchange(&connect).await.starts_with("HTTP/1.1 403"));
-        assert!(matches!(proxy.event().await.verdict, Verdict::Refused(_)));
+        assert!(matches!(
+            proxy.event().await.verdict,
+            Disposition::Refused(_)
+        ));
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
 
@@ -512,7 +531,7 @@ async fn this_machine_is_reached_only_on_open_ports_whatever_is_granted() {
     .await;
     let answer = proxy.exchange(&get(host, "/ok")).await;
     assert!(answer.contains("GET /ok\n"), "{answer}");
-    assert_eq!(proxy.event().await.verdict, Verdict::Allowed);
+    assert_eq!(proxy.event().await.verdict, Disposition::Allowed);
 }
 
 #[tokio::test]
@@ -557,7 +576,7 @@ async fn tls_to_a_bound_host_is_intercepted_carries_the_secret_and_masks_its_ech
         drop(tls);
         let event = proxy.event().await;
         assert!(event.intercepted, "{event:?}");
-        assert_eq!(event.verdict, Verdict::Allowed);
+        assert_eq!(event.verdict, Disposition::Allowed);
         assert_eq!(event.credentials, vec!["gh".to_string()]);
         assert_eq!(event.masked, 1);
     }
@@ -574,7 +593,10 @@ async fn an_unverifiable_upstream_is_a_502_not_a_silent_pass() {
     let connect = format!("CONNECT {host} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
     let answer = proxy.exchange(&connect).await;
     assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
-    assert!(matches!(proxy.event().await.verdict, Verdict::Failed(_)));
+    assert!(matches!(
+        proxy.event().await.verdict,
+        Disposition::Failed(_)
+    ));
 }
 
 #[tokio::test]
@@ -645,7 +667,7 @@ async fn an_idle_tunnel_is_closed_and_still_reported() {
     let mut rest = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(10), tunnel.read_to_end(&mut rest)).await;
     assert!(read.is_ok(), "the idle tunnel was not closed");
-    assert_eq!(proxy.event().await.verdict, Verdict::Allowed);
+    assert_eq!(proxy.event().await.verdict, Disposition::Allowed);
 }
 
 #[tokio::test]

@@ -13,6 +13,8 @@
 //! - [`event`], [`inspect`], [`replay`], [`metrics`]: history and what is
 //!   computed from it.
 
+#![forbid(unsafe_code)]
+
 pub mod contract;
 pub mod event;
 pub mod inspect;

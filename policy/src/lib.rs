@@ -9,6 +9,8 @@
 //! fills a [`Context`] (including [`Analysis::programs`] resolved on `PATH`),
 //! then [`Policy::decide`] returns the [`Decision`].
 
+#![forbid(unsafe_code)]
+
 pub mod classify;
 pub mod context;
 pub mod decision;

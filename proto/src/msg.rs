@@ -2,24 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What the boundary decided, as it travels on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Verdict {
-    Allow,
-    Hold,
-    Stop,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Allow => "ALLOW",
-            Verdict::Hold => "HOLD",
-            Verdict::Stop => "STOP",
-        }
-    }
-}
+use crate::verdict::{Profile, Verdict};
 
 /// The command of a request: an argv, or a shell string run with the configured shell.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,7 +140,7 @@ pub struct DecisionFrame {
     pub tier: String,
     pub reason: String,
     pub rule_ids: Vec<String>,
-    pub profile: String,
+    pub profile: Profile,
     /// For HOLD: the operator command that would approve it.
     pub approve_with: Option<String>,
     /// For a HOLD judged for an attended runtime: the one-time token that

@@ -246,7 +246,7 @@ fn fail(report_fd: RawFd, stage: Stage, err: i32) -> ! {
 /// # Safety
 /// Raw system calls on stack data only; to be called in the cloned child.
 unsafe fn net_listeners(net: &NetNs<'_>, lo_up: bool) -> Result<(), (Stage, i32)> {
-    // SAFETY (whole block): raw system calls on stack values.
+    // SAFETY: (whole block) raw system calls on stack values.
     unsafe {
         if !lo_up {
             crate::netns::loopback_up().map_err(|errno| (Stage::Loopback, errno))?;
@@ -267,7 +267,7 @@ unsafe fn listen_and_hand_over(
     addr: &libc::sockaddr_in,
     handoff_fd: RawFd,
 ) -> Result<(), (Stage, i32)> {
-    // SAFETY (whole block): raw system calls on stack values; the
+    // SAFETY: (whole block) raw system calls on stack values; the
     // descriptor opened here is closed here.
     unsafe {
         let listener = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
@@ -320,7 +320,7 @@ unsafe fn listen_and_hand_over(
 /// Raw system calls on prepared data only; to be called in the cloned
 /// child, in its own mount namespace.
 unsafe fn private_tmp(fd: RawFd, tmp: &crate::private_tmp::TmpPlan) {
-    // SAFETY (whole block): raw system calls on prepared C strings and
+    // SAFETY: (whole block) raw system calls on prepared C strings and
     // stack values; every descriptor opened here is closed here.
     unsafe {
         let check = |stage, ok: bool| {
@@ -384,7 +384,7 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
             fail(fd, stage, errno());
         }
     };
-    // SAFETY (whole block): every call is a raw system call or an
+    // SAFETY: (whole block) every call is a raw system call or an
     // async-signal-safe libc wrapper, on pointers to stack values or to
     // data the parent keeps alive until the exec.
     unsafe {

@@ -34,7 +34,7 @@ pub(crate) const PROBES: [(i32, &str); 8] = [
 /// above stdio that stays open.
 pub(crate) fn run(args: &ProbeArgs, report_fd: RawFd) -> i32 {
     let mut bits = 0;
-    // SAFETY (whole block): raw system calls on stack data and on C strings
+    // SAFETY: (whole block) raw system calls on stack data and on C strings
     // the parent keeps alive; descriptors opened here are closed here.
     unsafe {
         // The probes run before any exec, so the parent's descriptors (its

@@ -193,6 +193,7 @@ pub const SOCKET_ENV_PREFIX: &str = "PRAXIS_SOCKET_";
 pub use filter::FilterError;
 pub use fs_rules::RulesError;
 pub use pins::PinError;
+pub use praxis_proto::Profile;
 pub use private_tmp::PrivateTmp;
 pub use probe::{SelfTestReport, Support, self_test, support};
 pub use process::{
@@ -202,29 +203,6 @@ pub use spare::{discard_spare, keep_spares, make_spare};
 
 /// Minimum Landlock ABI: 6 brings the abstract-unix-socket and signal scopes.
 pub const MIN_LANDLOCK_ABI: i32 = 6;
-
-/// How much of the host a command may change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Profile {
-    /// Read (and execute) everything but secrets; write only the scratch dir
-    /// and the harmless devices.
-    ReadOnly,
-    /// Read-only plus the workspace and the existing tool caches writable.
-    WorkspaceWrite,
-    /// No Landlock filesystem rules; scopes, seccomp, rlimits still apply.
-    Full,
-}
-
-impl Profile {
-    /// The name used in policy files and in `PRAXIS_SANDBOX`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Profile::ReadOnly => "read-only",
-            Profile::WorkspaceWrite => "workspace-write",
-            Profile::Full => "full",
-        }
-    }
-}
 
 /// Resource limits applied to the child (soft and hard). Core dumps are always
 /// disabled. A value above the daemon's own hard limit is lowered to it.

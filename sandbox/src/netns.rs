@@ -45,7 +45,7 @@ pub(crate) fn make() -> Result<OwnedFd, SandboxError> {
 /// # Safety
 /// None beyond the calls' own: a socket and two ioctls on a local ifreq.
 pub(crate) unsafe fn loopback_up() -> Result<(), i32> {
-    // SAFETY (whole block): a socket and two ioctls on a live local
+    // SAFETY: (whole block) a socket and two ioctls on a live local
     // ifreq; the socket is closed before returning.
     unsafe {
         let ctl = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);

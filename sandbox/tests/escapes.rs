@@ -24,7 +24,7 @@ fn probe_helper() {
     let Ok(probe) = std::env::var(PROBE_VAR) else {
         return;
     };
-    // SAFETY (whole block): raw system calls on stack data; the forked child
+    // SAFETY: (whole block) raw system calls on stack data; the forked child
     // only pauses and is killed.
     let code = unsafe {
         match probe.as_str() {

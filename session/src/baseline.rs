@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::WorkKind;
 use crate::policy::{Backstop, BaselinePolicy};
-use crate::transition::WindowRecord;
+use crate::window::WindowRecord;
 
 /// Whose past windows a session learns from: the workspace it works in
 /// (the daemon names it: the repository root of its first action's working
@@ -179,7 +179,7 @@ mod tests {
     use super::*;
     use crate::policy::Risk;
     use crate::signal::Signal;
-    use crate::transition::WindowEnd;
+    use crate::window::WindowEnd;
 
     fn lineage(workspace: &str) -> Lineage {
         Lineage {

@@ -13,7 +13,8 @@ use crate::state::{
     CHANGED_FILES_KEPT, Mark, OpenCheckpoint, SessionState, Streak, Stretch, Window,
 };
 use crate::steer::Slot;
-use crate::transition::{Evidence, Outcome, SkipReason, Transition, WindowEnd, WindowRecord};
+use crate::transition::{Evidence, Outcome, SkipReason, Transition};
+use crate::window::{WindowEnd, WindowRecord};
 
 /// How many changed files a checkpoint offers for re-reading, and a steer names.
 const REREAD_OFFERED: usize = 8;

@@ -29,6 +29,8 @@
 //! assert!(outcome.steer().is_none());
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod baseline;
 pub mod detector;
 pub mod event;
@@ -37,6 +39,7 @@ pub mod signal;
 pub mod state;
 pub mod steer;
 pub mod transition;
+pub mod window;
 
 pub use baseline::{Baseline, Ledger, Lineage, Median, WindowSample, learn, teaches};
 pub use detector::Detector;
@@ -44,4 +47,5 @@ pub use event::{EventKind, HookEvent, Judgment, ScopeKey, Status, WorkKind};
 pub use policy::{Mechanism, MethodBlock, PolicyError, Posture, Risk, SessionPolicy};
 pub use signal::{SIGNALS, Signal, Telemetry};
 pub use state::SessionState;
-pub use transition::{Evidence, Outcome, SkipReason, Transition, WindowEnd, WindowRecord};
+pub use transition::{Evidence, Outcome, SkipReason, Transition};
+pub use window::{WindowEnd, WindowRecord};

@@ -9,7 +9,7 @@ use crate::baseline::{Baseline, Lineage};
 use crate::event::{ScopeKey, WorkKind};
 use crate::policy::{Backstop, Risk};
 use crate::signal::{Signal, Telemetry};
-use crate::transition::WindowRecord;
+use crate::window::WindowRecord;
 
 /// How many changed files a window remembers for the re-read checkpoint.
 pub(crate) const CHANGED_FILES_KEPT: usize = 32;

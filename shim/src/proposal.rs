@@ -205,7 +205,7 @@ mod tests {
             tier: String::from("external_side_effect"),
             reason: String::from("the rule said so"),
             rule_ids: Vec::new(),
-            profile: String::from("workspace-write"),
+            profile: praxis_proto::Profile::WorkspaceWrite,
             approve_with: (decision == Verdict::Hold).then(|| String::from("praxis approve r1")),
             approval_token: None,
             steer: None,

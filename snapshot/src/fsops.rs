@@ -5,7 +5,7 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 
 use nix::dir::Dir;
@@ -14,6 +14,7 @@ use nix::fcntl::{self, AtFlags, OFlag, OpenHow, ResolveFlag};
 use nix::sys::stat::{self, FileStat, Mode, SFlag};
 use nix::sys::time::TimeSpec;
 use nix::unistd::{self, UnlinkatFlags};
+use rustix::fs::ioctl_ficlone;
 
 use crate::SnapshotError;
 use crate::manifest::{Entry, Kind};
@@ -82,8 +83,6 @@ fn utf8<'a>(rel: &str, name: &'a OsStr) -> Result<&'a str, SnapshotError> {
     })
 }
 
-nix::ioctl_write_int!(ficlone, 0x94, 9);
-
 /// Copies the file at `rel` into a new file `name` in `dest`: a reflink where
 /// the filesystem shares blocks, else a copy. Returns the bytes kept.
 pub fn save_file(
@@ -100,9 +99,7 @@ pub fn save_file(
         Mode::from_bits_truncate(0o600),
     )
     .map_err(|e| SnapshotError::io(name, e))?;
-    // SAFETY: FICLONE reads the source descriptor number and changes only the
-    // destination file; both descriptors are open and owned here.
-    let cloned = unsafe { ficlone(out.as_raw_fd(), src.as_raw_fd() as u64) }.is_ok();
+    let cloned = ioctl_ficlone(&out, &src).is_ok();
     let mut src = File::from(src);
     let mut out = File::from(out);
     if cloned {
@@ -166,8 +163,7 @@ pub fn restore_file(
         Mode::from_bits_truncate(0o600),
     )
     .map_err(|e| SnapshotError::io(&entry.path, e))?;
-    // SAFETY: as in save_file; `blob` and `out` are open files owned here.
-    let cloned = unsafe { ficlone(out.as_raw_fd(), blob.as_raw_fd() as u64) }.is_ok();
+    let cloned = ioctl_ficlone(&out, &*blob).is_ok();
     let mut out = File::from(out);
     if !cloned {
         io::copy(blob, &mut out).map_err(|e| SnapshotError::io(&entry.path, e))?;

@@ -10,6 +10,8 @@
 //! `..` can take a capture or a restore outside the workspace. File contents
 //! are reflinked where the filesystem can, and copied otherwise.
 
+#![forbid(unsafe_code)]
+
 mod fsops;
 mod manifest;
 mod store;

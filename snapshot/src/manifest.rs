@@ -24,12 +24,27 @@ impl Scope {
     pub fn of_paths(workspace: &Path, paths: &[PathBuf]) -> Scope {
         let mut rel: Vec<String> = paths
             .iter()
-            .filter_map(|p| crate::walk::relative(workspace, p))
+            .filter_map(|p| relative(workspace, p))
             .collect();
         rel.sort();
         rel.dedup();
         Scope::Paths(rel)
     }
+}
+
+/// A path the daemon hands in, made relative to the workspace and checked:
+/// no `..`, no empty or `.` components (the workspace itself is `""`).
+pub fn relative(workspace: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(workspace).ok()?;
+    let mut parts = Vec::new();
+    for part in rel.components() {
+        match part {
+            std::path::Component::Normal(p) => parts.push(p.to_str()?),
+            std::path::Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    Some(parts.join("/"))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

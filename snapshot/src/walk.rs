@@ -97,18 +97,3 @@ fn walk_ignoring(
     }
     Ok(())
 }
-
-/// A path the daemon hands in, made relative to the workspace and checked:
-/// no `..`, no empty or `.` components (the workspace itself is `""`).
-pub fn relative(workspace: &Path, path: &Path) -> Option<String> {
-    let rel = path.strip_prefix(workspace).ok()?;
-    let mut parts = Vec::new();
-    for part in rel.components() {
-        match part {
-            std::path::Component::Normal(p) => parts.push(p.to_str()?),
-            std::path::Component::CurDir => {}
-            _ => return None,
-        }
-    }
-    Some(parts.join("/"))
-}

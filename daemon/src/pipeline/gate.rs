@@ -179,15 +179,15 @@ impl Trail {
 
 /// The decision frame for the client. HOLD names the operator command that
 /// would approve it.
-pub fn decision_frame(trail: &Trail, verdict: praxis_proto::Verdict, r: &Refusal) -> DecisionFrame {
+pub fn decision_frame(trail: &Trail, verdict: Verdict, r: &Refusal) -> DecisionFrame {
     DecisionFrame {
         request_id: trail.request_id.clone(),
         decision: verdict,
         tier: r.tier.as_str().to_owned(),
         reason: r.reason.clone(),
         rule_ids: r.rule_ids.clone(),
-        profile: r.profile.as_str().to_owned(),
-        approve_with: (verdict == praxis_proto::Verdict::Hold && r.approvable)
+        profile: r.profile,
+        approve_with: (verdict == Verdict::Hold && r.approvable)
             .then(|| format!("praxis approve {}", trail.request_id)),
         approval_token: None,
         steer: None,

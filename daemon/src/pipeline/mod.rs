@@ -161,14 +161,10 @@ pub async fn run(
         }
         Gate::Held(held) => {
             let refusal = held.into_refusal();
-            refuse(daemon, writer, &trail, praxis_proto::Verdict::Hold, refusal).await
+            refuse(daemon, writer, &trail, Verdict::Hold, refusal).await
         }
-        Gate::Hold(refusal) => {
-            refuse(daemon, writer, &trail, praxis_proto::Verdict::Hold, refusal).await
-        }
-        Gate::Stop(refusal) => {
-            refuse(daemon, writer, &trail, praxis_proto::Verdict::Stop, refusal).await
-        }
+        Gate::Hold(refusal) => refuse(daemon, writer, &trail, Verdict::Hold, refusal).await,
+        Gate::Stop(refusal) => refuse(daemon, writer, &trail, Verdict::Stop, refusal).await,
     }
 }
 
@@ -514,15 +510,9 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
 }
 
 /// Answers a HOLD or STOP: the decision frame is the whole reply.
-async fn refuse(
-    daemon: &Daemon,
-    writer: &mut Writer,
-    trail: &Trail,
-    verdict: praxis_proto::Verdict,
-    r: Refusal,
-) {
+async fn refuse(daemon: &Daemon, writer: &mut Writer, trail: &Trail, verdict: Verdict, r: Refusal) {
     let counter = match verdict {
-        praxis_proto::Verdict::Stop => &daemon.counters.stopped,
+        Verdict::Stop => &daemon.counters.stopped,
         _ => &daemon.counters.held,
     };
     counter.fetch_add(1, Ordering::Relaxed);

@@ -2,7 +2,7 @@
 //! ended, or why it never started. Output is recorded as byte counts and a
 //! digest only.
 
-use praxis_egress::{ConnectionEvent, RequestKind, Verdict};
+use praxis_egress::{ConnectionEvent, Disposition, RequestKind};
 
 use crate::audit::{Durability, Event, EventKind, Queued};
 use crate::errors;
@@ -28,9 +28,9 @@ pub async fn started(daemon: &Daemon, trail: &Trail, child_pid: i32) {
 /// header.
 pub async fn egress(daemon: &Daemon, trail: &Trail, event: ConnectionEvent) {
     let (verdict, reason) = match &event.verdict {
-        Verdict::Allowed => ("allowed", None),
-        Verdict::Refused(why) => ("refused", Some(why.clone())),
-        Verdict::Failed(why) => ("failed", Some(why.clone())),
+        Disposition::Allowed => ("allowed", None),
+        Disposition::Refused(why) => ("refused", Some(why.clone())),
+        Disposition::Failed(why) => ("failed", Some(why.clone())),
     };
     let kind = match &event.kind {
         RequestKind::Connect => String::from("CONNECT"),

@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 
-use crate::Tier;
+use crate::{Tier, Verdict};
 
 /// `patterns.toml`: the built-in review surface.
 #[derive(Debug, Deserialize)]
@@ -417,12 +418,21 @@ pub struct FlagSpec {
     pub not_sub: Vec<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RuleDecision {
-    Stop,
-    Hold,
-    Allow,
+/// A rule's decision, which rule files spell in lower case (`decision = "hold"`).
+fn lowercase_verdict<'de, D: Deserializer<'de>>(d: D) -> Result<Verdict, D::Error> {
+    let word = String::deserialize(d)?;
+    match word.as_str() {
+        "stop" => Ok(Verdict::Stop),
+        "hold" => Ok(Verdict::Hold),
+        "allow" => Ok(Verdict::Allow),
+        _ => Err(D::Error::unknown_variant(&word, &["stop", "hold", "allow"])),
+    }
+}
+
+fn lowercase_verdict_if_given<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Verdict>, D::Error> {
+    lowercase_verdict(d).map(Some)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -471,7 +481,8 @@ pub struct Preconditions {
 #[serde(deny_unknown_fields)]
 pub struct RuleSpec {
     pub id: String,
-    pub decision: RuleDecision,
+    #[serde(deserialize_with = "lowercase_verdict")]
+    pub decision: Verdict,
     pub reason: String,
     #[serde(default)]
     pub program: Vec<String>,
@@ -526,8 +537,8 @@ pub struct RuleSpec {
     #[serde(default)]
     pub preconditions: Option<Preconditions>,
     /// Decision when a precondition fails (HOLD unless stated).
-    #[serde(default)]
-    pub on_precondition_failure: Option<RuleDecision>,
+    #[serde(default, deserialize_with = "lowercase_verdict_if_given")]
+    pub on_precondition_failure: Option<Verdict>,
     #[serde(default, rename = "match")]
     pub matches: Vec<String>,
     #[serde(default)]
@@ -633,6 +644,29 @@ mod tests {
         assert_eq!(
             parse::<OperatorFile>("policy.toml", bad).unwrap_err().line,
             4
+        );
+    }
+
+    #[test]
+    fn a_rule_decision_is_spelled_in_lower_case() {
+        let rule = |decision: &str, failure: &str| {
+            format!("[[rule]]\nid = \"r\"\ndecision = \"{decision}\"\nreason = \"why\"\n{failure}")
+        };
+        let parsed: OperatorFile = parse("policy.toml", &rule("stop", "")).unwrap();
+        assert_eq!(parsed.rules[0].decision, Verdict::Stop);
+        assert_eq!(parsed.rules[0].on_precondition_failure, None);
+        let failure = "on_precondition_failure = \"allow\"\n";
+        let parsed: OperatorFile = parse("policy.toml", &rule("hold", failure)).unwrap();
+        assert_eq!(parsed.rules[0].decision, Verdict::Hold);
+        assert_eq!(
+            parsed.rules[0].on_precondition_failure,
+            Some(Verdict::Allow)
+        );
+        let err = parse::<OperatorFile>("policy.toml", &rule("HOLD", "")).unwrap_err();
+        assert_eq!(err.line, 3, "{err}");
+        assert_eq!(
+            err.message,
+            "unknown variant `HOLD`, expected one of `stop`, `hold`, `allow`"
         );
     }
 }

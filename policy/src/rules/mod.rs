@@ -19,7 +19,7 @@ use crate::classify::{Access, Fact, Facts, PathUse};
 use crate::context::Context;
 use crate::decision::Destination;
 use crate::{Profile, Tier, Verdict};
-use config::{AccessSpec, BranchOf, Cover, Preconditions, RuleDecision, RuleSpec};
+use config::{AccessSpec, BranchOf, Cover, Preconditions, RuleSpec};
 
 /// A compiled rule.
 #[derive(Clone, Debug)]
@@ -73,14 +73,6 @@ pub(crate) fn socket_path(entry: &str) -> Result<PathBuf, String> {
     }
 }
 
-fn verdict(d: RuleDecision) -> Verdict {
-    match d {
-        RuleDecision::Stop => Verdict::Stop,
-        RuleDecision::Hold => Verdict::Hold,
-        RuleDecision::Allow => Verdict::Allow,
-    }
-}
-
 fn access_bits(a: AccessSpec) -> u8 {
     let change = Access::Create.bit()
         | Access::Write.bit()
@@ -129,7 +121,7 @@ impl Rule {
             .iter()
             .map(|e| socket_path(e))
             .collect::<Result<Vec<_>, _>>()?;
-        if !sockets.is_empty() && spec.decision != RuleDecision::Hold {
+        if !sockets.is_empty() && spec.decision != Verdict::Hold {
             return Err(
                 "`sockets` marks HOLD rules only: a socket is granted by an operator's approval"
                     .to_owned(),
@@ -159,12 +151,12 @@ impl Rule {
         if spec.matches.is_empty() {
             return Err("a rule needs at least one `match` example".to_owned());
         }
-        if spec.not_relaxable && spec.decision != RuleDecision::Hold {
+        if spec.not_relaxable && spec.decision != Verdict::Hold {
             return Err(
                 "`not_relaxable` marks HOLD rules only (memory never relaxes a STOP)".to_owned(),
             );
         }
-        if !spec.covers.is_empty() && spec.decision != RuleDecision::Allow {
+        if !spec.covers.is_empty() && spec.decision != Verdict::Allow {
             return Err("`covers` says what an ALLOW rule speaks for; STOP and HOLD rules decide the whole command".to_owned());
         }
         let connect = match &spec.connect {
@@ -181,7 +173,7 @@ impl Rule {
         };
         Ok(Rule {
             id: spec.id.clone(),
-            verdict: verdict(spec.decision),
+            verdict: spec.decision,
             reason: spec.reason.clone(),
             programs: spec.program.clone(),
             subcommands: spec
@@ -206,7 +198,7 @@ impl Rule {
             covers: spec.covers.clone(),
             roles: spec.roles.clone(),
             preconditions: spec.preconditions.clone(),
-            on_failure: spec.on_precondition_failure.map_or(Verdict::Hold, verdict),
+            on_failure: spec.on_precondition_failure.unwrap_or(Verdict::Hold),
             matches: spec.matches.clone(),
             not_matches: spec.not_match.clone(),
             not_relaxable: spec.not_relaxable,

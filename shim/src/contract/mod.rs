@@ -9,7 +9,7 @@ mod strict;
 
 use std::collections::BTreeMap;
 
-use praxis_proto::{NoteRequest, Verdict as ProtoVerdict};
+use praxis_proto::{NoteRequest, Verdict};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -288,7 +288,7 @@ impl Contract {
 /// The verdict on a plan as `praxis-run plan` prints it, and its exit status.
 #[must_use]
 #[derive(Debug)]
-pub struct Verdict {
+pub struct PlanReport {
     pub json: Value,
     pub code: i32,
 }
@@ -297,8 +297,8 @@ pub struct Verdict {
 /// audit log. Valid: ALLOW, exit 0. Vetoed: STOP naming the offending path,
 /// exit 126. A plan that cannot be audited, or an unknown contract: HOLD,
 /// exit 125, never ALLOW.
-pub fn plan(id: &str, text: &str, caller: &Caller) -> Verdict {
-    let hold = |reason: String| Verdict {
+pub fn plan(id: &str, text: &str, caller: &Caller) -> PlanReport {
+    let hold = |reason: String| PlanReport {
         json: serde_json::json!({
             "decision": "HOLD",
             "execution_prevented": true,
@@ -319,14 +319,14 @@ pub fn plan(id: &str, text: &str, caller: &Caller) -> Verdict {
         Ok(n) => {
             detail.insert("actions".into(), (*n).into());
             (
-                ProtoVerdict::Allow,
+                Verdict::Allow,
                 format!("the plan satisfies {}", contract.title),
             )
         }
         Err(veto) => {
             detail.insert("veto".into(), veto.code.clone().into());
             detail.insert("path".into(), veto.path.clone().into());
-            (ProtoVerdict::Stop, veto.reason.clone())
+            (Verdict::Stop, veto.reason.clone())
         }
     };
     let recorded = judge::note(NoteRequest {
@@ -340,7 +340,7 @@ pub fn plan(id: &str, text: &str, caller: &Caller) -> Verdict {
     })
     .map(drop);
     match (checked, recorded) {
-        (Ok(n), Ok(())) => Verdict {
+        (Ok(n), Ok(())) => PlanReport {
             json: serde_json::json!({
                 "decision": "ALLOW",
                 "contract": id,
@@ -351,7 +351,7 @@ pub fn plan(id: &str, text: &str, caller: &Caller) -> Verdict {
             code: 0,
         },
         (Ok(_), Err(e)) => hold(format!("the plan is valid but could not be audited: {e}")),
-        (Err(veto), recorded) => Verdict {
+        (Err(veto), recorded) => PlanReport {
             json: serde_json::json!({
                 "decision": "STOP",
                 "veto": veto.code,

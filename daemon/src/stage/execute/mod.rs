@@ -42,14 +42,6 @@ use refusals::{Reach, Refusals};
 /// (without a cgroup, a process that left the group can hold a pipe open).
 const DRAIN: Duration = Duration::from_millis(200);
 
-fn sandbox_profile(profile: Profile) -> praxis_sandbox::Profile {
-    match profile {
-        Profile::ReadOnly => praxis_sandbox::Profile::ReadOnly,
-        Profile::WorkspaceWrite => praxis_sandbox::Profile::WorkspaceWrite,
-        Profile::Full => praxis_sandbox::Profile::Full,
-    }
-}
-
 /// The variables that point the command's programs at its socket relays
 /// (`[[socket]]`), one relay port each, in the order of the grants.
 fn socket_env(permit: &Permit, relay_ports: &[u16]) -> Vec<(String, String)> {
@@ -114,7 +106,7 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
     let socket_relays = praxis_sandbox::relay_ports(permit.decision.grants.sockets.len());
     let socket_env = socket_env(permit, &socket_relays);
     praxis_sandbox::Spec {
-        profile: sandbox_profile(permit.decision.profile),
+        profile: permit.decision.profile,
         network: if permit.decision.network() {
             praxis_sandbox::Network::Proxied { port: None }
         } else {
@@ -536,7 +528,7 @@ pub async fn run(
             let refused = Arc::clone(&refused);
             let on_egress = Arc::clone(&on_egress);
             let sink = move |event: ConnectionEvent| {
-                if matches!(event.verdict, praxis_egress::Verdict::Refused(_)) {
+                if matches!(event.verdict, praxis_egress::Disposition::Refused(_)) {
                     let mut refused = refused.lock().unwrap_or_else(|p| p.into_inner());
                     if !refused.contains(&event.destination) && refused.len() < MAX_NAMED {
                         refused.push(event.destination.clone());
