@@ -61,19 +61,41 @@ fn the_corpus_covers_every_decision() {
 /// it stays (`false_block`), or says why it is not ordinary work (`by_design`).
 #[test]
 fn agent_traffic_is_held_at_most_one_percent_of_the_time() {
+    judge_agent_traffic("agent_traffic.toml", 400, 0.01);
+}
+
+/// Commands real agents ran in public trajectories
+/// (`tests/corpus/agent_trajectories.toml`, sources named in its header): at
+/// most 2% of the ordinary ones are held, each held one says why, and none held
+/// by design is allowed.
+#[test]
+fn public_agent_trajectories_are_held_at_most_two_percent_of_the_time() {
+    judge_agent_traffic("agent_trajectories.toml", 1000, 0.02);
+}
+
+/// Judges the agent traffic of `file` (at least `min_cases` commands) with the
+/// built-in policy; fails when more than `max_rate` of its ordinary commands
+/// are held, when a hold is not listed with its reason, or when a command
+/// listed as held is allowed.
+fn judge_agent_traffic(file: &str, min_cases: usize, max_rate: f64) {
     let policy = Policy::builtin().unwrap_or_else(|e| panic!("{e}"));
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/agent_traffic.toml");
-    let text = fs::read_to_string(&file).unwrap();
-    let outcomes =
-        cases::run(&policy, "agent_traffic.toml", &text).unwrap_or_else(|e| panic!("{e}"));
-    assert!(outcomes.len() >= 400, "only {} commands", outcomes.len());
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/corpus")
+        .join(file);
+    let text = fs::read_to_string(&path).unwrap();
+    let outcomes = cases::run(&policy, file, &text).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        outcomes.len() >= min_cases,
+        "only {} commands",
+        outcomes.len()
+    );
     let mut unlisted = Vec::new();
     let (mut ordinary, mut false_blocks, mut by_design) = (0usize, Vec::new(), 0usize);
     for o in &outcomes {
         let blocked = o.decision != Verdict::Allow;
         let listed = o.case.false_block.is_some() || o.case.by_design.is_some();
         if blocked != listed {
-            unlisted.push(o.describe("agent_traffic.toml"));
+            unlisted.push(o.describe(file));
         }
         if o.case.by_design.is_some() {
             by_design += 1;
@@ -97,12 +119,12 @@ fn agent_traffic_is_held_at_most_one_percent_of_the_time() {
     );
     let rate = false_blocks.len() as f64 / ordinary as f64;
     eprintln!(
-        "agent traffic: {} of {ordinary} ordinary commands held ({:.2}%)",
+        "{file}: {} of {ordinary} ordinary commands held ({:.2}%)",
         false_blocks.len(),
         rate * 100.0
     );
     assert!(
-        rate <= 0.01,
+        rate <= max_rate,
         "{} of {ordinary} ordinary commands are held:\n{}",
         false_blocks.len(),
         false_blocks.join("\n")
