@@ -15,9 +15,9 @@ use crate::classify::table::ProgramTable;
 use crate::classify::{
     Access, ArgumentPaths, Fact, Facts, GitConfigWriter, PathUse, Tables, classify_script,
 };
+use crate::decision::Undo;
 use crate::decision::{CommandJudgment, CommandShape, Decision, Destination, Grants, PartJudgment};
 use crate::redact::{RedactConfig, Redactor};
-use crate::reversible::Undo;
 use crate::rules::config::{
     self, Loopback, OperatorFile, PatternsFile, Posture, RolePosture, UnknownPosture,
 };
@@ -223,7 +223,7 @@ fn absolute_dirs(source: &Source<'_>, entries: &[String]) -> Result<Vec<String>,
         .iter()
         .map(|e| {
             if e.starts_with('/') && !e.contains('*') {
-                Ok(crate::classify::paths::normalize(e))
+                Ok(crate::lexical::normalize(e))
             } else {
                 Err(at(
                     source,
@@ -1770,7 +1770,7 @@ struct Dirs {
 fn text_of(p: &Path) -> Option<String> {
     p.to_str()
         .filter(|s| s.starts_with('/'))
-        .map(crate::classify::paths::normalize)
+        .map(crate::lexical::normalize)
 }
 
 fn dirs(ctx: &Context) -> Dirs {

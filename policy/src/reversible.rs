@@ -3,37 +3,14 @@
 //! commands that discard work across the tree, or the note that it is an
 //! opaque writer whose writes cannot be listed ahead.
 //!
-//! Purely from the classifier's facts: the daemon takes the snapshot.
-
-use serde::Serialize;
+//! Purely from the classifier's facts: the daemon takes the snapshot. The
+//! [`Undo`] type itself sits in [`crate::decision`], below the classifier.
 
 use crate::Tier;
 use crate::classify::{Access, Fact, Facts, PathUse};
-
-/// What must be saved for a command to be undone.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Undo {
-    /// Absolute paths the command deletes, moves, truncates or overwrites.
-    /// Those outside the workspace are not the snapshot's to keep.
-    pub paths: Vec<String>,
-    /// The command discards work across the workspace (`git clean`,
-    /// `git reset --hard`, a path-less `git checkout -f`): `Some(ignored)`
-    /// asks for a checkpoint of the whole workspace, ignored files included
-    /// when `ignored` (`git clean -x`).
-    pub workspace: Option<bool>,
-    /// `git stash drop` / `clear`: the stash ref and its log are what goes.
-    pub git_stash: bool,
-    /// A reversible-tier command whose writes the parse cannot list (a script,
-    /// a build, `make clean`): only a checkpoint can make it undoable.
-    pub opaque: bool,
-}
+use crate::decision::Undo;
 
 impl Undo {
-    /// Whether the command loses nothing an undo would need.
-    pub fn is_empty(&self) -> bool {
-        self.paths.is_empty() && self.workspace.is_none() && !self.git_stash && !self.opaque
-    }
-
     /// Adds what one simple command needs, given the tier it was judged at.
     pub fn add(&mut self, facts: &Facts, tier: Tier) {
         // `{}` is find's or xargs' placeholder, not a file.

@@ -115,7 +115,7 @@ impl Classifier<'_, '_> {
                 .argument_paths
                 .read_trees
                 .iter()
-                .any(|t| super::paths::is_within(p, t))
+                .any(|t| crate::lexical::is_within(p, t))
         });
         if writer && classes & PathClass::SystemPath.bit() != 0 && !read_tree {
             let program = facts.program.clone();
@@ -146,7 +146,7 @@ impl Classifier<'_, '_> {
                 .frame
                 .cwd
                 .zip(self.frame.workspace)
-                .is_some_and(|(cwd, ws)| super::paths::is_within(cwd, ws))
+                .is_some_and(|(cwd, ws)| crate::lexical::is_within(cwd, ws))
     }
 
     /// Whether a secret of `[paths] secrets` lies inside directory `dir`.

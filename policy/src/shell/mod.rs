@@ -121,6 +121,7 @@ pub struct Script {
     pub holds: Vec<String>,
 }
 
+mod invocation;
 mod launchers;
 mod scan;
 mod walk;

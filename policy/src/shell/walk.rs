@@ -553,7 +553,7 @@ impl<'w> Frontend<'w> {
 
     fn fed_script(&mut self, index: usize, ctx: &Ctx) {
         let cmd = &self.script.commands[index];
-        if !super::wrappers::shell_reads_stdin(self.wrappers, cmd) {
+        if !super::invocation::shell_reads_stdin(self.wrappers, cmd) {
             return;
         }
         let body = match &cmd.stdin {
