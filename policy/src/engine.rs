@@ -17,6 +17,7 @@ use crate::classify::{
 };
 use crate::decision::Undo;
 use crate::decision::{CommandJudgment, CommandShape, Decision, Destination, Grants, PartJudgment};
+use crate::env::EnvTable;
 use crate::redact::{RedactConfig, Redactor};
 use crate::rules::config::{
     self, Loopback, OperatorFile, PatternsFile, Posture, RolePosture, UnknownPosture,
@@ -391,7 +392,8 @@ fn build_tables(
 
 /// `[exec_env]` and `[[exec_option]]`, with every language they name known.
 fn build_launchers(source: &Source<'_>, file: &PatternsFile) -> Result<Launchers, LoadError> {
-    let launchers = Launchers::build(&file.exec_env, &file.exec_options)
+    let variables = EnvTable::build(&file.env).map_err(|e| at(source, "[[env]]", e.to_string()))?;
+    let launchers = Launchers::build(&file.exec_env, &variables, &file.exec_options)
         .map_err(|m| at(source, "[[exec_option]]", m))?;
     let languages: HashSet<&str> = file
         .interpreters

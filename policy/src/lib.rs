@@ -13,6 +13,7 @@ pub mod classify;
 pub mod context;
 pub mod decision;
 pub mod engine;
+pub mod env;
 pub mod lexical;
 pub mod redact;
 pub mod reversible;

@@ -28,7 +28,9 @@ pub struct PatternsFile {
     pub argument_paths: ArgumentPathsSpec,
     /// Flags that, as the whole argument list, only ask for a version or usage.
     pub information: InformationSpec,
-    /// Variables that make a program run or load other code.
+    /// What each environment variable does (`[[env]]`).
+    pub env: Vec<crate::env::EnvSpec>,
+    /// The `command` variables' plain values, and the examples of the env table.
     pub exec_env: crate::shell::ExecEnvSpec,
     /// Options that run a command or code, or touch a file.
     #[serde(default, rename = "exec_option")]
