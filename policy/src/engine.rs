@@ -11,6 +11,7 @@ use crate::classify::destinations;
 use crate::classify::paths::{
     Classes, Frame, PathClass, PathLists, PathPattern, keeps_private_tmpdir,
 };
+use crate::classify::routines::{Detectors, UndoExpect, UndoTable};
 use crate::classify::table::ProgramTable;
 use crate::classify::{
     Access, ArgumentPaths, Fact, Facts, GitConfigWriter, PathUse, Tables, classify_script,
@@ -335,6 +336,8 @@ fn build_tables(
         .chain(&i.fetchers)
         .chain(language_of.keys())
         .chain(&file.builtins.names)
+        .chain(file.detectors.iter().flat_map(|d| &d.programs))
+        .chain(file.undo.iter().flat_map(|u| &u.programs))
     {
         if programs.get(name).is_none() {
             return Err(at(
@@ -375,6 +378,9 @@ fn build_tables(
                 })
             })
             .collect::<Result<_, _>>()?,
+        detectors: Detectors::build(&file.detectors)
+            .map_err(|e| at(source, "[[detector]]", e.to_string()))?,
+        undo: UndoTable::build(&file.undo).map_err(|e| at(source, "[[undo]]", e.to_string()))?,
         argument_paths: ArgumentPaths {
             read_trees: absolute_dirs(source, &file.argument_paths.read_trees)?,
             recursive_flags: file.argument_paths.recursive_flags.clone(),
@@ -670,8 +676,10 @@ impl Policy {
             .chain(&file.exec_env.examples)
             .chain(file.exec_options.iter().flat_map(|o| &o.examples))
             .chain(&file.information.examples)
-            .chain(file.programs.iter().flat_map(|p| &p.examples));
+            .chain(file.programs.iter().flat_map(|p| &p.examples))
+            .chain(file.detectors.iter().flat_map(|d| &d.examples));
         policy.check_decision_examples(&patterns, table_examples)?;
+        policy.check_undo_examples(&patterns, file.undo.iter().flat_map(|u| &u.examples))?;
         // Examples are judged with the built-in ports: what the shipped file
         // says must hold whatever an operator opens. A rule that names a
         // port of this machine in its `connect` opens that port too.
@@ -779,6 +787,39 @@ impl Policy {
         }
     }
 
+    /// Every `[[undo]]` example saves what it states.
+    fn check_undo_examples<'e>(
+        &self,
+        source: &Source<'_>,
+        examples: impl Iterator<Item = &'e crate::classify::routines::UndoExample>,
+    ) -> Result<(), LoadError> {
+        let ctx = example_context::context();
+        for example in examples {
+            let request = Request {
+                command: CommandText::Shell(&example.command),
+                role: "agent",
+            };
+            let undo = self.decide(&request, &self.analyze(&request), &ctx).undo;
+            let saves = match (undo.workspace, undo.git_stash) {
+                (Some(true), _) => UndoExpect::WorkspaceWithIgnored,
+                (Some(false), _) => UndoExpect::Workspace,
+                (None, true) => UndoExpect::Stash,
+                (None, false) => UndoExpect::Nothing,
+            };
+            if saves != example.saves {
+                return Err(at(
+                    source,
+                    &example.command,
+                    format!(
+                        "undo example `{}` must save {:?}, saves {saves:?}",
+                        example.command, example.saves
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// For an ALLOW rule: a part beyond a workspace write (T2 or more) of a
     /// command the rule matches that the rule does not speak for.
     fn unspoken_part(&self, rule: &Rule, script: &Script, ctx: &Context) -> Option<String> {
@@ -874,7 +915,7 @@ impl Policy {
             policy_revision: self.revision.clone(),
         };
         for (f, j) in facts.iter().zip(&judged) {
-            decision.undo.add(f, j.tier);
+            decision.undo.add(f, j.tier, &self.tables.undo);
         }
         let worst = judged
             .iter()

@@ -7,12 +7,14 @@
 //! [`Undo`] type itself sits in [`crate::decision`], below the classifier.
 
 use crate::Tier;
+use crate::classify::routines::{UndoSave, UndoTable};
 use crate::classify::{Access, Fact, Facts, PathUse};
 use crate::decision::Undo;
 
 impl Undo {
-    /// Adds what one simple command needs, given the tier it was judged at.
-    pub fn add(&mut self, facts: &Facts, tier: Tier) {
+    /// Adds what one simple command needs, given the tier it was judged at
+    /// and the `[[undo]]` table.
+    pub fn add(&mut self, facts: &Facts, tier: Tier, table: &UndoTable) {
         // `{}` is find's or xargs' placeholder, not a file.
         let lost =
             |p: &&PathUse| matches!(p.access, Access::Delete | Access::Write) && p.text != "{}";
@@ -25,9 +27,22 @@ impl Undo {
                 self.paths.push(path.clone());
             }
         }
-        if facts.program == "git" {
-            // Git's other writes go to its own store, where the reflog keeps them.
-            self.add_git(facts);
+        let entries = table.of(&facts.program);
+        for entry in entries
+            .iter()
+            .filter(|e| e.applies(&facts.sub, &facts.flags))
+        {
+            match entry.save {
+                UndoSave::OwnStore => {}
+                UndoSave::Workspace => {
+                    let ignored = entry.keeps_ignored(&facts.flags);
+                    self.workspace = Some(self.workspace.unwrap_or(false) || ignored);
+                }
+                UndoSave::Stash => self.git_stash = true,
+            }
+        }
+        if entries.iter().any(|e| e.save == UndoSave::OwnStore) {
+            // Its other writes go to its own store, where its log keeps them.
             return;
         }
         if facts.has(Fact::UnknownProgram) && tier == Tier::ReversibleWrite {
@@ -43,38 +58,6 @@ impl Undo {
             && !self.git_stash
         {
             self.opaque = true;
-        }
-    }
-
-    fn add_git(&mut self, facts: &Facts) {
-        let sub: Vec<&str> = facts.sub.iter().map(String::as_str).collect();
-        let flag = |names: &[&str]| names.iter().any(|n| facts.has_flag(n));
-        let whole = match sub.as_slice() {
-            ["clean", ..] if !flag(&["-n", "--dry-run"]) => Some(flag(&["-x", "-X"])),
-            ["reset", ..] if flag(&["--hard", "--merge", "--keep"]) => Some(false),
-            ["checkout" | "switch" | "restore", ..]
-                if flag(&[
-                    "-f",
-                    "--force",
-                    "--discard-changes",
-                    "--",
-                    "-W",
-                    "--worktree",
-                    "-p",
-                    "--patch",
-                    "-s",
-                    "--source",
-                ]) || sub.first() == Some(&"restore") && !flag(&["--staged", "-S"]) =>
-            {
-                Some(false)
-            }
-            _ => None,
-        };
-        if let Some(ignored) = whole {
-            self.workspace = Some(self.workspace.unwrap_or(false) || ignored);
-        }
-        if matches!(sub.as_slice(), ["stash", "drop" | "clear", ..]) {
-            self.git_stash = true;
         }
     }
 }

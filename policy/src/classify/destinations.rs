@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 
+use super::routines::Detector;
 use crate::decision::Destination;
 use crate::shell::Word;
 
@@ -347,38 +348,6 @@ pub fn remote_operand_target(word: &Word, port: Option<u16>) -> Target {
     }
 }
 
-/// Flags of `git fetch/pull/push/clone/ls-remote` that take a separate
-/// value, so the repository is the first word that is neither.
-const GIT_VALUE_FLAGS: &[&str] = &[
-    "-o",
-    "--origin",
-    "--push-option",
-    "--server-option",
-    "-b",
-    "--branch",
-    "--depth",
-    "--deepen",
-    "--shallow-since",
-    "--shallow-exclude",
-    "-j",
-    "--jobs",
-    "--reference",
-    "--reference-if-able",
-    "--separate-git-dir",
-    "--template",
-    "-c",
-    "--config",
-    "--upload-pack",
-    "--receive-pack",
-    "--exec",
-    "--refmap",
-    "--negotiation-tip",
-    "--filter",
-    "--recurse-submodules-default",
-    "-u",
-    "--sort",
-];
-
 /// Which remote or repository a git network subcommand talks to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GitRepository {
@@ -392,24 +361,26 @@ pub enum GitRepository {
 }
 
 /// The repository a git subcommand names. `sub` are the subcommand words
-/// (`["fetch"]`, `["remote", "update"]`), `args` the words after `git`.
-pub fn git_repository(sub: &[String], args: &[Word]) -> GitRepository {
+/// (`["fetch"]`, `["remote", "update"]`), `args` the words after `git`; the
+/// `git_repository` detector gives the option words.
+pub fn git_repository(detector: &Detector, sub: &[String], args: &[Word]) -> GitRepository {
     let first = sub.first().map(String::as_str).unwrap_or("");
-    match first {
-        "remote" => return GitRepository::All,
-        "submodule" => {
-            return GitRepository::Unknowable(
-                "submodule URLs come from .gitmodules, not from the command".to_owned(),
-            );
-        }
-        _ => {}
+    if detector.has("every_remote", first) {
+        return GitRepository::All;
     }
+    if detector.has("unknowable", first) {
+        return GitRepository::Unknowable(format!(
+            "`git {first}` takes its URLs from the repository's files, not from the command"
+        ));
+    }
+    let is_push = detector.words("push").iter().any(|words| {
+        let words: Vec<&str> = words.split_whitespace().collect();
+        sub.len() >= words.len() && sub.iter().zip(&words).all(|(s, w)| s == w)
+    });
     let mut rest = args.iter().skip(sub.len());
-    // `git push -u origin x`: `-u` takes no value under push (it does under branch).
-    let push = first == "push" || (first == "lfs" && sub.get(1).is_some_and(|s| s == "push"));
     while let Some(w) = rest.next() {
         let t = w.text.as_str();
-        if t == "--all" || t == "--multiple" {
+        if detector.has("all_options", t) {
             return GitRepository::All;
         }
         if t == "--" {
@@ -419,15 +390,16 @@ pub fn git_repository(sub: &[String], args: &[Word]) -> GitRepository {
         }
         if t.starts_with('-') && t.len() > 1 && !w.dynamic {
             let bare = t.split('=').next().unwrap_or(t);
-            if t.contains('=') || (push && bare == "-u") {
+            // `git push -u origin x`: `-u` takes no value under push (it does under branch).
+            if t.contains('=') || (is_push && detector.has("push_flags", bare)) {
                 continue;
             }
-            if bare == "--repo" {
+            if detector.has("repo_options", bare) {
                 return rest
                     .next()
                     .map_or(GitRepository::Default, |w| GitRepository::Named(w.clone()));
             }
-            if GIT_VALUE_FLAGS.contains(&bare) {
+            if detector.has("value_options", bare) {
                 rest.next();
             }
             continue;
@@ -482,7 +454,19 @@ pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> 
 
 #[cfg(test)]
 mod tests {
+    use super::super::routines::{DetectorSpec, Detectors, Routine};
     use super::*;
+
+    /// The built-in `git_repository` entry.
+    fn git_detector() -> Detector {
+        #[derive(serde::Deserialize)]
+        struct Section {
+            detector: Vec<DetectorSpec>,
+        }
+        let section: Section = toml::from_str(crate::BUILTIN_PATTERNS).unwrap();
+        let table = Detectors::build(&section.detector).unwrap();
+        table.find("git", Routine::GitRepository).unwrap().clone()
+    }
 
     fn word(text: &str) -> Word {
         Word {
@@ -606,7 +590,7 @@ mod tests {
         let of = |cmd: &str| {
             let a = args(cmd);
             let sub = vec![a[0].text.clone()];
-            git_targets(&git_repository(&sub, &a), &remotes)
+            git_targets(&git_repository(&git_detector(), &sub, &a), &remotes)
         };
         assert_eq!(of("fetch"), vec![dest("github.com", 22)]);
         assert_eq!(of("push -u up HEAD"), vec![dest("gitlab.com", 443)]);

@@ -9,6 +9,7 @@
 pub mod destinations;
 pub mod paths;
 mod reach;
+pub mod routines;
 pub mod table;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -19,8 +20,9 @@ use crate::Tier;
 use crate::decision::Destination;
 use crate::rules::config::{Interpreters, Operands};
 use crate::shell::{Feed, Launchers, Origin, RedirectKind, Script, SimpleCommand, Word};
-use destinations::{Connect, Target};
+use destinations::{Connect, GitRepository, Target};
 use paths::{Classes, Frame, PathClass, PathLists};
+use routines::{Detector, Routine};
 use table::{Program, ProgramTable, TableTier};
 
 /// Structural facts the detectors find; rules name them in `facts = [...]`.
@@ -255,6 +257,10 @@ pub struct Tables {
     /// Git subcommands (words, then at most one flag) that write the
     /// repository's config file.
     pub git_config_writers: Vec<GitConfigWriter>,
+    /// `[[detector]]`: the programs each parsing routine reads.
+    pub detectors: routines::Detectors,
+    /// `[[undo]]`: what a command's undo saves beyond its paths.
+    pub undo: routines::UndoTable,
     pub argument_paths: ArgumentPaths,
     /// `[exec_env]` and `[[exec_option]]`.
     pub launchers: Launchers,
@@ -788,7 +794,17 @@ impl Classifier<'_, '_> {
                     );
                 }
                 Connect::GitRemote => {
-                    let repo = destinations::git_repository(&facts.sub, args);
+                    let repo = match self
+                        .tables
+                        .detectors
+                        .find(&facts.program, Routine::GitRepository)
+                    {
+                        Some(detector) => destinations::git_repository(detector, &facts.sub, args),
+                        None => GitRepository::Unknowable(format!(
+                            "`{}` has no git_repository detector",
+                            facts.program
+                        )),
+                    };
                     targets.extend(destinations::git_targets(&repo, self.frame.git_remotes));
                 }
             }
@@ -802,7 +818,8 @@ impl Classifier<'_, '_> {
         }
     }
 
-    /// Program-specific structure no table can express.
+    /// Program-specific structure no table can express: the routines the
+    /// `[[detector]]` entries of the program (and subcommand) name.
     fn detectors(
         &self,
         program: &str,
@@ -810,36 +827,36 @@ impl Classifier<'_, '_> {
         values: &[(String, &str)],
         facts: &mut Facts,
     ) {
-        match program {
-            "sed" | "gsed" => {
-                let scripts: Vec<String> =
-                    if values.iter().any(|(f, _)| f == "-e" || f == "--expression") {
+        let sub = facts.sub.clone();
+        for detector in self.tables.detectors.of(program, &sub) {
+            match detector.routine {
+                Routine::SedScript => {
+                    let is_script = |f: &str| detector.has("script_options", f);
+                    let scripts: Vec<String> = if values.iter().any(|(f, _)| is_script(f)) {
                         values
                             .iter()
-                            .filter(|(f, _)| f == "-e" || f == "--expression")
+                            .filter(|(f, _)| is_script(f))
                             .map(|(_, v)| (*v).to_owned())
                             .collect()
                     } else {
                         facts.sub.first().cloned().into_iter().collect()
                     };
-                for script in &scripts {
-                    self.sed_script(script, facts);
+                    for script in &scripts {
+                        self.sed_script(script, facts);
+                    }
                 }
-            }
-            "awk" | "gawk" | "mawk" | "nawk" => {
-                if let Some(script) = facts
-                    .sub
-                    .first()
-                    .cloned()
-                    .filter(|_| !values.iter().any(|(f, _)| f == "-f"))
-                {
-                    self.awk_script(&script, facts);
+                Routine::AwkScript => {
+                    if let Some(script) =
+                        facts.sub.first().cloned().filter(|_| {
+                            !values.iter().any(|(f, _)| detector.has("file_options", f))
+                        })
+                    {
+                        self.awk_script(&script, facts);
+                    }
                 }
-            }
-            "find" => self.find(args, facts),
-            "kill" => kill(args, facts),
-            "git" => match facts.sub.first().map(String::as_str) {
-                Some("push") => {
+                Routine::FindActions => self.find(detector, args, facts),
+                Routine::KillSignal => kill(detector, args, facts),
+                Routine::GitRefspecs => {
                     if facts.operands.iter().any(|op| op.starts_with('+')) {
                         facts.set(Fact::GitForceRefspec);
                     }
@@ -851,8 +868,9 @@ impl Classifier<'_, '_> {
                         facts.set(Fact::GitDeleteRefspec);
                     }
                 }
-                Some("config") => {
-                    let change = git_config_change(&facts.flags, &facts.operands, self.tables);
+                Routine::GitConfig => {
+                    let change =
+                        git_config_change(detector, &facts.flags, &facts.operands, self.tables);
                     match change {
                         GitConfigChange::None => {}
                         GitConfigChange::Plain => facts.raise(Tier::ReversibleWrite, || {
@@ -865,18 +883,19 @@ impl Classifier<'_, '_> {
                         facts.set(Fact::GitRepoConfig);
                     }
                 }
-                _ => {}
-            },
-            _ => {}
-        }
-        if program == "git"
-            && self
-                .tables
-                .git_config_writers
-                .iter()
-                .any(|w| w.matches(facts))
-        {
-            facts.set(Fact::GitRepoConfig);
+                Routine::GitConfigWriters => {
+                    if self
+                        .tables
+                        .git_config_writers
+                        .iter()
+                        .any(|w| w.matches(facts))
+                    {
+                        facts.set(Fact::GitRepoConfig);
+                    }
+                }
+                // Read where the command's destinations are resolved.
+                Routine::GitRepository => {}
+            }
         }
         if self.tables.fetchers.contains(program) {
             let urls: Vec<&str> = facts
@@ -971,17 +990,17 @@ impl Classifier<'_, '_> {
         }
     }
 
-    fn find(&self, args: &[Word], facts: &mut Facts) {
+    fn find(&self, detector: &Detector, args: &[Word], facts: &mut Facts) {
         let expr_start = args
             .iter()
             .position(|a| a.text.starts_with('-') || a.text == "(" || a.text == "!")
             .unwrap_or(args.len());
         let deletes = args.iter().enumerate().any(|(i, a)| {
-            a.text == "-delete"
-                || (matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
-                    && args.get(i + 1).is_some_and(|n| {
-                        matches!(n.text.as_str(), "rm" | "shred" | "unlink" | "rmdir")
-                    }))
+            detector.has("delete_actions", &a.text)
+                || (detector.has("exec_actions", &a.text)
+                    && args
+                        .get(i + 1)
+                        .is_some_and(|n| detector.has("deleters", &n.text)))
         });
         let access = if deletes {
             Access::Delete
@@ -1100,7 +1119,7 @@ impl Classifier<'_, '_> {
 /// `kill`'s signal and targets. Signal 0 sends nothing: it only asks whether
 /// the processes exist. A target of 1 or -1 (in any spelling the shell reads
 /// as that number) is init or every process.
-fn kill(args: &[Word], facts: &mut Facts) {
+fn kill(detector: &Detector, args: &[Word], facts: &mut Facts) {
     let number = |t: &str| t.trim().parse::<i64>().ok();
     let mut signal: Option<&str> = None;
     let mut targets: Vec<&Word> = Vec::new();
@@ -1118,11 +1137,18 @@ fn kill(args: &[Word], facts: &mut Facts) {
             targets.push(word);
             continue;
         }
+        let attached = detector.words("signal_options").iter().find_map(|o| {
+            t.strip_prefix(o.as_str())
+                .filter(|_| o.starts_with("--"))
+                .and_then(|r| r.strip_prefix('='))
+        });
         match t {
             "--" => only_targets = true,
-            "-s" | "-n" | "--signal" => signal = words.next().map(|w| w.text.as_str()),
-            "-l" | "-L" | "--list" | "--table" => return,
-            _ if t.starts_with("--signal=") => signal = Some(&t["--signal=".len()..]),
+            _ if detector.has("signal_options", t) => {
+                signal = words.next().map(|w| w.text.as_str());
+            }
+            _ if detector.has("list_options", t) => return,
+            _ if attached.is_some() => signal = attached,
             // The first `-X` names the signal; a later one is a process group.
             _ if signal.is_none() => signal = Some(&t[1..]),
             _ => targets.push(word),
@@ -1615,50 +1641,31 @@ impl GitConfigChange {
     }
 }
 
-fn git_config_change(flags: &[String], operands: &[String], tables: &Tables) -> GitConfigChange {
-    const READS: [&str; 7] = [
-        "--get",
-        "--get-all",
-        "--get-regexp",
-        "-l",
-        "--list",
-        "--show-origin",
-        "--get-urlmatch",
-    ];
-    const WRITES: [&str; 6] = [
-        "--unset",
-        "--unset-all",
-        "--add",
-        "--replace-all",
-        "--rename-section",
-        "--remove-section",
-    ];
-    const BEYOND_REPOSITORY: [&str; 5] = ["--global", "--system", "--file", "-f", "--blob"];
-    // Since git 2.46 the action may be spelled as a word: `git config set k v`.
+fn git_config_change(
+    detector: &Detector,
+    flags: &[String],
+    operands: &[String],
+    tables: &Tables,
+) -> GitConfigChange {
+    let any = |list: &str| flags.iter().any(|f| detector.has(list, f));
+    let is_action = |list: &str, word: &str| detector.has(list, word);
     let (action, rest) = match operands.split_first() {
         Some((first, rest))
-            if matches!(
-                first.as_str(),
-                "get" | "list" | "set" | "unset" | "edit" | "rename-section" | "remove-section"
-            ) =>
+            if ["read_actions", "write_actions", "edit_actions"]
+                .iter()
+                .any(|list| is_action(list, first)) =>
         {
             (Some(first.as_str()), rest)
         }
         _ => (None, operands),
     };
     let writes = match action {
-        Some("get" | "list") => false,
-        Some(_) => true,
-        None => {
-            flags.iter().any(|f| WRITES.contains(&f.as_str()))
-                || (rest.len() >= 2 && !flags.iter().any(|f| READS.contains(&f.as_str())))
-        }
+        Some(word) => !is_action("read_actions", word),
+        None => any("write_options") || (rest.len() >= 2 && !any("read_options")),
     };
     // An edit runs the configured editor on the file.
-    let edits = action == Some("edit") || flags.iter().any(|f| f == "-e" || f == "--edit");
-    let beyond = flags
-        .iter()
-        .any(|f| BEYOND_REPOSITORY.contains(&f.as_str()));
+    let edits = action.is_some_and(|word| is_action("edit_actions", word)) || any("edit_options");
+    let beyond = any("beyond_repository");
     if edits
         || (writes
             && (beyond

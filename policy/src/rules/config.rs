@@ -25,6 +25,12 @@ pub struct PatternsFile {
     #[serde(rename = "wrapper")]
     pub wrappers: Vec<crate::shell::WrapperSpec>,
     pub git_config: GitConfig,
+    /// The programs the classifier's parsing routines read, and their words.
+    #[serde(rename = "detector")]
+    pub detectors: Vec<crate::classify::routines::DetectorSpec>,
+    /// What a command's undo must save beyond the paths it names.
+    #[serde(rename = "undo")]
+    pub undo: Vec<crate::classify::routines::UndoSpec>,
     pub argument_paths: ArgumentPathsSpec,
     /// Flags that, as the whole argument list, only ask for a version or usage.
     pub information: InformationSpec,
