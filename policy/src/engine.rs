@@ -11,7 +11,7 @@ use crate::classify::destinations;
 use crate::classify::paths::{
     Classes, Frame, PathClass, PathLists, PathPattern, keeps_private_tmpdir,
 };
-use crate::classify::routines::{Detectors, UndoExpect, UndoTable};
+use crate::classify::routines::{Detectors, Routine, UndoExpect, UndoTable};
 use crate::classify::table::ProgramTable;
 use crate::classify::{
     Access, ArgumentPaths, Fact, Facts, GitConfigWriter, PathUse, Tables, classify_script,
@@ -334,6 +334,7 @@ fn build_tables(
         .shells
         .iter()
         .chain(&i.fetchers)
+        .chain(&i.sourcing)
         .chain(language_of.keys())
         .chain(&file.builtins.names)
         .chain(file.detectors.iter().flat_map(|d| &d.programs))
@@ -352,6 +353,7 @@ fn build_tables(
         paths,
         builtins: file.builtins.names.iter().cloned().collect(),
         shells: i.shells.iter().cloned().collect(),
+        sourcing: i.sourcing.iter().cloned().collect(),
         fetchers: i.fetchers.iter().cloned().collect(),
         decoders: i
             .decoders
@@ -962,7 +964,7 @@ impl Policy {
         }
         decision.reason = with_ungranted(&decision.reason, &ungranted);
         hold_uncontained_unknown(&mut decision, &judged);
-        hold_shared_config_grant(&mut decision, &facts, &judged, context);
+        hold_shared_config_grant(&mut decision, &facts, &judged, context, &self.tables);
         if decision.decision == Verdict::Stop {
             // Nothing runs; an approval can never turn a STOP into a run.
             decision.grants = Grants::default();
@@ -1701,6 +1703,7 @@ fn hold_shared_config_grant(
     facts: &[Facts],
     judged: &[Judged],
     ctx: &Context,
+    tables: &Tables,
 ) {
     let Some(config) = &ctx.git_config else {
         return;
@@ -1708,11 +1711,13 @@ fn hold_shared_config_grant(
     if decision.decision != Verdict::Allow || !decision.grants.write.contains(config) {
         return;
     }
-    if let Some(other) = facts
-        .iter()
-        .zip(judged)
-        .find(|(f, j)| f.program != "git" && j.tier > Tier::ReadOnly)
-    {
+    if let Some(other) = facts.iter().zip(judged).find(|(f, j)| {
+        let writes_config = tables
+            .detectors
+            .find(&f.program, Routine::GitConfigWriters)
+            .is_some();
+        !writes_config && j.tier > Tier::ReadOnly
+    }) {
         decision.decision = Verdict::Hold;
         decision.rule_ids = vec![String::from(SHARED_CONFIG_GRANT)];
         decision.reason = format!(

@@ -241,6 +241,8 @@ pub struct Tables {
     pub paths: PathLists,
     pub builtins: HashSet<String>,
     pub shells: HashSet<String>,
+    /// Builtins that run a script file in the current shell (`source`, `.`).
+    pub sourcing: HashSet<String>,
     pub fetchers: HashSet<String>,
     /// Decoder program to the flags that make it decode (empty: always).
     pub decoders: HashMap<String, Vec<String>>,
@@ -346,6 +348,12 @@ impl Tables {
 
     fn is_shell(&self, program: &str) -> bool {
         self.shells.contains(program)
+    }
+
+    /// A shell, or a builtin that runs a script file in the current shell
+    /// (`[interpreters] sourcing`).
+    fn runs_shell_script(&self, program: &str) -> bool {
+        self.is_shell(program) || self.sourcing.contains(program)
     }
 
     /// Whether `cmd` downloads or decodes: its output is untrusted code if run.
@@ -893,8 +901,12 @@ impl Classifier<'_, '_> {
                         facts.set(Fact::GitRepoConfig);
                     }
                 }
-                // Read where the command's destinations are resolved.
-                Routine::GitRepository => {}
+                // Read where they apply: destinations, the next commands'
+                // directory, the wrappers and the command's own configuration.
+                Routine::GitRepository
+                | Routine::GitConfigOverride
+                | Routine::ChangeDirectory
+                | Routine::StdinOperands => {}
             }
         }
         if self.tables.fetchers.contains(program) {
@@ -1279,7 +1291,11 @@ pub fn classify_script(script: &Script, tables: &Tables, frame: &Frame<'_>) -> V
             frame: &local,
         };
         out.push(classifier.command(cmd, script));
-        if (cmd.program == "cd" || cmd.program == "pushd") && cmd.origin == Origin::TopLevel {
+        let changes_directory = tables
+            .detectors
+            .find(&cmd.program, Routine::ChangeDirectory)
+            .is_some();
+        if changes_directory && cmd.origin == Origin::TopLevel {
             cwd = next_cwd(cmd, &local, tables);
         }
     }
@@ -1363,10 +1379,7 @@ impl Classifier<'_, '_> {
             facts.set(Fact::UnknownProgram);
             facts.tier = None;
             facts.note = format!("`{}` lies outside the workspace", cmd.invoked_as);
-        } else if self.tables.is_shell(&cmd.program)
-            || cmd.program == "source"
-            || cmd.program == "."
-        {
+        } else if self.tables.runs_shell_script(&cmd.program) {
             self.shell(cmd, &mut facts);
         } else {
             self.argv(&cmd.program, &cmd.args, &mut facts);
@@ -1374,7 +1387,13 @@ impl Classifier<'_, '_> {
         if facts.local_program.is_none() && cmd.invoked_as.contains('/') {
             facts.plantable_path = self.plantable(&cmd.invoked_as);
         }
-        if cmd.program == "git" && git_config_override(cmd, self.tables) {
+        if self
+            .tables
+            .detectors
+            .find(&cmd.program, Routine::GitConfigOverride)
+            .is_some()
+            && git_config_override(cmd, self.tables)
+        {
             facts.set(Fact::GitConfigWrite);
         }
         if self
@@ -1385,7 +1404,13 @@ impl Classifier<'_, '_> {
         {
             facts.set(Fact::Interactive);
         }
-        if cmd.wrappers.iter().any(|w| w == "xargs" || w == "parallel") {
+        let from_stdin = |w: &String| {
+            self.tables
+                .detectors
+                .find(w, Routine::StdinOperands)
+                .is_some()
+        };
+        if cmd.wrappers.iter().any(from_stdin) {
             self.stdin_operands(cmd, script, &mut facts);
         }
         for r in &cmd.redirects {
@@ -1398,7 +1423,7 @@ impl Classifier<'_, '_> {
             self.add_path(&mut facts, &r.target, access);
         }
         self.fed_code(cmd, script, &mut facts);
-        let env = crate::shell::environment(cmd);
+        let env = crate::shell::environment(cmd, &self.tables.launchers);
         self.exec_env(&env, &mut facts);
         self.exec_options(cmd, script, &mut facts);
         self.argument_paths(cmd, &mut facts);
@@ -1502,7 +1527,14 @@ impl Classifier<'_, '_> {
                 .collect(),
             _ => Vec::new(),
         };
-        let from_find = !sources.is_empty() && sources.iter().all(|s| s.program == "find");
+        // find's start directories hold what it lists.
+        let from_find = !sources.is_empty()
+            && sources.iter().all(|s| {
+                self.tables
+                    .detectors
+                    .find(&s.program, Routine::FindActions)
+                    .is_some()
+            });
         if from_find {
             for src in sources {
                 let starts: Vec<&Word> = src
@@ -1529,8 +1561,7 @@ impl Classifier<'_, '_> {
     /// Code reaching a shell or interpreter through stdin or a substitution.
     fn fed_code(&self, cmd: &SimpleCommand, script: &Script, facts: &mut Facts) {
         let lang = self.tables.language(&cmd.program);
-        let is_shell =
-            self.tables.is_shell(&cmd.program) || cmd.program == "source" || cmd.program == ".";
+        let is_shell = self.tables.runs_shell_script(&cmd.program);
         if lang.is_none() && !is_shell {
             return;
         }

@@ -29,6 +29,13 @@ pub enum Routine {
     GitConfigWriters,
     /// The repository or remote a git network subcommand names.
     GitRepository,
+    /// `-c key=value`, `--config-env` and the program's config variables
+    /// (`[git_config] env`) that can make it run a command.
+    GitConfigOverride,
+    /// A builtin that changes the directory the next commands run in.
+    ChangeDirectory,
+    /// A wrapper that takes its command's operands from stdin (`xargs`).
+    StdinOperands,
 }
 
 impl Routine {
@@ -39,7 +46,11 @@ impl Routine {
             Routine::AwkScript => &["file_options"],
             Routine::FindActions => &["delete_actions", "exec_actions", "deleters"],
             Routine::KillSignal => &["signal_options", "list_options"],
-            Routine::GitRefspecs | Routine::GitConfigWriters => &[],
+            Routine::GitRefspecs
+            | Routine::GitConfigWriters
+            | Routine::GitConfigOverride
+            | Routine::ChangeDirectory
+            | Routine::StdinOperands => &[],
             Routine::GitConfig => &[
                 "read_options",
                 "write_options",

@@ -233,6 +233,8 @@ pub struct PathLists {
 #[serde(deny_unknown_fields)]
 pub struct Interpreters {
     pub shells: Vec<String>,
+    /// Builtins that run a script file in the current shell.
+    pub sourcing: Vec<String>,
     /// Per shell, the options that keep it from reading any startup file
     /// (`bash`: `--norc --noprofile`); praxisd puts them before `-c`.
     #[serde(default)]

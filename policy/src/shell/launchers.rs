@@ -26,6 +26,8 @@ pub struct DecisionExample {
 pub struct ExecEnvSpec {
     /// Values of `command` variables that are a plain editor, pager or shell.
     pub plain_values: Vec<String>,
+    /// Commands whose `NAME=value` operands set variables (`export`).
+    pub exporters: Vec<String>,
     pub examples: Vec<DecisionExample>,
 }
 
@@ -101,6 +103,7 @@ pub struct ExecOption {
 pub struct Launchers {
     pub env_commands: Vec<String>,
     pub plain_values: Vec<String>,
+    pub exporters: Vec<String>,
     pub env_code_paths: Vec<String>,
     pub env_options: Vec<String>,
     entries: Vec<ExecOption>,
@@ -117,6 +120,7 @@ impl Launchers {
         let mut out = Launchers {
             env_commands: variables.names(EnvRole::Command),
             plain_values: env.plain_values.clone(),
+            exporters: env.exporters.clone(),
             env_code_paths: variables.names(EnvRole::CodePath),
             env_options: variables.names(EnvRole::Options),
             ..Launchers::default()

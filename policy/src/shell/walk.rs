@@ -606,7 +606,7 @@ pub fn env_commands(
     cmd: &SimpleCommand,
 ) -> Vec<(String, Result<String, String>)> {
     let mut found = Vec::new();
-    for (name, value) in super::environment(cmd) {
+    for (name, value) in super::environment(cmd, launchers) {
         if !launchers.env_runs_command(&name) {
             continue;
         }
