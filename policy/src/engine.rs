@@ -380,6 +380,12 @@ fn build_tables(
                 })
             })
             .collect::<Result<_, _>>()?,
+        url_schemes: {
+            file.url_schemes
+                .check()
+                .map_err(|m| at(source, "[url_schemes]", m))?;
+            file.url_schemes.clone()
+        },
         detectors: Detectors::build(&file.detectors)
             .map_err(|e| at(source, "[[detector]]", e.to_string()))?,
         undo: UndoTable::build(&file.undo).map_err(|e| at(source, "[[undo]]", e.to_string()))?,
@@ -1106,9 +1112,12 @@ impl Policy {
                 let remotes: Vec<Destination> = ctx
                     .git_remotes
                     .values()
-                    .filter_map(|url| match destinations::repository_target(url, false) {
-                        destinations::Target::To(d) => Some(d),
-                        _ => None,
+                    .filter_map(|url| {
+                        match destinations::repository_target(url, false, &self.tables.url_schemes)
+                        {
+                            destinations::Target::To(d) => Some(d),
+                            _ => None,
+                        }
                     })
                     .collect();
                 rule.speaks_for_destination(d, &self.tables.local_hosts, &remotes)

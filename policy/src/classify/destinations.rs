@@ -97,32 +97,43 @@ pub enum Target {
     NotRemote,
 }
 
-/// Default port of a URL scheme, for the schemes a fetcher or git speaks.
-fn default_port(scheme: &str) -> Option<u16> {
-    Some(match scheme {
-        "http" | "ws" => 80,
-        "https" | "wss" => 443,
-        "ftp" => 21,
-        "ftps" => 990,
-        "ssh" | "sftp" | "scp" | "git+ssh" | "ssh+git" => 22,
-        "git" => 9418,
-        "rsync" => 873,
-        "gopher" => 70,
-        "dict" => 2628,
-        "ldap" => 389,
-        "ldaps" => 636,
-        "smtp" => 25,
-        "smtps" => 465,
-        "imap" => 143,
-        "imaps" => 993,
-        "pop3" => 110,
-        "pop3s" => 995,
-        "telnet" => 23,
-        "tftp" => 69,
-        "mqtt" => 1883,
-        "rtsp" => 554,
-        _ => return None,
-    })
+/// `[url_schemes]`: the default port of each URL scheme a fetcher, git or
+/// ssh speaks (a URL of another scheme has an unknowable destination), the
+/// schemes that name a local file, and the options and programs the
+/// operand kinds of `connect` read.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UrlSchemes {
+    pub ports: BTreeMap<String, u16>,
+    pub local: Vec<String>,
+    /// Options whose value is one more URL (`url-operands`).
+    pub url_options: Vec<String>,
+    /// Programs whose scheme-less URLs are https; the others' are http.
+    pub https_programs: Vec<String>,
+    /// The port option of `remote-operands` programs.
+    pub port_options: Vec<String>,
+}
+
+impl UrlSchemes {
+    /// Every port is one, and ssh's (which `host:path` operands use) is known.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some((scheme, _)) = self.ports.iter().find(|(_, p)| **p == 0) {
+            return Err(format!("url scheme `{scheme}` has port 0"));
+        }
+        if self.default_port("ssh").is_none() {
+            return Err("[url_schemes] ports must give ssh's, for `host:path` operands".to_owned());
+        }
+        Ok(())
+    }
+
+    fn default_port(&self, scheme: &str) -> Option<u16> {
+        self.ports.get(scheme).copied()
+    }
+
+    /// Whether `scheme` names a file on this machine.
+    pub fn is_local(&self, scheme: &str) -> bool {
+        self.local.iter().any(|l| l == scheme)
+    }
 }
 
 /// A host as a URL or operand writes it: a name or an IP literal.
@@ -225,7 +236,7 @@ pub fn is_loopback(host: &str, names: &[String]) -> bool {
 
 /// Where a URL operand connects. Without a scheme, `default_scheme` applies
 /// (curl and wget take `example.com/x` as http).
-pub fn url_target(word: &Word, default_scheme: &str) -> Target {
+pub fn url_target(word: &Word, default_scheme: &str, schemes: &UrlSchemes) -> Target {
     let text = word.text.as_str();
     let (scheme, rest, explicit) = match text.split_once("://") {
         Some((s, r)) => (s.to_ascii_lowercase(), r, true),
@@ -238,7 +249,7 @@ pub fn url_target(word: &Word, default_scheme: &str) -> Target {
     if !explicit && !looks_like_host(text) {
         return Target::NotRemote;
     }
-    if scheme == "file" {
+    if schemes.is_local(&scheme) {
         return Target::Local;
     }
     let auth = rest.split(['/', '?', '#']).next().unwrap_or("");
@@ -247,7 +258,7 @@ pub fn url_target(word: &Word, default_scheme: &str) -> Target {
     if auth.contains(['{', '}']) || (host_port.contains('[') && !host_port.starts_with('[')) {
         return Target::Unknowable(format!("`{text}` expands to several hosts"));
     }
-    let Some(port) = default_port(&scheme) else {
+    let Some(port) = schemes.default_port(&scheme) else {
         return Target::Unknowable(format!("`{text}` uses the scheme `{scheme}`"));
     };
     authority(auth, port, text)
@@ -286,7 +297,7 @@ fn looks_like_file_name(text: &str) -> bool {
 
 /// Where a git repository argument connects: a URL, scp-like
 /// `[user@]host:path`, or a local path.
-pub fn repository_target(text: &str, dynamic: bool) -> Target {
+pub fn repository_target(text: &str, dynamic: bool, schemes: &UrlSchemes) -> Target {
     if dynamic {
         return Target::Unknowable(format!("the repository `{text}` is only known at run time"));
     }
@@ -303,13 +314,13 @@ pub fn repository_target(text: &str, dynamic: bool) -> Target {
             dynamic: false,
             glob: false,
         };
-        return url_target(&word, "https");
+        return url_target(&word, "https", schemes);
     }
-    scp_like(text).unwrap_or(Target::Local)
+    scp_like(text, schemes).unwrap_or(Target::Local)
 }
 
 /// `[user@]host:path` (no `/` before the colon), as scp, rsync and git write it.
-fn scp_like(text: &str) -> Option<Target> {
+fn scp_like(text: &str, schemes: &UrlSchemes) -> Option<Target> {
     let colon = text.find(':')?;
     let before = &text[..colon];
     if before.is_empty() || before.contains('/') {
@@ -317,10 +328,11 @@ fn scp_like(text: &str) -> Option<Target> {
     }
     let host = before.rsplit_once('@').map_or(before, |(_, h)| h);
     let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port = schemes.default_port("ssh")?;
     Some(if valid_host(host) {
         Target::To(Destination {
             host: host.to_ascii_lowercase(),
-            port: 22,
+            port,
         })
     } else {
         Target::Unknowable(format!("the host of `{text}` is not a plain name"))
@@ -328,15 +340,15 @@ fn scp_like(text: &str) -> Option<Target> {
 }
 
 /// Where a `host:path` operand of scp, rsync or sftp connects.
-pub fn remote_operand_target(word: &Word, port: Option<u16>) -> Target {
+pub fn remote_operand_target(word: &Word, port: Option<u16>, schemes: &UrlSchemes) -> Target {
     let text = word.text.as_str();
     if text.contains("://") {
         if word.dynamic {
             return Target::Unknowable(format!("`{text}` is only known at run time"));
         }
-        return url_target(word, "ssh");
+        return url_target(word, "ssh", schemes);
     }
-    let Some(target) = scp_like(text) else {
+    let Some(target) = scp_like(text, schemes) else {
         return Target::NotRemote;
     };
     if word.dynamic {
@@ -410,9 +422,13 @@ pub fn git_repository(detector: &Detector, sub: &[String], args: &[Word]) -> Git
 }
 
 /// Destinations of a git repository given the configured remotes.
-pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> Vec<Target> {
+pub fn git_targets(
+    repo: &GitRepository,
+    remotes: &BTreeMap<String, String>,
+    schemes: &UrlSchemes,
+) -> Vec<Target> {
     let by_name = |name: &str| match remotes.get(name) {
-        Some(url) => repository_target(url, false),
+        Some(url) => repository_target(url, false, schemes),
         None => Target::Unknowable(format!(
             "the remote `{name}` is not in this repository's config"
         )),
@@ -424,7 +440,7 @@ pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> 
             vec![if is_name {
                 by_name(&w.text)
             } else {
-                repository_target(&w.text, w.dynamic)
+                repository_target(&w.text, w.dynamic, schemes)
             }]
         }
         GitRepository::Default => {
@@ -433,7 +449,7 @@ pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> 
             } else if remotes.len() == 1 {
                 remotes
                     .values()
-                    .map(|u| repository_target(u, false))
+                    .map(|u| repository_target(u, false, schemes))
                     .collect()
             } else {
                 vec![Target::Unknowable(
@@ -446,7 +462,7 @@ pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> 
         )],
         GitRepository::All => remotes
             .values()
-            .map(|u| repository_target(u, false))
+            .map(|u| repository_target(u, false, schemes))
             .collect(),
         GitRepository::Unknowable(why) => vec![Target::Unknowable(why.clone())],
     }
@@ -456,6 +472,16 @@ pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> 
 mod tests {
     use super::super::routines::{DetectorSpec, Detectors, Routine};
     use super::*;
+
+    /// The built-in `[url_schemes]`.
+    fn schemes() -> UrlSchemes {
+        #[derive(serde::Deserialize)]
+        struct Section {
+            url_schemes: UrlSchemes,
+        }
+        let section: Section = toml::from_str(crate::BUILTIN_PATTERNS).unwrap();
+        section.url_schemes
+    }
 
     /// The built-in `git_repository` entry.
     fn git_detector() -> Detector {
@@ -486,31 +512,35 @@ mod tests {
     #[test]
     fn urls_give_host_and_default_port() {
         assert_eq!(
-            url_target(&word("https://pypi.org/simple/"), "http"),
+            url_target(&word("https://pypi.org/simple/"), "http", &schemes()),
             dest("pypi.org", 443)
         );
         assert_eq!(
-            url_target(&word("http://localhost:8080/x"), "http"),
+            url_target(&word("http://localhost:8080/x"), "http", &schemes()),
             dest("localhost", 8080)
         );
         assert_eq!(
-            url_target(&word("example.com/x"), "http"),
+            url_target(&word("example.com/x"), "http", &schemes()),
             dest("example.com", 80)
         );
         assert_eq!(
-            url_target(&word("http://u:p@[::1]:3000/"), "http"),
+            url_target(&word("http://u:p@[::1]:3000/"), "http", &schemes()),
             dest("::1", 3000)
         );
         assert_eq!(
-            url_target(&word("HTTPS://Example.COM"), "http"),
+            url_target(&word("HTTPS://Example.COM"), "http", &schemes()),
             dest("example.com", 443)
         );
         assert_eq!(
-            url_target(&word("file:///etc/hosts"), "http"),
+            url_target(&word("file:///etc/hosts"), "http", &schemes()),
             Target::Local
         );
         for not in ["-s", "a=1", "POST", "out.json", "./x", "Authorization:x"] {
-            assert_eq!(url_target(&word(not), "http"), Target::NotRemote, "{not}");
+            assert_eq!(
+                url_target(&word(not), "http", &schemes()),
+                Target::NotRemote,
+                "{not}"
+            );
         }
         for unknowable in [
             "https://$HOST/x",
@@ -519,7 +549,10 @@ mod tests {
             "http://x:port/",
         ] {
             assert!(
-                matches!(url_target(&word(unknowable), "http"), Target::Unknowable(_)),
+                matches!(
+                    url_target(&word(unknowable), "http", &schemes()),
+                    Target::Unknowable(_)
+                ),
                 "{unknowable}"
             );
         }
@@ -569,7 +602,7 @@ mod tests {
             "http://0x7f.1",
         ] {
             assert_eq!(
-                url_target(&word(url), "http"),
+                url_target(&word(url), "http", &schemes()),
                 dest("127.0.0.1", 80),
                 "{url}"
             );
@@ -590,7 +623,11 @@ mod tests {
         let of = |cmd: &str| {
             let a = args(cmd);
             let sub = vec![a[0].text.clone()];
-            git_targets(&git_repository(&git_detector(), &sub, &a), &remotes)
+            git_targets(
+                &git_repository(&git_detector(), &sub, &a),
+                &remotes,
+                &schemes(),
+            )
         };
         assert_eq!(of("fetch"), vec![dest("github.com", 22)]);
         assert_eq!(of("push -u up HEAD"), vec![dest("gitlab.com", 443)]);
@@ -605,7 +642,7 @@ mod tests {
         assert!(matches!(of("fetch $R")[0], Target::Unknowable(_)));
         assert!(matches!(of("clone ext::sh")[0], Target::Unknowable(_)));
         assert!(matches!(
-            git_targets(&GitRepository::Default, &BTreeMap::new())[0],
+            git_targets(&GitRepository::Default, &BTreeMap::new(), &schemes())[0],
             Target::Unknowable(_)
         ));
     }
@@ -631,23 +668,23 @@ mod tests {
     #[test]
     fn remote_operands_use_ssh_ports() {
         assert_eq!(
-            remote_operand_target(&word("user@host.io:/srv"), None),
+            remote_operand_target(&word("user@host.io:/srv"), None, &schemes()),
             dest("host.io", 22)
         );
         assert_eq!(
-            remote_operand_target(&word("host.io:x"), Some(2222)),
+            remote_operand_target(&word("host.io:x"), Some(2222), &schemes()),
             dest("host.io", 2222)
         );
         assert_eq!(
-            remote_operand_target(&word("rsync://mirror.org/x"), None),
+            remote_operand_target(&word("rsync://mirror.org/x"), None, &schemes()),
             dest("mirror.org", 873)
         );
         assert_eq!(
-            remote_operand_target(&word("./a:b"), None),
+            remote_operand_target(&word("./a:b"), None, &schemes()),
             Target::NotRemote
         );
         assert_eq!(
-            remote_operand_target(&word("src/"), None),
+            remote_operand_target(&word("src/"), None, &schemes()),
             Target::NotRemote
         );
     }

@@ -259,6 +259,8 @@ pub struct Tables {
     /// Git subcommands (words, then at most one flag) that write the
     /// repository's config file.
     pub git_config_writers: Vec<GitConfigWriter>,
+    /// `[url_schemes]`: default ports, local schemes, URL and port options.
+    pub url_schemes: destinations::UrlSchemes,
     /// `[[detector]]`: the programs each parsing routine reads.
     pub detectors: routines::Detectors,
     /// `[[undo]]`: what a command's undo saves beyond its paths.
@@ -768,20 +770,21 @@ impl Classifier<'_, '_> {
                     facts.program
                 ))),
                 Connect::UrlOperands => {
-                    let scheme = if facts.program == "https" {
+                    let schemes = &self.tables.url_schemes;
+                    let scheme = if schemes.https_programs.contains(&facts.program) {
                         "https"
                     } else {
                         "http"
                     };
                     let url_values = values
                         .iter()
-                        .filter(|(f, _)| f == "--url")
+                        .filter(|(f, _)| schemes.url_options.contains(f))
                         .map(|(_, v)| literal(v));
                     let found: Vec<Target> = operands
                         .iter()
                         .map(|w| (*w).clone())
                         .chain(url_values)
-                        .map(|w| destinations::url_target(&w, scheme))
+                        .map(|w| destinations::url_target(&w, scheme, schemes))
                         .filter(|t| *t != Target::NotRemote)
                         .collect();
                     if found.is_empty() {
@@ -790,14 +793,15 @@ impl Classifier<'_, '_> {
                     targets.extend(found);
                 }
                 Connect::RemoteOperands => {
+                    let schemes = &self.tables.url_schemes;
                     let port = values
                         .iter()
-                        .find(|(f, _)| f == "-P" || f == "--port")
+                        .find(|(f, _)| schemes.port_options.contains(f))
                         .and_then(|(_, v)| v.parse::<u16>().ok());
                     targets.extend(
                         operands
                             .iter()
-                            .map(|w| destinations::remote_operand_target(w, port))
+                            .map(|w| destinations::remote_operand_target(w, port, schemes))
                             .filter(|t| *t != Target::NotRemote),
                     );
                 }
@@ -813,7 +817,11 @@ impl Classifier<'_, '_> {
                             facts.program
                         )),
                     };
-                    targets.extend(destinations::git_targets(&repo, self.frame.git_remotes));
+                    targets.extend(destinations::git_targets(
+                        &repo,
+                        self.frame.git_remotes,
+                        &self.tables.url_schemes,
+                    ));
                 }
             }
         }
@@ -925,7 +933,7 @@ impl Classifier<'_, '_> {
     /// A URL to this machine on a port of `[loopback]`.
     fn is_local_url(&self, url: &str) -> bool {
         let word = literal(url);
-        match destinations::url_target(&word, "http") {
+        match destinations::url_target(&word, "http", &self.tables.url_schemes) {
             Target::To(d) => self.tables.is_open_loopback(&d),
             _ => false,
         }

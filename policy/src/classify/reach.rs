@@ -63,7 +63,7 @@ impl Classifier<'_, '_> {
             }
             let mut previous = "";
             for piece in word.text.split(['=', '@', ',', ':']) {
-                let after_file_scheme = previous == "file";
+                let after_file_scheme = self.tables.url_schemes.is_local(previous);
                 previous = piece;
                 if (piece.starts_with("//") && !after_file_scheme)
                     || !looks_like_path(piece)

@@ -25,6 +25,8 @@ pub struct PatternsFile {
     #[serde(rename = "wrapper")]
     pub wrappers: Vec<crate::shell::WrapperSpec>,
     pub git_config: GitConfig,
+    /// URL schemes' default ports, and what the operand kinds of `connect` read.
+    pub url_schemes: crate::classify::destinations::UrlSchemes,
     /// The programs the classifier's parsing routines read, and their words.
     #[serde(rename = "detector")]
     pub detectors: Vec<crate::classify::routines::DetectorSpec>,
