@@ -112,6 +112,8 @@ pub struct UrlSchemes {
     pub https_programs: Vec<String>,
     /// The port option of `remote-operands` programs.
     pub port_options: Vec<String>,
+    /// Extensions that make a scheme-less operand a file name, not a host.
+    pub file_extensions: Vec<String>,
 }
 
 impl UrlSchemes {
@@ -246,7 +248,7 @@ pub fn url_target(word: &Word, default_scheme: &str, schemes: &UrlSchemes) -> Ta
     if word.dynamic && !text.contains('=') {
         return Target::Unknowable(format!("`{text}` is only known at run time"));
     }
-    if !explicit && !looks_like_host(text) {
+    if !explicit && !looks_like_host(text, schemes) {
         return Target::NotRemote;
     }
     if schemes.is_local(&scheme) {
@@ -266,7 +268,7 @@ pub fn url_target(word: &Word, default_scheme: &str, schemes: &UrlSchemes) -> Ta
 
 /// A scheme-less operand that a fetcher would take as a host: `example.com`,
 /// `localhost:8080/x`, `10.0.0.1/x`. Not options, items (`a=1`), methods or paths.
-fn looks_like_host(text: &str) -> bool {
+fn looks_like_host(text: &str, schemes: &UrlSchemes) -> bool {
     let host_part = text.split(['/', '?', '#']).next().unwrap_or("");
     let host = host_part.split(':').next().unwrap_or("");
     !text.starts_with(['-', '/', '.', '~', '@', ':'])
@@ -277,22 +279,17 @@ fn looks_like_host(text: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
         && !host.ends_with('.')
         && host.bytes().any(|b| b.is_ascii_alphabetic() || b == b'.')
-        && !looks_like_file_name(host_part)
+        && !looks_like_file_name(host_part, schemes)
 }
 
 /// `notes.txt`, `data.json`: a file name rather than a host (hosts end in a
 /// letters-only label of a known shape, but so do files; the common file
-/// extensions decide).
-fn looks_like_file_name(text: &str) -> bool {
-    const FILE_EXTENSIONS: &[&str] = &[
-        "txt", "json", "md", "yaml", "yml", "toml", "csv", "log", "sh", "py", "rs", "js", "ts",
-        "html", "xml", "tgz", "gz", "zip", "tar", "pdf", "png", "jpg", "sql", "conf", "cfg", "ini",
-        "lock", "bin", "out",
-    ];
+/// extensions of `[url_schemes] file_extensions` decide).
+fn looks_like_file_name(text: &str, schemes: &UrlSchemes) -> bool {
     !text.contains(':')
         && text
             .rsplit_once('.')
-            .is_some_and(|(_, ext)| FILE_EXTENSIONS.contains(&ext))
+            .is_some_and(|(_, ext)| schemes.file_extensions.iter().any(|e| e == ext))
 }
 
 /// Where a git repository argument connects: a URL, scp-like
