@@ -1395,13 +1395,11 @@ impl Classifier<'_, '_> {
         if facts.local_program.is_none() && cmd.invoked_as.contains('/') {
             facts.plantable_path = self.plantable(&cmd.invoked_as);
         }
-        if self
+        let overrides = self
             .tables
             .detectors
-            .find(&cmd.program, Routine::GitConfigOverride)
-            .is_some()
-            && git_config_override(cmd, self.tables)
-        {
+            .find(&cmd.program, Routine::GitConfigOverride);
+        if overrides.is_some_and(|detector| git_config_override(detector, cmd, self.tables)) {
             facts.set(Fact::GitConfigWrite);
         }
         if self
@@ -1726,15 +1724,27 @@ fn git_config_change(
 /// `--exec-path` or `GIT_*` variables that can run commands (hooks path,
 /// pager, ssh command, aliases …). Only the table's plain keys cannot run
 /// anything.
-fn git_config_override(cmd: &SimpleCommand, tables: &Tables) -> bool {
+fn git_config_override(detector: &Detector, cmd: &SimpleCommand, tables: &Tables) -> bool {
     let plain_key = |setting: &str| is_plain_git_key(setting, tables);
+    // The front end keeps each global option with a value as a wrapper
+    // entry of the program itself: `git -c key=value`.
+    let own = format!("{} ", cmd.program);
     let by_option = cmd
         .wrappers
         .iter()
-        .filter_map(|w| w.strip_prefix("git "))
-        .any(|w| match w.strip_prefix("-c ") {
-            Some(setting) => !plain_key(setting),
-            None => w.starts_with("--config-env") || w.starts_with("--exec-path"),
+        .filter_map(|w| w.strip_prefix(own.as_str()))
+        .any(|w| {
+            let setting = detector
+                .words("setting_options")
+                .iter()
+                .find_map(|o| w.strip_prefix(o.as_str())?.strip_prefix(' '));
+            match setting {
+                Some(setting) => !plain_key(setting),
+                None => detector
+                    .words("runnable_options")
+                    .iter()
+                    .any(|o| w.starts_with(o.as_str())),
+            }
         });
     let by_env = cmd.assignments.iter().any(|(name, _)| {
         tables

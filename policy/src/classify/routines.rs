@@ -46,9 +46,9 @@ impl Routine {
             Routine::AwkScript => &["file_options"],
             Routine::FindActions => &["delete_actions", "exec_actions", "deleters"],
             Routine::KillSignal => &["signal_options", "list_options"],
+            Routine::GitConfigOverride => &["setting_options", "runnable_options"],
             Routine::GitRefspecs
             | Routine::GitConfigWriters
-            | Routine::GitConfigOverride
             | Routine::ChangeDirectory
             | Routine::StdinOperands => &[],
             Routine::GitConfig => &[
