@@ -133,6 +133,13 @@ pub struct Detectors {
     by_program: HashMap<String, Vec<Detector>>,
 }
 
+/// Files `entry` under each of its programs.
+fn file_under<T: Clone>(by_program: &mut HashMap<String, Vec<T>>, programs: &[String], entry: T) {
+    for p in programs {
+        by_program.entry(p.clone()).or_default().push(entry.clone());
+    }
+}
+
 fn split_subs(sub: &[String]) -> Vec<Vec<String>> {
     sub.iter()
         .map(|s| s.split_whitespace().map(str::to_owned).collect())
@@ -162,13 +169,7 @@ impl Detectors {
                 sub: split_subs(&spec.sub),
                 words: spec.words.clone(),
             };
-            for p in &spec.programs {
-                table
-                    .by_program
-                    .entry(p.clone())
-                    .or_default()
-                    .push(detector.clone());
-            }
+            file_under(&mut table.by_program, &spec.programs, detector);
         }
         Ok(table)
     }
@@ -299,13 +300,7 @@ impl UndoTable {
                 unless: spec.unless.clone(),
                 ignored_if: spec.ignored_if.clone(),
             };
-            for p in &spec.programs {
-                table
-                    .by_program
-                    .entry(p.clone())
-                    .or_default()
-                    .push(entry.clone());
-            }
+            file_under(&mut table.by_program, &spec.programs, entry);
         }
         Ok(table)
     }
