@@ -276,7 +276,7 @@ pub fn valid_env_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-        && !praxis_sandbox::ALWAYS_DENIED_ENV.contains(&name)
+        && !praxis_policy::env::stripped(name)
         && !["PATH", "HOME", "TMPDIR", "PWD", "SHELL", "USER", "LOGNAME"].contains(&name)
 }
 
@@ -766,6 +766,7 @@ programs = ["gh"]
         for bad in [
             "[[credentials]]\nname = \"x\"\nenv = \"X\"\nfrom_file = \"/a\"\nfrom_env = \"B\"\n",
             "[[credentials]]\nname = \"x\"\nenv = \"LD_PRELOAD\"\nfrom_env = \"B\"\n",
+            "[[credentials]]\nname = \"x\"\nenv = \"JAVA_TOOL_OPTIONS\"\nfrom_env = \"B\"\n",
             "[[credentials]]\nname = \"x\"\nenv = \"X\"\nfrom_file = \"rel\"\n",
             "[[roles.map]]\nuid = 1\ngid = 1\ndefault = \"agent\"\n",
         ] {

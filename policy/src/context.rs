@@ -112,7 +112,7 @@ pub fn git_config_file(
         }
         None => dot_git.join("config"),
     };
-    Some(PathBuf::from(crate::classify::paths::normalize(
+    Some(PathBuf::from(crate::lexical::normalize(
         &config.to_string_lossy(),
     )))
 }
@@ -173,7 +173,7 @@ mod tests {
         ]
         .into();
         let read = |p: &Path| {
-            let normal = crate::classify::paths::normalize(&p.to_string_lossy());
+            let normal = crate::lexical::normalize(&p.to_string_lossy());
             files.get(Path::new(&normal)).cloned()
         };
         assert_eq!(git_remotes(Path::new("/w"), read).len(), 2);

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::reversible::Undo;
 use crate::{Profile, Tier, Verdict};
 
 /// A network destination a command may reach through the egress proxy.
@@ -45,6 +44,31 @@ impl fmt::Display for Destination {
         } else {
             write!(f, "{}:{}", self.host, self.port)
         }
+    }
+}
+
+/// What must be saved for a command to be undone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Undo {
+    /// Absolute paths the command deletes, moves, truncates or overwrites.
+    /// Those outside the workspace are not the snapshot's to keep.
+    pub paths: Vec<String>,
+    /// The command discards work across the workspace (`git clean`,
+    /// `git reset --hard`, a path-less `git checkout -f`): `Some(ignored)`
+    /// asks for a checkpoint of the whole workspace, ignored files included
+    /// when `ignored` (`git clean -x`).
+    pub workspace: Option<bool>,
+    /// `git stash drop` / `clear`: the stash ref and its log are what goes.
+    pub git_stash: bool,
+    /// A reversible-tier command whose writes the parse cannot list (a script,
+    /// a build, `make clean`): only a checkpoint can make it undoable.
+    pub opaque: bool,
+}
+
+impl Undo {
+    /// Whether the command loses nothing an undo would need.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty() && self.workspace.is_none() && !self.git_stash && !self.opaque
     }
 }
 

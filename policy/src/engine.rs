@@ -11,13 +11,15 @@ use crate::classify::destinations;
 use crate::classify::paths::{
     Classes, Frame, PathClass, PathLists, PathPattern, keeps_private_tmpdir,
 };
+use crate::classify::routines::{Detectors, Routine, UndoExpect, UndoTable};
 use crate::classify::table::ProgramTable;
 use crate::classify::{
     Access, ArgumentPaths, Fact, Facts, GitConfigWriter, PathUse, Tables, classify_script,
 };
+use crate::decision::Undo;
 use crate::decision::{CommandJudgment, CommandShape, Decision, Destination, Grants, PartJudgment};
+use crate::env::EnvTable;
 use crate::redact::{RedactConfig, Redactor};
-use crate::reversible::Undo;
 use crate::rules::config::{
     self, Loopback, OperatorFile, PatternsFile, Posture, RolePosture, UnknownPosture,
 };
@@ -223,7 +225,7 @@ fn absolute_dirs(source: &Source<'_>, entries: &[String]) -> Result<Vec<String>,
         .iter()
         .map(|e| {
             if e.starts_with('/') && !e.contains('*') {
-                Ok(crate::classify::paths::normalize(e))
+                Ok(crate::lexical::normalize(e))
             } else {
                 Err(at(
                     source,
@@ -332,8 +334,11 @@ fn build_tables(
         .shells
         .iter()
         .chain(&i.fetchers)
+        .chain(&i.sourcing)
         .chain(language_of.keys())
         .chain(&file.builtins.names)
+        .chain(file.detectors.iter().flat_map(|d| &d.programs))
+        .chain(file.undo.iter().flat_map(|u| &u.programs))
     {
         if programs.get(name).is_none() {
             return Err(at(
@@ -348,6 +353,7 @@ fn build_tables(
         paths,
         builtins: file.builtins.names.iter().cloned().collect(),
         shells: i.shells.iter().cloned().collect(),
+        sourcing: i.sourcing.iter().cloned().collect(),
         fetchers: i.fetchers.iter().cloned().collect(),
         decoders: i
             .decoders
@@ -374,6 +380,15 @@ fn build_tables(
                 })
             })
             .collect::<Result<_, _>>()?,
+        url_schemes: {
+            file.url_schemes
+                .check()
+                .map_err(|m| at(source, "[url_schemes]", m))?;
+            file.url_schemes.clone()
+        },
+        detectors: Detectors::build(&file.detectors)
+            .map_err(|e| at(source, "[[detector]]", e.to_string()))?,
+        undo: UndoTable::build(&file.undo).map_err(|e| at(source, "[[undo]]", e.to_string()))?,
         argument_paths: ArgumentPaths {
             read_trees: absolute_dirs(source, &file.argument_paths.read_trees)?,
             recursive_flags: file.argument_paths.recursive_flags.clone(),
@@ -391,7 +406,8 @@ fn build_tables(
 
 /// `[exec_env]` and `[[exec_option]]`, with every language they name known.
 fn build_launchers(source: &Source<'_>, file: &PatternsFile) -> Result<Launchers, LoadError> {
-    let launchers = Launchers::build(&file.exec_env, &file.exec_options)
+    let variables = EnvTable::build(&file.env).map_err(|e| at(source, "[[env]]", e.to_string()))?;
+    let launchers = Launchers::build(&file.exec_env, &variables, &file.exec_options)
         .map_err(|m| at(source, "[[exec_option]]", m))?;
     let languages: HashSet<&str> = file
         .interpreters
@@ -668,8 +684,10 @@ impl Policy {
             .chain(&file.exec_env.examples)
             .chain(file.exec_options.iter().flat_map(|o| &o.examples))
             .chain(&file.information.examples)
-            .chain(file.programs.iter().flat_map(|p| &p.examples));
+            .chain(file.programs.iter().flat_map(|p| &p.examples))
+            .chain(file.detectors.iter().flat_map(|d| &d.examples));
         policy.check_decision_examples(&patterns, table_examples)?;
+        policy.check_undo_examples(&patterns, file.undo.iter().flat_map(|u| &u.examples))?;
         // Examples are judged with the built-in ports: what the shipped file
         // says must hold whatever an operator opens. A rule that names a
         // port of this machine in its `connect` opens that port too.
@@ -777,6 +795,39 @@ impl Policy {
         }
     }
 
+    /// Every `[[undo]]` example saves what it states.
+    fn check_undo_examples<'e>(
+        &self,
+        source: &Source<'_>,
+        examples: impl Iterator<Item = &'e crate::classify::routines::UndoExample>,
+    ) -> Result<(), LoadError> {
+        let ctx = example_context::context();
+        for example in examples {
+            let request = Request {
+                command: CommandText::Shell(&example.command),
+                role: "agent",
+            };
+            let undo = self.decide(&request, &self.analyze(&request), &ctx).undo;
+            let saves = match (undo.workspace, undo.git_stash) {
+                (Some(true), _) => UndoExpect::WorkspaceWithIgnored,
+                (Some(false), _) => UndoExpect::Workspace,
+                (None, true) => UndoExpect::Stash,
+                (None, false) => UndoExpect::Nothing,
+            };
+            if saves != example.saves {
+                return Err(at(
+                    source,
+                    &example.command,
+                    format!(
+                        "undo example `{}` must save {:?}, saves {saves:?}",
+                        example.command, example.saves
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// For an ALLOW rule: a part beyond a workspace write (T2 or more) of a
     /// command the rule matches that the rule does not speak for.
     fn unspoken_part(&self, rule: &Rule, script: &Script, ctx: &Context) -> Option<String> {
@@ -872,7 +923,7 @@ impl Policy {
             policy_revision: self.revision.clone(),
         };
         for (f, j) in facts.iter().zip(&judged) {
-            decision.undo.add(f, j.tier);
+            decision.undo.add(f, j.tier, &self.tables.undo);
         }
         let worst = judged
             .iter()
@@ -919,7 +970,7 @@ impl Policy {
         }
         decision.reason = with_ungranted(&decision.reason, &ungranted);
         hold_uncontained_unknown(&mut decision, &judged);
-        hold_shared_config_grant(&mut decision, &facts, &judged, context);
+        hold_shared_config_grant(&mut decision, &facts, &judged, context, &self.tables);
         if decision.decision == Verdict::Stop {
             // Nothing runs; an approval can never turn a STOP into a run.
             decision.grants = Grants::default();
@@ -1061,9 +1112,12 @@ impl Policy {
                 let remotes: Vec<Destination> = ctx
                     .git_remotes
                     .values()
-                    .filter_map(|url| match destinations::repository_target(url, false) {
-                        destinations::Target::To(d) => Some(d),
-                        _ => None,
+                    .filter_map(|url| {
+                        match destinations::repository_target(url, false, &self.tables.url_schemes)
+                        {
+                            destinations::Target::To(d) => Some(d),
+                            _ => None,
+                        }
                     })
                     .collect();
                 rule.speaks_for_destination(d, &self.tables.local_hosts, &remotes)
@@ -1658,6 +1712,7 @@ fn hold_shared_config_grant(
     facts: &[Facts],
     judged: &[Judged],
     ctx: &Context,
+    tables: &Tables,
 ) {
     let Some(config) = &ctx.git_config else {
         return;
@@ -1665,11 +1720,13 @@ fn hold_shared_config_grant(
     if decision.decision != Verdict::Allow || !decision.grants.write.contains(config) {
         return;
     }
-    if let Some(other) = facts
-        .iter()
-        .zip(judged)
-        .find(|(f, j)| f.program != "git" && j.tier > Tier::ReadOnly)
-    {
+    if let Some(other) = facts.iter().zip(judged).find(|(f, j)| {
+        let writes_config = tables
+            .detectors
+            .find(&f.program, Routine::GitConfigWriters)
+            .is_some();
+        !writes_config && j.tier > Tier::ReadOnly
+    }) {
         decision.decision = Verdict::Hold;
         decision.rule_ids = vec![String::from(SHARED_CONFIG_GRANT)];
         decision.reason = format!(
@@ -1770,7 +1827,7 @@ struct Dirs {
 fn text_of(p: &Path) -> Option<String> {
     p.to_str()
         .filter(|s| s.starts_with('/'))
-        .map(crate::classify::paths::normalize)
+        .map(crate::lexical::normalize)
 }
 
 fn dirs(ctx: &Context) -> Dirs {

@@ -15,6 +15,8 @@ pub mod classify;
 pub mod context;
 pub mod decision;
 pub mod engine;
+pub mod env;
+pub mod lexical;
 pub mod redact;
 pub mod reversible;
 pub mod rules;
@@ -23,10 +25,9 @@ pub mod sockets;
 pub mod verdict;
 
 pub use context::{Context, Resolution};
-pub use decision::{CommandJudgment, CommandShape, Decision, Destination, Grants};
+pub use decision::{CommandJudgment, CommandShape, Decision, Destination, Grants, Undo};
 /// The built-in review surface, embedded in every binary.
 pub const BUILTIN_PATTERNS: &str = include_str!("../patterns.toml");
 
 pub use engine::{Analysis, CommandText, Limits, LoadError, Policy, Request, SandboxLists, Source};
-pub use reversible::Undo;
 pub use verdict::{Profile, Tier, Verdict};

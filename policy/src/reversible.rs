@@ -3,39 +3,18 @@
 //! commands that discard work across the tree, or the note that it is an
 //! opaque writer whose writes cannot be listed ahead.
 //!
-//! Purely from the classifier's facts: the daemon takes the snapshot.
-
-use serde::Serialize;
+//! Purely from the classifier's facts: the daemon takes the snapshot. The
+//! [`Undo`] type itself sits in [`crate::decision`], below the classifier.
 
 use crate::Tier;
+use crate::classify::routines::{UndoSave, UndoTable};
 use crate::classify::{Access, Fact, Facts, PathUse};
-
-/// What must be saved for a command to be undone.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Undo {
-    /// Absolute paths the command deletes, moves, truncates or overwrites.
-    /// Those outside the workspace are not the snapshot's to keep.
-    pub paths: Vec<String>,
-    /// The command discards work across the workspace (`git clean`,
-    /// `git reset --hard`, a path-less `git checkout -f`): `Some(ignored)`
-    /// asks for a checkpoint of the whole workspace, ignored files included
-    /// when `ignored` (`git clean -x`).
-    pub workspace: Option<bool>,
-    /// `git stash drop` / `clear`: the stash ref and its log are what goes.
-    pub git_stash: bool,
-    /// A reversible-tier command whose writes the parse cannot list (a script,
-    /// a build, `make clean`): only a checkpoint can make it undoable.
-    pub opaque: bool,
-}
+use crate::decision::Undo;
 
 impl Undo {
-    /// Whether the command loses nothing an undo would need.
-    pub fn is_empty(&self) -> bool {
-        self.paths.is_empty() && self.workspace.is_none() && !self.git_stash && !self.opaque
-    }
-
-    /// Adds what one simple command needs, given the tier it was judged at.
-    pub fn add(&mut self, facts: &Facts, tier: Tier) {
+    /// Adds what one simple command needs, given the tier it was judged at
+    /// and the `[[undo]]` table.
+    pub fn add(&mut self, facts: &Facts, tier: Tier, table: &UndoTable) {
         // `{}` is find's or xargs' placeholder, not a file.
         let lost =
             |p: &&PathUse| matches!(p.access, Access::Delete | Access::Write) && p.text != "{}";
@@ -48,9 +27,22 @@ impl Undo {
                 self.paths.push(path.clone());
             }
         }
-        if facts.program == "git" {
-            // Git's other writes go to its own store, where the reflog keeps them.
-            self.add_git(facts);
+        let entries = table.of(&facts.program);
+        for entry in entries
+            .iter()
+            .filter(|e| e.applies(&facts.sub, &facts.flags))
+        {
+            match entry.save {
+                UndoSave::OwnStore => {}
+                UndoSave::Workspace => {
+                    let ignored = entry.keeps_ignored(&facts.flags);
+                    self.workspace = Some(self.workspace.unwrap_or(false) || ignored);
+                }
+                UndoSave::Stash => self.git_stash = true,
+            }
+        }
+        if entries.iter().any(|e| e.save == UndoSave::OwnStore) {
+            // Its other writes go to its own store, where its log keeps them.
             return;
         }
         if facts.has(Fact::UnknownProgram) && tier == Tier::ReversibleWrite {
@@ -66,38 +58,6 @@ impl Undo {
             && !self.git_stash
         {
             self.opaque = true;
-        }
-    }
-
-    fn add_git(&mut self, facts: &Facts) {
-        let sub: Vec<&str> = facts.sub.iter().map(String::as_str).collect();
-        let flag = |names: &[&str]| names.iter().any(|n| facts.has_flag(n));
-        let whole = match sub.as_slice() {
-            ["clean", ..] if !flag(&["-n", "--dry-run"]) => Some(flag(&["-x", "-X"])),
-            ["reset", ..] if flag(&["--hard", "--merge", "--keep"]) => Some(false),
-            ["checkout" | "switch" | "restore", ..]
-                if flag(&[
-                    "-f",
-                    "--force",
-                    "--discard-changes",
-                    "--",
-                    "-W",
-                    "--worktree",
-                    "-p",
-                    "--patch",
-                    "-s",
-                    "--source",
-                ]) || sub.first() == Some(&"restore") && !flag(&["--staged", "-S"]) =>
-            {
-                Some(false)
-            }
-            _ => None,
-        };
-        if let Some(ignored) = whole {
-            self.workspace = Some(self.workspace.unwrap_or(false) || ignored);
-        }
-        if matches!(sub.as_slice(), ["stash", "drop" | "clear", ..]) {
-            self.git_stash = true;
         }
     }
 }

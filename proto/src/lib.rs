@@ -18,5 +18,5 @@ pub use msg::{
     MemoryUsed, NoteRequest, OperatorReply, OperatorRequest, PendingItem, ServerMsg, SessionInfo,
     SnapshotInfo, StatusReport, Subject, VerifySummary,
 };
-pub use paths::{FORWARDED_ENV, Layout, Mode, forwarded_env, is_forwarded_env};
+pub use paths::{Layout, Mode, forwarded_env};
 pub use verdict::{Profile, Verdict};

@@ -149,45 +149,21 @@ impl Layout {
     }
 }
 
-/// Environment variables a client forwards for its command: enough for tools
-/// to behave, nothing that changes how a program loads or a shell starts.
-pub const FORWARDED_ENV: &[&str] = &[
-    "PATH", "TERM", "LANG", "LANGUAGE", "TZ", "COLUMNS", "LINES", "NO_COLOR",
-];
-
-/// Whether a client environment variable is forwarded (`FORWARDED_ENV` and `LC_*`).
-pub fn is_forwarded_env(name: &str) -> bool {
-    FORWARDED_ENV.contains(&name) || name.starts_with("LC_")
-}
-
-/// Collects the forwarded part of the current environment.
-pub fn forwarded_env() -> Vec<(String, String)> {
+/// Collects the part of the current environment a client forwards for its
+/// command: the names `forwarded` keeps (the policy's environment table,
+/// given by the caller, which sits above this crate).
+pub fn forwarded_env(forwarded: impl Fn(&str) -> bool) -> Vec<(String, String)> {
     env::vars_os()
         .filter_map(|(k, v): (OsString, OsString)| {
             Some((k.into_string().ok()?, v.into_string().ok()?))
         })
-        .filter(|(k, _)| is_forwarded_env(k))
+        .filter(|(k, _)| forwarded(k))
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn forwards_only_the_allowlist() {
-        assert!(is_forwarded_env("PATH") && is_forwarded_env("LC_ALL"));
-        for bad in [
-            "LD_PRELOAD",
-            "BASH_ENV",
-            "ENV",
-            "PROMPT_COMMAND",
-            "HOME",
-            "GH_TOKEN",
-        ] {
-            assert!(!is_forwarded_env(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn system_layout_is_fixed() {

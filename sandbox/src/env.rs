@@ -10,38 +10,6 @@ use crate::{Profile, SandboxError};
 /// Names always passed through when present (`LC_*` is matched as a prefix).
 pub const BASE_ENV_ALLOW: &[&str] = &["PATH", "USER", "LOGNAME", "LANG", "LC_*", "TERM", "TZ"];
 
-/// Names never passed, even when policy adds them: they make a program load
-/// or run code of the caller's choosing.
-pub const ALWAYS_DENIED_ENV: &[&str] = &[
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "LD_DEBUG_OUTPUT",
-    "LD_PROFILE",
-    "BASH_ENV",
-    "ENV",
-    "PROMPT_COMMAND",
-    "PS4",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "GCONV_PATH",
-    "PYTHONSTARTUP",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PERL5OPT",
-    "PERL5LIB",
-    "RUBYOPT",
-    "NODE_OPTIONS",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_EXEC_PATH",
-    "GIT_SSH_COMMAND",
-    "HOSTALIASES",
-    "RESOLV_HOST_CONF",
-    "MALLOC_TRACE",
-    "TMPDIR",
-    "HOME",
-];
-
 /// The proxy variables: set by the sandbox alone (to the egress listener, or
 /// not at all with the network off), never taken from the candidate.
 pub const PROXY_ENV: &[&str] = &[
@@ -60,15 +28,17 @@ const NO_PROXY_ENV: &[&str] = &["no_proxy", "NO_PROXY"];
 /// The `PATH` a child gets when the candidate environment has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
+/// Never passed, even when the daemon adds the name: the variables of the
+/// policy's environment table (they make a program load or run code of the
+/// caller's choosing, or are the sandbox's to set), and the sandbox's own.
 fn denied(name: &[u8]) -> bool {
-    name.starts_with(b"LD_")
-        || name.starts_with(b"PRAXIS_")
-        || name.starts_with(b"BASH_FUNC_")
-        || ALWAYS_DENIED_ENV
+    name.starts_with(b"PRAXIS_")
+        || PROXY_ENV
             .iter()
-            .chain(PROXY_ENV)
             .chain(NO_PROXY_ENV)
             .any(|d| d.as_bytes() == name)
+        // A name that is not UTF-8 is in no table, and no allowlist passes it.
+        || std::str::from_utf8(name).is_ok_and(praxis_policy::env::stripped)
 }
 
 fn allowed(name: &[u8], extra: &[String]) -> bool {
@@ -189,6 +159,10 @@ mod tests {
             pair("LC_ALL", "C"),
             pair("LD_PRELOAD", "/evil.so"),
             pair("BASH_ENV", "/evil"),
+            // Loaders the policy's table names: stripped even when allowed.
+            pair("JAVA_TOOL_OPTIONS", "-javaagent:/evil.jar"),
+            pair("LUA_PATH", "/evil/?.lua"),
+            pair("PS4", "$(id)"),
             pair("AWS_SECRET_ACCESS_KEY", "x"),
             pair("GH_TOKEN", "t"),
             pair("HOME", "/elsewhere"),
@@ -199,6 +173,9 @@ mod tests {
             "GH_TOKEN".to_owned(),
             "LD_PRELOAD".to_owned(),
             "BASH_ENV".to_owned(),
+            "JAVA_TOOL_OPTIONS".to_owned(),
+            "LUA_PATH".to_owned(),
+            "PS4".to_owned(),
             "https_proxy".to_owned(),
         ];
         let block = build(

@@ -185,7 +185,7 @@ use std::path::PathBuf;
 pub use cgroup::{
     CgroupBase, CgroupError, Limiting, Tracking, V1Bases, limiting, process_control, tracking,
 };
-pub use env::{ALWAYS_DENIED_ENV, BASE_ENV_ALLOW, PROXY_ENV};
+pub use env::{BASE_ENV_ALLOW, PROXY_ENV};
 
 /// `PRAXIS_SOCKET_<n>`: the sandbox sets it to `127.0.0.1:<port>` of the
 /// n-th socket relay (from 1), like the proxy variables, and no caller can.
@@ -342,7 +342,8 @@ pub struct Spec {
     /// Candidate environment; the sandbox applies its own allowlist.
     pub env: Vec<(OsString, OsString)>,
     /// Names added to the allowlist (brokered credential variables, for
-    /// instance); names in [`ALWAYS_DENIED_ENV`] and [`PROXY_ENV`] stay out
+    /// instance); names the policy's environment table strips
+    /// (`praxis_policy::env::stripped`) and [`PROXY_ENV`] stay out
     /// regardless.
     pub extra_env_allow: Vec<String>,
     /// Resource limits.

@@ -38,7 +38,7 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
         runtime: caller.runtime.clone(),
         tool_call_id: caller.tool_call_id.clone(),
         tool: caller.tool.clone(),
-        env: praxis_proto::forwarded_env(),
+        env: praxis_proto::forwarded_env(praxis_policy::env::forwarded),
         attended: caller.attended,
         runs_through_praxis_run: caller.runs_through_praxis_run,
     };

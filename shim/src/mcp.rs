@@ -319,7 +319,7 @@ impl Server {
                     .unwrap_or_else(|| RUNTIME.to_owned()),
             ),
             tool_call_id: Some(call_id),
-            env: praxis_proto::forwarded_env(),
+            env: praxis_proto::forwarded_env(praxis_policy::env::forwarded),
             timeout_secs,
             approval_token: None,
         };

@@ -242,3 +242,27 @@ fn env_and_command_sources_are_resolved_by_the_daemon() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("`silent` could not be resolved"));
     assert_eq!(d.events_of_kind("credential_unresolved").len(), 1);
 }
+
+/// A credential cannot ride into commands in a variable that makes a program
+/// load or run code: every variable of the policy's environment table but a
+/// forwarded one is refused when the credential is added.
+#[test]
+fn a_credential_is_never_injected_as_a_code_loading_variable() {
+    let d = Daemon::start();
+    for name in ["JAVA_TOOL_OPTIONS", "LUA_PATH", "PS4", "LD_PRELOAD"] {
+        let out = d.praxis(&[
+            "cred",
+            "add",
+            "loader",
+            "--env",
+            name,
+            "--from-command",
+            "printf %s -javaagent:/tmp/agent.jar",
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{name}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("not an environment variable"),
+            "{name}: {out:?}"
+        );
+    }
+}

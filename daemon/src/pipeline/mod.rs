@@ -411,7 +411,7 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
         let mut env: Vec<(OsString, OsString)> = request
             .env
             .into_iter()
-            .filter(|(k, _)| praxis_proto::is_forwarded_env(k))
+            .filter(|(k, _)| praxis_policy::env::forwarded(k))
             .map(|(k, v)| (OsString::from(k), OsString::from(v)))
             .collect();
         if !env.iter().any(|(k, _)| k == "PATH") {

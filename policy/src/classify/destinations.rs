@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 
+use super::routines::Detector;
 use crate::decision::Destination;
 use crate::shell::Word;
 
@@ -96,32 +97,45 @@ pub enum Target {
     NotRemote,
 }
 
-/// Default port of a URL scheme, for the schemes a fetcher or git speaks.
-fn default_port(scheme: &str) -> Option<u16> {
-    Some(match scheme {
-        "http" | "ws" => 80,
-        "https" | "wss" => 443,
-        "ftp" => 21,
-        "ftps" => 990,
-        "ssh" | "sftp" | "scp" | "git+ssh" | "ssh+git" => 22,
-        "git" => 9418,
-        "rsync" => 873,
-        "gopher" => 70,
-        "dict" => 2628,
-        "ldap" => 389,
-        "ldaps" => 636,
-        "smtp" => 25,
-        "smtps" => 465,
-        "imap" => 143,
-        "imaps" => 993,
-        "pop3" => 110,
-        "pop3s" => 995,
-        "telnet" => 23,
-        "tftp" => 69,
-        "mqtt" => 1883,
-        "rtsp" => 554,
-        _ => return None,
-    })
+/// `[url_schemes]`: the default port of each URL scheme a fetcher, git or
+/// ssh speaks (a URL of another scheme has an unknowable destination), the
+/// schemes that name a local file, and the options and programs the
+/// operand kinds of `connect` read.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UrlSchemes {
+    pub ports: BTreeMap<String, u16>,
+    pub local: Vec<String>,
+    /// Options whose value is one more URL (`url-operands`).
+    pub url_options: Vec<String>,
+    /// Programs whose scheme-less URLs are https; the others' are http.
+    pub https_programs: Vec<String>,
+    /// The port option of `remote-operands` programs.
+    pub port_options: Vec<String>,
+    /// Extensions that make a scheme-less operand a file name, not a host.
+    pub file_extensions: Vec<String>,
+}
+
+impl UrlSchemes {
+    /// Every port is one, and ssh's (which `host:path` operands use) is known.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some((scheme, _)) = self.ports.iter().find(|(_, p)| **p == 0) {
+            return Err(format!("url scheme `{scheme}` has port 0"));
+        }
+        if self.default_port("ssh").is_none() {
+            return Err("[url_schemes] ports must give ssh's, for `host:path` operands".to_owned());
+        }
+        Ok(())
+    }
+
+    fn default_port(&self, scheme: &str) -> Option<u16> {
+        self.ports.get(scheme).copied()
+    }
+
+    /// Whether `scheme` names a file on this machine.
+    pub fn is_local(&self, scheme: &str) -> bool {
+        self.local.iter().any(|l| l == scheme)
+    }
 }
 
 /// A host as a URL or operand writes it: a name or an IP literal.
@@ -224,7 +238,7 @@ pub fn is_loopback(host: &str, names: &[String]) -> bool {
 
 /// Where a URL operand connects. Without a scheme, `default_scheme` applies
 /// (curl and wget take `example.com/x` as http).
-pub fn url_target(word: &Word, default_scheme: &str) -> Target {
+pub fn url_target(word: &Word, default_scheme: &str, schemes: &UrlSchemes) -> Target {
     let text = word.text.as_str();
     let (scheme, rest, explicit) = match text.split_once("://") {
         Some((s, r)) => (s.to_ascii_lowercase(), r, true),
@@ -234,10 +248,10 @@ pub fn url_target(word: &Word, default_scheme: &str) -> Target {
     if word.dynamic && !text.contains('=') {
         return Target::Unknowable(format!("`{text}` is only known at run time"));
     }
-    if !explicit && !looks_like_host(text) {
+    if !explicit && !looks_like_host(text, schemes) {
         return Target::NotRemote;
     }
-    if scheme == "file" {
+    if schemes.is_local(&scheme) {
         return Target::Local;
     }
     let auth = rest.split(['/', '?', '#']).next().unwrap_or("");
@@ -246,7 +260,7 @@ pub fn url_target(word: &Word, default_scheme: &str) -> Target {
     if auth.contains(['{', '}']) || (host_port.contains('[') && !host_port.starts_with('[')) {
         return Target::Unknowable(format!("`{text}` expands to several hosts"));
     }
-    let Some(port) = default_port(&scheme) else {
+    let Some(port) = schemes.default_port(&scheme) else {
         return Target::Unknowable(format!("`{text}` uses the scheme `{scheme}`"));
     };
     authority(auth, port, text)
@@ -254,7 +268,7 @@ pub fn url_target(word: &Word, default_scheme: &str) -> Target {
 
 /// A scheme-less operand that a fetcher would take as a host: `example.com`,
 /// `localhost:8080/x`, `10.0.0.1/x`. Not options, items (`a=1`), methods or paths.
-fn looks_like_host(text: &str) -> bool {
+fn looks_like_host(text: &str, schemes: &UrlSchemes) -> bool {
     let host_part = text.split(['/', '?', '#']).next().unwrap_or("");
     let host = host_part.split(':').next().unwrap_or("");
     !text.starts_with(['-', '/', '.', '~', '@', ':'])
@@ -265,27 +279,22 @@ fn looks_like_host(text: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
         && !host.ends_with('.')
         && host.bytes().any(|b| b.is_ascii_alphabetic() || b == b'.')
-        && !looks_like_file_name(host_part)
+        && !looks_like_file_name(host_part, schemes)
 }
 
 /// `notes.txt`, `data.json`: a file name rather than a host (hosts end in a
 /// letters-only label of a known shape, but so do files; the common file
-/// extensions decide).
-fn looks_like_file_name(text: &str) -> bool {
-    const FILE_EXTENSIONS: &[&str] = &[
-        "txt", "json", "md", "yaml", "yml", "toml", "csv", "log", "sh", "py", "rs", "js", "ts",
-        "html", "xml", "tgz", "gz", "zip", "tar", "pdf", "png", "jpg", "sql", "conf", "cfg", "ini",
-        "lock", "bin", "out",
-    ];
+/// extensions of `[url_schemes] file_extensions` decide).
+fn looks_like_file_name(text: &str, schemes: &UrlSchemes) -> bool {
     !text.contains(':')
         && text
             .rsplit_once('.')
-            .is_some_and(|(_, ext)| FILE_EXTENSIONS.contains(&ext))
+            .is_some_and(|(_, ext)| schemes.file_extensions.iter().any(|e| e == ext))
 }
 
 /// Where a git repository argument connects: a URL, scp-like
 /// `[user@]host:path`, or a local path.
-pub fn repository_target(text: &str, dynamic: bool) -> Target {
+pub fn repository_target(text: &str, dynamic: bool, schemes: &UrlSchemes) -> Target {
     if dynamic {
         return Target::Unknowable(format!("the repository `{text}` is only known at run time"));
     }
@@ -302,13 +311,13 @@ pub fn repository_target(text: &str, dynamic: bool) -> Target {
             dynamic: false,
             glob: false,
         };
-        return url_target(&word, "https");
+        return url_target(&word, "https", schemes);
     }
-    scp_like(text).unwrap_or(Target::Local)
+    scp_like(text, schemes).unwrap_or(Target::Local)
 }
 
 /// `[user@]host:path` (no `/` before the colon), as scp, rsync and git write it.
-fn scp_like(text: &str) -> Option<Target> {
+fn scp_like(text: &str, schemes: &UrlSchemes) -> Option<Target> {
     let colon = text.find(':')?;
     let before = &text[..colon];
     if before.is_empty() || before.contains('/') {
@@ -316,10 +325,11 @@ fn scp_like(text: &str) -> Option<Target> {
     }
     let host = before.rsplit_once('@').map_or(before, |(_, h)| h);
     let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port = schemes.default_port("ssh")?;
     Some(if valid_host(host) {
         Target::To(Destination {
             host: host.to_ascii_lowercase(),
-            port: 22,
+            port,
         })
     } else {
         Target::Unknowable(format!("the host of `{text}` is not a plain name"))
@@ -327,15 +337,15 @@ fn scp_like(text: &str) -> Option<Target> {
 }
 
 /// Where a `host:path` operand of scp, rsync or sftp connects.
-pub fn remote_operand_target(word: &Word, port: Option<u16>) -> Target {
+pub fn remote_operand_target(word: &Word, port: Option<u16>, schemes: &UrlSchemes) -> Target {
     let text = word.text.as_str();
     if text.contains("://") {
         if word.dynamic {
             return Target::Unknowable(format!("`{text}` is only known at run time"));
         }
-        return url_target(word, "ssh");
+        return url_target(word, "ssh", schemes);
     }
-    let Some(target) = scp_like(text) else {
+    let Some(target) = scp_like(text, schemes) else {
         return Target::NotRemote;
     };
     if word.dynamic {
@@ -346,38 +356,6 @@ pub fn remote_operand_target(word: &Word, port: Option<u16>) -> Target {
         (t, _) => t,
     }
 }
-
-/// Flags of `git fetch/pull/push/clone/ls-remote` that take a separate
-/// value, so the repository is the first word that is neither.
-const GIT_VALUE_FLAGS: &[&str] = &[
-    "-o",
-    "--origin",
-    "--push-option",
-    "--server-option",
-    "-b",
-    "--branch",
-    "--depth",
-    "--deepen",
-    "--shallow-since",
-    "--shallow-exclude",
-    "-j",
-    "--jobs",
-    "--reference",
-    "--reference-if-able",
-    "--separate-git-dir",
-    "--template",
-    "-c",
-    "--config",
-    "--upload-pack",
-    "--receive-pack",
-    "--exec",
-    "--refmap",
-    "--negotiation-tip",
-    "--filter",
-    "--recurse-submodules-default",
-    "-u",
-    "--sort",
-];
 
 /// Which remote or repository a git network subcommand talks to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -392,24 +370,26 @@ pub enum GitRepository {
 }
 
 /// The repository a git subcommand names. `sub` are the subcommand words
-/// (`["fetch"]`, `["remote", "update"]`), `args` the words after `git`.
-pub fn git_repository(sub: &[String], args: &[Word]) -> GitRepository {
+/// (`["fetch"]`, `["remote", "update"]`), `args` the words after `git`; the
+/// `git_repository` detector gives the option words.
+pub fn git_repository(detector: &Detector, sub: &[String], args: &[Word]) -> GitRepository {
     let first = sub.first().map(String::as_str).unwrap_or("");
-    match first {
-        "remote" => return GitRepository::All,
-        "submodule" => {
-            return GitRepository::Unknowable(
-                "submodule URLs come from .gitmodules, not from the command".to_owned(),
-            );
-        }
-        _ => {}
+    if detector.has("every_remote", first) {
+        return GitRepository::All;
     }
+    if detector.has("unknowable", first) {
+        return GitRepository::Unknowable(format!(
+            "`git {first}` takes its URLs from the repository's files, not from the command"
+        ));
+    }
+    let is_push = detector.words("push").iter().any(|words| {
+        let words: Vec<&str> = words.split_whitespace().collect();
+        sub.len() >= words.len() && sub.iter().zip(&words).all(|(s, w)| s == w)
+    });
     let mut rest = args.iter().skip(sub.len());
-    // `git push -u origin x`: `-u` takes no value under push (it does under branch).
-    let push = first == "push" || (first == "lfs" && sub.get(1).is_some_and(|s| s == "push"));
     while let Some(w) = rest.next() {
         let t = w.text.as_str();
-        if t == "--all" || t == "--multiple" {
+        if detector.has("all_options", t) {
             return GitRepository::All;
         }
         if t == "--" {
@@ -419,15 +399,16 @@ pub fn git_repository(sub: &[String], args: &[Word]) -> GitRepository {
         }
         if t.starts_with('-') && t.len() > 1 && !w.dynamic {
             let bare = t.split('=').next().unwrap_or(t);
-            if t.contains('=') || (push && bare == "-u") {
+            // `git push -u origin x`: `-u` takes no value under push (it does under branch).
+            if t.contains('=') || (is_push && detector.has("push_flags", bare)) {
                 continue;
             }
-            if bare == "--repo" {
+            if detector.has("repo_options", bare) {
                 return rest
                     .next()
                     .map_or(GitRepository::Default, |w| GitRepository::Named(w.clone()));
             }
-            if GIT_VALUE_FLAGS.contains(&bare) {
+            if detector.has("value_options", bare) {
                 rest.next();
             }
             continue;
@@ -438,9 +419,13 @@ pub fn git_repository(sub: &[String], args: &[Word]) -> GitRepository {
 }
 
 /// Destinations of a git repository given the configured remotes.
-pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> Vec<Target> {
+pub fn git_targets(
+    repo: &GitRepository,
+    remotes: &BTreeMap<String, String>,
+    schemes: &UrlSchemes,
+) -> Vec<Target> {
     let by_name = |name: &str| match remotes.get(name) {
-        Some(url) => repository_target(url, false),
+        Some(url) => repository_target(url, false, schemes),
         None => Target::Unknowable(format!(
             "the remote `{name}` is not in this repository's config"
         )),
@@ -452,7 +437,7 @@ pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> 
             vec![if is_name {
                 by_name(&w.text)
             } else {
-                repository_target(&w.text, w.dynamic)
+                repository_target(&w.text, w.dynamic, schemes)
             }]
         }
         GitRepository::Default => {
@@ -461,7 +446,7 @@ pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> 
             } else if remotes.len() == 1 {
                 remotes
                     .values()
-                    .map(|u| repository_target(u, false))
+                    .map(|u| repository_target(u, false, schemes))
                     .collect()
             } else {
                 vec![Target::Unknowable(
@@ -474,7 +459,7 @@ pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> 
         )],
         GitRepository::All => remotes
             .values()
-            .map(|u| repository_target(u, false))
+            .map(|u| repository_target(u, false, schemes))
             .collect(),
         GitRepository::Unknowable(why) => vec![Target::Unknowable(why.clone())],
     }
@@ -482,7 +467,29 @@ pub fn git_targets(repo: &GitRepository, remotes: &BTreeMap<String, String>) -> 
 
 #[cfg(test)]
 mod tests {
+    use super::super::routines::{DetectorSpec, Detectors, Routine};
     use super::*;
+
+    /// The built-in `[url_schemes]`.
+    fn schemes() -> UrlSchemes {
+        #[derive(serde::Deserialize)]
+        struct Section {
+            url_schemes: UrlSchemes,
+        }
+        let section: Section = toml::from_str(crate::BUILTIN_PATTERNS).unwrap();
+        section.url_schemes
+    }
+
+    /// The built-in `git_repository` entry.
+    fn git_detector() -> Detector {
+        #[derive(serde::Deserialize)]
+        struct Section {
+            detector: Vec<DetectorSpec>,
+        }
+        let section: Section = toml::from_str(crate::BUILTIN_PATTERNS).unwrap();
+        let table = Detectors::build(&section.detector).unwrap();
+        table.find("git", Routine::GitRepository).unwrap().clone()
+    }
 
     fn word(text: &str) -> Word {
         Word {
@@ -502,31 +509,35 @@ mod tests {
     #[test]
     fn urls_give_host_and_default_port() {
         assert_eq!(
-            url_target(&word("https://pypi.org/simple/"), "http"),
+            url_target(&word("https://pypi.org/simple/"), "http", &schemes()),
             dest("pypi.org", 443)
         );
         assert_eq!(
-            url_target(&word("http://localhost:8080/x"), "http"),
+            url_target(&word("http://localhost:8080/x"), "http", &schemes()),
             dest("localhost", 8080)
         );
         assert_eq!(
-            url_target(&word("example.com/x"), "http"),
+            url_target(&word("example.com/x"), "http", &schemes()),
             dest("example.com", 80)
         );
         assert_eq!(
-            url_target(&word("http://u:p@[::1]:3000/"), "http"),
+            url_target(&word("http://u:p@[::1]:3000/"), "http", &schemes()),
             dest("::1", 3000)
         );
         assert_eq!(
-            url_target(&word("HTTPS://Example.COM"), "http"),
+            url_target(&word("HTTPS://Example.COM"), "http", &schemes()),
             dest("example.com", 443)
         );
         assert_eq!(
-            url_target(&word("file:///etc/hosts"), "http"),
+            url_target(&word("file:///etc/hosts"), "http", &schemes()),
             Target::Local
         );
         for not in ["-s", "a=1", "POST", "out.json", "./x", "Authorization:x"] {
-            assert_eq!(url_target(&word(not), "http"), Target::NotRemote, "{not}");
+            assert_eq!(
+                url_target(&word(not), "http", &schemes()),
+                Target::NotRemote,
+                "{not}"
+            );
         }
         for unknowable in [
             "https://$HOST/x",
@@ -535,7 +546,10 @@ mod tests {
             "http://x:port/",
         ] {
             assert!(
-                matches!(url_target(&word(unknowable), "http"), Target::Unknowable(_)),
+                matches!(
+                    url_target(&word(unknowable), "http", &schemes()),
+                    Target::Unknowable(_)
+                ),
                 "{unknowable}"
             );
         }
@@ -585,7 +599,7 @@ mod tests {
             "http://0x7f.1",
         ] {
             assert_eq!(
-                url_target(&word(url), "http"),
+                url_target(&word(url), "http", &schemes()),
                 dest("127.0.0.1", 80),
                 "{url}"
             );
@@ -606,7 +620,11 @@ mod tests {
         let of = |cmd: &str| {
             let a = args(cmd);
             let sub = vec![a[0].text.clone()];
-            git_targets(&git_repository(&sub, &a), &remotes)
+            git_targets(
+                &git_repository(&git_detector(), &sub, &a),
+                &remotes,
+                &schemes(),
+            )
         };
         assert_eq!(of("fetch"), vec![dest("github.com", 22)]);
         assert_eq!(of("push -u up HEAD"), vec![dest("gitlab.com", 443)]);
@@ -621,7 +639,7 @@ mod tests {
         assert!(matches!(of("fetch $R")[0], Target::Unknowable(_)));
         assert!(matches!(of("clone ext::sh")[0], Target::Unknowable(_)));
         assert!(matches!(
-            git_targets(&GitRepository::Default, &BTreeMap::new())[0],
+            git_targets(&GitRepository::Default, &BTreeMap::new(), &schemes())[0],
             Target::Unknowable(_)
         ));
     }
@@ -647,23 +665,23 @@ mod tests {
     #[test]
     fn remote_operands_use_ssh_ports() {
         assert_eq!(
-            remote_operand_target(&word("user@host.io:/srv"), None),
+            remote_operand_target(&word("user@host.io:/srv"), None, &schemes()),
             dest("host.io", 22)
         );
         assert_eq!(
-            remote_operand_target(&word("host.io:x"), Some(2222)),
+            remote_operand_target(&word("host.io:x"), Some(2222), &schemes()),
             dest("host.io", 2222)
         );
         assert_eq!(
-            remote_operand_target(&word("rsync://mirror.org/x"), None),
+            remote_operand_target(&word("rsync://mirror.org/x"), None, &schemes()),
             dest("mirror.org", 873)
         );
         assert_eq!(
-            remote_operand_target(&word("./a:b"), None),
+            remote_operand_target(&word("./a:b"), None, &schemes()),
             Target::NotRemote
         );
         assert_eq!(
-            remote_operand_target(&word("src/"), None),
+            remote_operand_target(&word("src/"), None, &schemes()),
             Target::NotRemote
         );
     }

@@ -9,6 +9,7 @@
 pub mod destinations;
 pub mod paths;
 mod reach;
+pub mod routines;
 pub mod table;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -19,8 +20,9 @@ use crate::Tier;
 use crate::decision::Destination;
 use crate::rules::config::{Interpreters, Operands};
 use crate::shell::{Feed, Launchers, Origin, RedirectKind, Script, SimpleCommand, Word};
-use destinations::{Connect, Target};
+use destinations::{Connect, GitRepository, Target};
 use paths::{Classes, Frame, PathClass, PathLists};
+use routines::{Detector, Routine};
 use table::{Program, ProgramTable, TableTier};
 
 /// Structural facts the detectors find; rules name them in `facts = [...]`.
@@ -239,6 +241,8 @@ pub struct Tables {
     pub paths: PathLists,
     pub builtins: HashSet<String>,
     pub shells: HashSet<String>,
+    /// Builtins that run a script file in the current shell (`source`, `.`).
+    pub sourcing: HashSet<String>,
     pub fetchers: HashSet<String>,
     /// Decoder program to the flags that make it decode (empty: always).
     pub decoders: HashMap<String, Vec<String>>,
@@ -255,6 +259,12 @@ pub struct Tables {
     /// Git subcommands (words, then at most one flag) that write the
     /// repository's config file.
     pub git_config_writers: Vec<GitConfigWriter>,
+    /// `[url_schemes]`: default ports, local schemes, URL and port options.
+    pub url_schemes: destinations::UrlSchemes,
+    /// `[[detector]]`: the programs each parsing routine reads.
+    pub detectors: routines::Detectors,
+    /// `[[undo]]`: what a command's undo saves beyond its paths.
+    pub undo: routines::UndoTable,
     pub argument_paths: ArgumentPaths,
     /// `[exec_env]` and `[[exec_option]]`.
     pub launchers: Launchers,
@@ -340,6 +350,12 @@ impl Tables {
 
     fn is_shell(&self, program: &str) -> bool {
         self.shells.contains(program)
+    }
+
+    /// A shell, or a builtin that runs a script file in the current shell
+    /// (`[interpreters] sourcing`).
+    fn runs_shell_script(&self, program: &str) -> bool {
+        self.is_shell(program) || self.sourcing.contains(program)
     }
 
     /// Whether `cmd` downloads or decodes: its output is untrusted code if run.
@@ -754,20 +770,21 @@ impl Classifier<'_, '_> {
                     facts.program
                 ))),
                 Connect::UrlOperands => {
-                    let scheme = if facts.program == "https" {
+                    let schemes = &self.tables.url_schemes;
+                    let scheme = if schemes.https_programs.contains(&facts.program) {
                         "https"
                     } else {
                         "http"
                     };
                     let url_values = values
                         .iter()
-                        .filter(|(f, _)| f == "--url")
+                        .filter(|(f, _)| schemes.url_options.contains(f))
                         .map(|(_, v)| literal(v));
                     let found: Vec<Target> = operands
                         .iter()
                         .map(|w| (*w).clone())
                         .chain(url_values)
-                        .map(|w| destinations::url_target(&w, scheme))
+                        .map(|w| destinations::url_target(&w, scheme, schemes))
                         .filter(|t| *t != Target::NotRemote)
                         .collect();
                     if found.is_empty() {
@@ -776,20 +793,35 @@ impl Classifier<'_, '_> {
                     targets.extend(found);
                 }
                 Connect::RemoteOperands => {
+                    let schemes = &self.tables.url_schemes;
                     let port = values
                         .iter()
-                        .find(|(f, _)| f == "-P" || f == "--port")
+                        .find(|(f, _)| schemes.port_options.contains(f))
                         .and_then(|(_, v)| v.parse::<u16>().ok());
                     targets.extend(
                         operands
                             .iter()
-                            .map(|w| destinations::remote_operand_target(w, port))
+                            .map(|w| destinations::remote_operand_target(w, port, schemes))
                             .filter(|t| *t != Target::NotRemote),
                     );
                 }
                 Connect::GitRemote => {
-                    let repo = destinations::git_repository(&facts.sub, args);
-                    targets.extend(destinations::git_targets(&repo, self.frame.git_remotes));
+                    let repo = match self
+                        .tables
+                        .detectors
+                        .find(&facts.program, Routine::GitRepository)
+                    {
+                        Some(detector) => destinations::git_repository(detector, &facts.sub, args),
+                        None => GitRepository::Unknowable(format!(
+                            "`{}` has no git_repository detector",
+                            facts.program
+                        )),
+                    };
+                    targets.extend(destinations::git_targets(
+                        &repo,
+                        self.frame.git_remotes,
+                        &self.tables.url_schemes,
+                    ));
                 }
             }
         }
@@ -802,7 +834,8 @@ impl Classifier<'_, '_> {
         }
     }
 
-    /// Program-specific structure no table can express.
+    /// Program-specific structure no table can express: the routines the
+    /// `[[detector]]` entries of the program (and subcommand) name.
     fn detectors(
         &self,
         program: &str,
@@ -810,36 +843,36 @@ impl Classifier<'_, '_> {
         values: &[(String, &str)],
         facts: &mut Facts,
     ) {
-        match program {
-            "sed" | "gsed" => {
-                let scripts: Vec<String> =
-                    if values.iter().any(|(f, _)| f == "-e" || f == "--expression") {
+        let sub = facts.sub.clone();
+        for detector in self.tables.detectors.of(program, &sub) {
+            match detector.routine {
+                Routine::SedScript => {
+                    let is_script = |f: &str| detector.has("script_options", f);
+                    let scripts: Vec<String> = if values.iter().any(|(f, _)| is_script(f)) {
                         values
                             .iter()
-                            .filter(|(f, _)| f == "-e" || f == "--expression")
+                            .filter(|(f, _)| is_script(f))
                             .map(|(_, v)| (*v).to_owned())
                             .collect()
                     } else {
                         facts.sub.first().cloned().into_iter().collect()
                     };
-                for script in &scripts {
-                    self.sed_script(script, facts);
+                    for script in &scripts {
+                        self.sed_script(script, facts);
+                    }
                 }
-            }
-            "awk" | "gawk" | "mawk" | "nawk" => {
-                if let Some(script) = facts
-                    .sub
-                    .first()
-                    .cloned()
-                    .filter(|_| !values.iter().any(|(f, _)| f == "-f"))
-                {
-                    self.awk_script(&script, facts);
+                Routine::AwkScript => {
+                    if let Some(script) =
+                        facts.sub.first().cloned().filter(|_| {
+                            !values.iter().any(|(f, _)| detector.has("file_options", f))
+                        })
+                    {
+                        self.awk_script(&script, facts);
+                    }
                 }
-            }
-            "find" => self.find(args, facts),
-            "kill" => kill(args, facts),
-            "git" => match facts.sub.first().map(String::as_str) {
-                Some("push") => {
+                Routine::FindActions => self.find(detector, args, facts),
+                Routine::KillSignal => kill(detector, args, facts),
+                Routine::GitRefspecs => {
                     if facts.operands.iter().any(|op| op.starts_with('+')) {
                         facts.set(Fact::GitForceRefspec);
                     }
@@ -851,8 +884,9 @@ impl Classifier<'_, '_> {
                         facts.set(Fact::GitDeleteRefspec);
                     }
                 }
-                Some("config") => {
-                    let change = git_config_change(&facts.flags, &facts.operands, self.tables);
+                Routine::GitConfig => {
+                    let change =
+                        git_config_change(detector, &facts.flags, &facts.operands, self.tables);
                     match change {
                         GitConfigChange::None => {}
                         GitConfigChange::Plain => facts.raise(Tier::ReversibleWrite, || {
@@ -865,18 +899,23 @@ impl Classifier<'_, '_> {
                         facts.set(Fact::GitRepoConfig);
                     }
                 }
-                _ => {}
-            },
-            _ => {}
-        }
-        if program == "git"
-            && self
-                .tables
-                .git_config_writers
-                .iter()
-                .any(|w| w.matches(facts))
-        {
-            facts.set(Fact::GitRepoConfig);
+                Routine::GitConfigWriters => {
+                    if self
+                        .tables
+                        .git_config_writers
+                        .iter()
+                        .any(|w| w.matches(facts))
+                    {
+                        facts.set(Fact::GitRepoConfig);
+                    }
+                }
+                // Read where they apply: destinations, the next commands'
+                // directory, the wrappers and the command's own configuration.
+                Routine::GitRepository
+                | Routine::GitConfigOverride
+                | Routine::ChangeDirectory
+                | Routine::StdinOperands => {}
+            }
         }
         if self.tables.fetchers.contains(program) {
             let urls: Vec<&str> = facts
@@ -894,7 +933,7 @@ impl Classifier<'_, '_> {
     /// A URL to this machine on a port of `[loopback]`.
     fn is_local_url(&self, url: &str) -> bool {
         let word = literal(url);
-        match destinations::url_target(&word, "http") {
+        match destinations::url_target(&word, "http", &self.tables.url_schemes) {
             Target::To(d) => self.tables.is_open_loopback(&d),
             _ => false,
         }
@@ -971,17 +1010,17 @@ impl Classifier<'_, '_> {
         }
     }
 
-    fn find(&self, args: &[Word], facts: &mut Facts) {
+    fn find(&self, detector: &Detector, args: &[Word], facts: &mut Facts) {
         let expr_start = args
             .iter()
             .position(|a| a.text.starts_with('-') || a.text == "(" || a.text == "!")
             .unwrap_or(args.len());
         let deletes = args.iter().enumerate().any(|(i, a)| {
-            a.text == "-delete"
-                || (matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
-                    && args.get(i + 1).is_some_and(|n| {
-                        matches!(n.text.as_str(), "rm" | "shred" | "unlink" | "rmdir")
-                    }))
+            detector.has("delete_actions", &a.text)
+                || (detector.has("exec_actions", &a.text)
+                    && args
+                        .get(i + 1)
+                        .is_some_and(|n| detector.has("deleters", &n.text)))
         });
         let access = if deletes {
             Access::Delete
@@ -1100,7 +1139,7 @@ impl Classifier<'_, '_> {
 /// `kill`'s signal and targets. Signal 0 sends nothing: it only asks whether
 /// the processes exist. A target of 1 or -1 (in any spelling the shell reads
 /// as that number) is init or every process.
-fn kill(args: &[Word], facts: &mut Facts) {
+fn kill(detector: &Detector, args: &[Word], facts: &mut Facts) {
     let number = |t: &str| t.trim().parse::<i64>().ok();
     let mut signal: Option<&str> = None;
     let mut targets: Vec<&Word> = Vec::new();
@@ -1118,11 +1157,18 @@ fn kill(args: &[Word], facts: &mut Facts) {
             targets.push(word);
             continue;
         }
+        let attached = detector.words("signal_options").iter().find_map(|o| {
+            t.strip_prefix(o.as_str())
+                .filter(|_| o.starts_with("--"))
+                .and_then(|r| r.strip_prefix('='))
+        });
         match t {
             "--" => only_targets = true,
-            "-s" | "-n" | "--signal" => signal = words.next().map(|w| w.text.as_str()),
-            "-l" | "-L" | "--list" | "--table" => return,
-            _ if t.starts_with("--signal=") => signal = Some(&t["--signal=".len()..]),
+            _ if detector.has("signal_options", t) => {
+                signal = words.next().map(|w| w.text.as_str());
+            }
+            _ if detector.has("list_options", t) => return,
+            _ if attached.is_some() => signal = attached,
             // The first `-X` names the signal; a later one is a process group.
             _ if signal.is_none() => signal = Some(&t[1..]),
             _ => targets.push(word),
@@ -1253,7 +1299,11 @@ pub fn classify_script(script: &Script, tables: &Tables, frame: &Frame<'_>) -> V
             frame: &local,
         };
         out.push(classifier.command(cmd, script));
-        if (cmd.program == "cd" || cmd.program == "pushd") && cmd.origin == Origin::TopLevel {
+        let changes_directory = tables
+            .detectors
+            .find(&cmd.program, Routine::ChangeDirectory)
+            .is_some();
+        if changes_directory && cmd.origin == Origin::TopLevel {
             cwd = next_cwd(cmd, &local, tables);
         }
     }
@@ -1337,10 +1387,7 @@ impl Classifier<'_, '_> {
             facts.set(Fact::UnknownProgram);
             facts.tier = None;
             facts.note = format!("`{}` lies outside the workspace", cmd.invoked_as);
-        } else if self.tables.is_shell(&cmd.program)
-            || cmd.program == "source"
-            || cmd.program == "."
-        {
+        } else if self.tables.runs_shell_script(&cmd.program) {
             self.shell(cmd, &mut facts);
         } else {
             self.argv(&cmd.program, &cmd.args, &mut facts);
@@ -1348,7 +1395,11 @@ impl Classifier<'_, '_> {
         if facts.local_program.is_none() && cmd.invoked_as.contains('/') {
             facts.plantable_path = self.plantable(&cmd.invoked_as);
         }
-        if cmd.program == "git" && git_config_override(cmd, self.tables) {
+        let overrides = self
+            .tables
+            .detectors
+            .find(&cmd.program, Routine::GitConfigOverride);
+        if overrides.is_some_and(|detector| git_config_override(detector, cmd, self.tables)) {
             facts.set(Fact::GitConfigWrite);
         }
         if self
@@ -1359,7 +1410,13 @@ impl Classifier<'_, '_> {
         {
             facts.set(Fact::Interactive);
         }
-        if cmd.wrappers.iter().any(|w| w == "xargs" || w == "parallel") {
+        let from_stdin = |w: &String| {
+            self.tables
+                .detectors
+                .find(w, Routine::StdinOperands)
+                .is_some()
+        };
+        if cmd.wrappers.iter().any(from_stdin) {
             self.stdin_operands(cmd, script, &mut facts);
         }
         for r in &cmd.redirects {
@@ -1372,7 +1429,7 @@ impl Classifier<'_, '_> {
             self.add_path(&mut facts, &r.target, access);
         }
         self.fed_code(cmd, script, &mut facts);
-        let env = crate::shell::environment(cmd);
+        let env = crate::shell::environment(cmd, &self.tables.launchers);
         self.exec_env(&env, &mut facts);
         self.exec_options(cmd, script, &mut facts);
         self.argument_paths(cmd, &mut facts);
@@ -1476,7 +1533,14 @@ impl Classifier<'_, '_> {
                 .collect(),
             _ => Vec::new(),
         };
-        let from_find = !sources.is_empty() && sources.iter().all(|s| s.program == "find");
+        // find's start directories hold what it lists.
+        let from_find = !sources.is_empty()
+            && sources.iter().all(|s| {
+                self.tables
+                    .detectors
+                    .find(&s.program, Routine::FindActions)
+                    .is_some()
+            });
         if from_find {
             for src in sources {
                 let starts: Vec<&Word> = src
@@ -1503,8 +1567,7 @@ impl Classifier<'_, '_> {
     /// Code reaching a shell or interpreter through stdin or a substitution.
     fn fed_code(&self, cmd: &SimpleCommand, script: &Script, facts: &mut Facts) {
         let lang = self.tables.language(&cmd.program);
-        let is_shell =
-            self.tables.is_shell(&cmd.program) || cmd.program == "source" || cmd.program == ".";
+        let is_shell = self.tables.runs_shell_script(&cmd.program);
         if lang.is_none() && !is_shell {
             return;
         }
@@ -1615,50 +1678,31 @@ impl GitConfigChange {
     }
 }
 
-fn git_config_change(flags: &[String], operands: &[String], tables: &Tables) -> GitConfigChange {
-    const READS: [&str; 7] = [
-        "--get",
-        "--get-all",
-        "--get-regexp",
-        "-l",
-        "--list",
-        "--show-origin",
-        "--get-urlmatch",
-    ];
-    const WRITES: [&str; 6] = [
-        "--unset",
-        "--unset-all",
-        "--add",
-        "--replace-all",
-        "--rename-section",
-        "--remove-section",
-    ];
-    const BEYOND_REPOSITORY: [&str; 5] = ["--global", "--system", "--file", "-f", "--blob"];
-    // Since git 2.46 the action may be spelled as a word: `git config set k v`.
+fn git_config_change(
+    detector: &Detector,
+    flags: &[String],
+    operands: &[String],
+    tables: &Tables,
+) -> GitConfigChange {
+    let any = |list: &str| flags.iter().any(|f| detector.has(list, f));
+    let is_action = |list: &str, word: &str| detector.has(list, word);
     let (action, rest) = match operands.split_first() {
         Some((first, rest))
-            if matches!(
-                first.as_str(),
-                "get" | "list" | "set" | "unset" | "edit" | "rename-section" | "remove-section"
-            ) =>
+            if ["read_actions", "write_actions", "edit_actions"]
+                .iter()
+                .any(|list| is_action(list, first)) =>
         {
             (Some(first.as_str()), rest)
         }
         _ => (None, operands),
     };
     let writes = match action {
-        Some("get" | "list") => false,
-        Some(_) => true,
-        None => {
-            flags.iter().any(|f| WRITES.contains(&f.as_str()))
-                || (rest.len() >= 2 && !flags.iter().any(|f| READS.contains(&f.as_str())))
-        }
+        Some(word) => !is_action("read_actions", word),
+        None => any("write_options") || (rest.len() >= 2 && !any("read_options")),
     };
     // An edit runs the configured editor on the file.
-    let edits = action == Some("edit") || flags.iter().any(|f| f == "-e" || f == "--edit");
-    let beyond = flags
-        .iter()
-        .any(|f| BEYOND_REPOSITORY.contains(&f.as_str()));
+    let edits = action.is_some_and(|word| is_action("edit_actions", word)) || any("edit_options");
+    let beyond = any("beyond_repository");
     if edits
         || (writes
             && (beyond
@@ -1680,15 +1724,27 @@ fn git_config_change(flags: &[String], operands: &[String], tables: &Tables) -> 
 /// `--exec-path` or `GIT_*` variables that can run commands (hooks path,
 /// pager, ssh command, aliases …). Only the table's plain keys cannot run
 /// anything.
-fn git_config_override(cmd: &SimpleCommand, tables: &Tables) -> bool {
+fn git_config_override(detector: &Detector, cmd: &SimpleCommand, tables: &Tables) -> bool {
     let plain_key = |setting: &str| is_plain_git_key(setting, tables);
+    // The front end keeps each global option with a value as a wrapper
+    // entry of the program itself: `git -c key=value`.
+    let own = format!("{} ", cmd.program);
     let by_option = cmd
         .wrappers
         .iter()
-        .filter_map(|w| w.strip_prefix("git "))
-        .any(|w| match w.strip_prefix("-c ") {
-            Some(setting) => !plain_key(setting),
-            None => w.starts_with("--config-env") || w.starts_with("--exec-path"),
+        .filter_map(|w| w.strip_prefix(own.as_str()))
+        .any(|w| {
+            let setting = detector
+                .words("setting_options")
+                .iter()
+                .find_map(|o| w.strip_prefix(o.as_str())?.strip_prefix(' '));
+            match setting {
+                Some(setting) => !plain_key(setting),
+                None => detector
+                    .words("runnable_options")
+                    .iter()
+                    .any(|o| w.starts_with(o.as_str())),
+            }
         });
     let by_env = cmd.assignments.iter().any(|(name, _)| {
         tables

@@ -63,7 +63,7 @@ impl Classifier<'_, '_> {
             }
             let mut previous = "";
             for piece in word.text.split(['=', '@', ',', ':']) {
-                let after_file_scheme = previous == "file";
+                let after_file_scheme = self.tables.url_schemes.is_local(previous);
                 previous = piece;
                 if (piece.starts_with("//") && !after_file_scheme)
                     || !looks_like_path(piece)
@@ -115,7 +115,7 @@ impl Classifier<'_, '_> {
                 .argument_paths
                 .read_trees
                 .iter()
-                .any(|t| super::paths::is_within(p, t))
+                .any(|t| crate::lexical::is_within(p, t))
         });
         if writer && classes & PathClass::SystemPath.bit() != 0 && !read_tree {
             let program = facts.program.clone();
@@ -146,7 +146,7 @@ impl Classifier<'_, '_> {
                 .frame
                 .cwd
                 .zip(self.frame.workspace)
-                .is_some_and(|(cwd, ws)| super::paths::is_within(cwd, ws))
+                .is_some_and(|(cwd, ws)| crate::lexical::is_within(cwd, ws))
     }
 
     /// Whether a secret of `[paths] secrets` lies inside directory `dir`.

@@ -6,8 +6,9 @@
 
 use std::path::PathBuf;
 
-use crate::classify::paths::{Classes, PathClass, is_within};
+use crate::classify::paths::{Classes, PathClass};
 use crate::classify::{Access, PathUse};
+use crate::lexical::is_within;
 
 /// Classes the sandbox lets every restricted command read.
 const READABLE: Classes = PathClass::Workspace.bit()

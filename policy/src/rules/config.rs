@@ -26,10 +26,20 @@ pub struct PatternsFile {
     #[serde(rename = "wrapper")]
     pub wrappers: Vec<crate::shell::WrapperSpec>,
     pub git_config: GitConfig,
+    /// URL schemes' default ports, and what the operand kinds of `connect` read.
+    pub url_schemes: crate::classify::destinations::UrlSchemes,
+    /// The programs the classifier's parsing routines read, and their words.
+    #[serde(rename = "detector")]
+    pub detectors: Vec<crate::classify::routines::DetectorSpec>,
+    /// What a command's undo must save beyond the paths it names.
+    #[serde(rename = "undo")]
+    pub undo: Vec<crate::classify::routines::UndoSpec>,
     pub argument_paths: ArgumentPathsSpec,
     /// Flags that, as the whole argument list, only ask for a version or usage.
     pub information: InformationSpec,
-    /// Variables that make a program run or load other code.
+    /// What each environment variable does (`[[env]]`).
+    pub env: Vec<crate::env::EnvSpec>,
+    /// The `command` variables' plain values, and the examples of the env table.
     pub exec_env: crate::shell::ExecEnvSpec,
     /// Options that run a command or code, or touch a file.
     #[serde(default, rename = "exec_option")]
@@ -226,6 +236,8 @@ pub struct PathLists {
 #[serde(deny_unknown_fields)]
 pub struct Interpreters {
     pub shells: Vec<String>,
+    /// Builtins that run a script file in the current shell.
+    pub sourcing: Vec<String>,
     /// Per shell, the options that keep it from reading any startup file
     /// (`bash`: `--norc --noprofile`); praxisd puts them before `-c`.
     #[serde(default)]

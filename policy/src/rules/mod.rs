@@ -63,7 +63,7 @@ pub(crate) fn socket_path(entry: &str) -> Result<PathBuf, String> {
     let exact = entry.starts_with('/')
         && entry != "/"
         && !entry.contains(['*', '?', '[', '{', '~', '$'])
-        && crate::classify::paths::normalize(entry) == entry;
+        && crate::lexical::normalize(entry) == entry;
     if exact {
         Ok(PathBuf::from(entry))
     } else {

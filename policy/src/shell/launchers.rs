@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::Word;
 use crate::Verdict;
+use crate::env::{EnvRole, EnvTable};
 
 /// A command and the decision it must get, judged when the policy loads.
 #[derive(Clone, Debug, Deserialize)]
@@ -23,14 +24,10 @@ pub struct DecisionExample {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExecEnvSpec {
-    /// Variables whose value is a command line a program runs.
-    pub commands: Vec<String>,
-    /// Values of those that are a plain editor, pager or shell.
+    /// Values of `command` variables that are a plain editor, pager or shell.
     pub plain_values: Vec<String>,
-    /// Variables whose value lists files or directories of code a program loads.
-    pub code_paths: Vec<String>,
-    /// Variables whose value is an interpreter's options.
-    pub options: Vec<String>,
+    /// Commands whose `NAME=value` operands set variables (`export`).
+    pub exporters: Vec<String>,
     pub examples: Vec<DecisionExample>,
 }
 
@@ -106,6 +103,7 @@ pub struct ExecOption {
 pub struct Launchers {
     pub env_commands: Vec<String>,
     pub plain_values: Vec<String>,
+    pub exporters: Vec<String>,
     pub env_code_paths: Vec<String>,
     pub env_options: Vec<String>,
     entries: Vec<ExecOption>,
@@ -114,12 +112,17 @@ pub struct Launchers {
 
 impl Launchers {
     /// Compiles the tables; Err names the entry (its first program) and the problem.
-    pub fn build(env: &ExecEnvSpec, options: &[ExecOptionSpec]) -> Result<Launchers, String> {
+    pub fn build(
+        env: &ExecEnvSpec,
+        variables: &EnvTable,
+        options: &[ExecOptionSpec],
+    ) -> Result<Launchers, String> {
         let mut out = Launchers {
-            env_commands: env.commands.clone(),
+            env_commands: variables.names(EnvRole::Command),
             plain_values: env.plain_values.clone(),
-            env_code_paths: env.code_paths.clone(),
-            env_options: env.options.clone(),
+            exporters: env.exporters.clone(),
+            env_code_paths: variables.names(EnvRole::CodePath),
+            env_options: variables.names(EnvRole::Options),
             ..Launchers::default()
         };
         for spec in options {

@@ -121,6 +121,7 @@ pub struct Script {
     pub holds: Vec<String>,
 }
 
+mod invocation;
 mod launchers;
 mod scan;
 mod walk;
@@ -223,13 +224,10 @@ pub fn display_command(cmd: &SimpleCommand) -> String {
 
 /// The environment a command sets: its assignments (also those given to `env`
 /// or `sudo`), and the `NAME=value` operands of `export` and its kin (and of
-/// `env` running no command).
-pub fn environment(cmd: &SimpleCommand) -> Vec<(String, Word)> {
+/// `env` running no command): `[exec_env] exporters`.
+pub fn environment(cmd: &SimpleCommand, launchers: &Launchers) -> Vec<(String, Word)> {
     let mut out = cmd.assignments.clone();
-    if matches!(
-        cmd.program.as_str(),
-        "export" | "declare" | "typeset" | "readonly" | "local" | "env"
-    ) {
+    if launchers.exporters.contains(&cmd.program) {
         out.extend(cmd.args.iter().filter_map(wrappers::as_assignment));
     }
     out

@@ -553,7 +553,7 @@ impl<'w> Frontend<'w> {
 
     fn fed_script(&mut self, index: usize, ctx: &Ctx) {
         let cmd = &self.script.commands[index];
-        if !super::wrappers::shell_reads_stdin(self.wrappers, cmd) {
+        if !super::invocation::shell_reads_stdin(self.wrappers, cmd) {
             return;
         }
         let body = match &cmd.stdin {
@@ -606,7 +606,7 @@ pub fn env_commands(
     cmd: &SimpleCommand,
 ) -> Vec<(String, Result<String, String>)> {
     let mut found = Vec::new();
-    for (name, value) in super::environment(cmd) {
+    for (name, value) in super::environment(cmd, launchers) {
         if !launchers.env_runs_command(&name) {
             continue;
         }

@@ -418,8 +418,12 @@ static BUILTIN: LazyLock<Wrappers> = LazyLock::new(|| {
     // failure here is a broken build, never a run-time condition.
     let section: WrapperSection =
         toml::from_str(crate::BUILTIN_PATTERNS).expect("built-in patterns parse");
-    let launchers = Launchers::build(&section.exec_env, &section.exec_option)
-        .expect("built-in exec tables are valid");
+    let launchers = Launchers::build(
+        &section.exec_env,
+        crate::env::EnvTable::builtin(),
+        &section.exec_option,
+    )
+    .expect("built-in exec tables are valid");
     Wrappers::build(&section.wrappers)
         .expect("built-in wrapper table is valid")
         .with_launchers(launchers)

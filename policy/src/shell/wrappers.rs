@@ -10,9 +10,10 @@
 
 use std::ops::Range;
 
+use super::invocation::{ShellRun, long_attached, shell_invocation};
 use super::walk::{Ctx, Frontend, env_commands};
 use super::words::excerpt;
-use super::wrapper_table::{Options, Unwrap, Wrapper, Wrappers};
+use super::wrapper_table::{Options, Unwrap, Wrapper};
 use super::{Feed, MAX_NESTING, Origin, SimpleCommand, Word};
 
 /// What to do with a command word after looking at its program.
@@ -185,15 +186,6 @@ impl Frontend<'_> {
     }
 }
 
-/// Whether `cmd` is a shell that reads its script from stdin (no `-c`, no
-/// script-file operand, or `-s`).
-pub fn shell_reads_stdin(wrappers: &Wrappers, cmd: &SimpleCommand) -> bool {
-    wrappers
-        .get(&cmd.program)
-        .filter(|w| w.unwrap == Unwrap::Shell)
-        .is_some_and(|w| matches!(shell_invocation(w, &cmd.args), ShellRun::Stdin))
-}
-
 fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
@@ -290,15 +282,6 @@ fn has_flag(opts: &[Word], flags: &Options) -> bool {
             .iter()
             .filter_map(|o| o.text.strip_prefix("--"))
             .any(|long| flags.has_long(long))
-}
-
-/// The value of `--name=value` for a long option of `opts`.
-fn long_attached<'t>(word: &'t str, opts: &Options) -> Option<&'t str> {
-    let rest = word.strip_prefix("--")?;
-    opts.long.iter().find_map(|name| {
-        rest.strip_prefix(name.as_str())
-            .and_then(|r| r.strip_prefix('='))
-    })
 }
 
 /// The value written right after a short option of `opts` (`-Svalue`).
@@ -456,65 +439,6 @@ fn switch_user_step(w: &Wrapper, program: &str, args: &[Word]) -> Step {
     }
 }
 
-/// How a shell invocation gets its script.
-enum ShellRun {
-    /// `-c`: the operand at this index is the script.
-    Command(usize),
-    /// A script-file operand.
-    File,
-    /// Reads the script from stdin.
-    Stdin,
-    /// `-c` with no operand after it.
-    Missing,
-}
-
-fn shell_invocation(w: &Wrapper, args: &[Word]) -> ShellRun {
-    let mut i = 0;
-    let mut has_c = false;
-    let mut has_s = false;
-    while let Some(a) = args.get(i) {
-        let t = a.text.as_str();
-        if t == "--" || t == "-" {
-            i += 1;
-            break;
-        }
-        if a.dynamic || !(t.starts_with('-') || t.starts_with('+')) {
-            break;
-        }
-        if let Some(long) = t.strip_prefix("--") {
-            if w.script_options.has_long(long) {
-                return if i + 1 < args.len() {
-                    ShellRun::Command(i + 1)
-                } else {
-                    ShellRun::Missing
-                };
-            }
-            if long_attached(t, &w.script_options).is_some() {
-                return ShellRun::Command(i);
-            }
-            i += if w.value_options.has_long(long) { 2 } else { 1 };
-            continue;
-        }
-        let cluster = &t[1..];
-        let in_cluster = |opts: &Options| cluster.contains(|c| opts.short.contains(c));
-        has_c |= t.starts_with('-') && in_cluster(&w.script_options);
-        has_s |= t.starts_with('-') && in_cluster(&w.stdin_options);
-        // Short options with a value (`-o name`) take the next word.
-        i += if in_cluster(&w.value_options) { 2 } else { 1 };
-    }
-    if has_c {
-        if i < args.len() {
-            ShellRun::Command(i)
-        } else {
-            ShellRun::Missing
-        }
-    } else if has_s || i >= args.len() {
-        ShellRun::Stdin
-    } else {
-        ShellRun::File
-    }
-}
-
 fn shell_step(w: &Wrapper, program: &str, args: &[Word]) -> Step {
     match shell_invocation(w, args) {
         ShellRun::Command(i) => {
@@ -662,6 +586,7 @@ fn strip_git_globals(cmd: &mut SimpleCommand, with_value: &Options) {
 #[cfg(test)]
 mod tests {
     use super::super::walk::literal;
+    use super::super::wrapper_table::Wrappers;
     use super::*;
 
     fn words(s: &str) -> Vec<Word> {

@@ -137,7 +137,7 @@ fn run(args: Args) -> i32 {
         tool_call_id: args
             .tool_call_id
             .or_else(|| std::env::var("PRAXIS_TOOL_CALL_ID").ok()),
-        env: praxis_proto::forwarded_env(),
+        env: praxis_proto::forwarded_env(praxis_policy::env::forwarded),
         timeout_secs: args.timeout,
         approval_token: args.approval_token,
     };
