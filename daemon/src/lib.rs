@@ -17,20 +17,15 @@
 //! plane's glue, [`session`], is fed by both `judge` (hook events) and the
 //! pipeline (runs with a session), so it sits below both, beside `state`.
 
-pub mod audit;
 pub mod children;
 pub mod clock;
 pub mod config;
 pub mod conn;
-pub mod credential_rows;
 pub mod egress;
 pub mod errors;
-pub mod http;
+pub mod front;
+pub mod gate;
 pub mod ids;
-pub mod judge;
-pub mod kill_switch;
-pub mod memory;
-pub mod operator;
 pub mod paths;
 pub mod pinned;
 pub mod pipeline;
@@ -38,10 +33,8 @@ pub mod private_tmp;
 pub mod program_cache;
 pub mod recovery;
 pub mod reload;
-pub mod roles;
-pub mod server;
-pub mod session;
 pub mod socket_relay;
 pub mod spawn;
 pub mod stage;
 pub mod state;
+pub mod store;

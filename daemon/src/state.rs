@@ -7,15 +7,15 @@ use std::sync::{Arc, RwLock};
 use praxis_policy::Policy;
 use praxis_policy::redact::{Redactor, builtin_config};
 
-use crate::audit::{Appended, AuditStore, Durability, Event};
 use crate::children::Children;
 use crate::config::Config;
-use crate::credential_rows::RowCache;
 use crate::egress::EgressHub;
-use crate::kill_switch::KillSwitch;
-use crate::memory::store::MemoryStore;
 use crate::program_cache::ProgramCache;
-use crate::session::Sessions;
+use crate::stage::kill_switch::KillSwitch;
+use crate::store::audit::{Appended, AuditStore, Durability, Event};
+use crate::store::credential_rows::RowCache;
+use crate::store::memory::db::MemoryStore;
+use crate::store::sessions::Sessions;
 
 /// The policy in force. `Err` when no policy has ever loaded (a bad file at
 /// start-up): the daemon then serves nothing but HOLD with that reason.

@@ -19,8 +19,6 @@
 //! and only the approval stage lifts (a one-shot approval, or a steer-only
 //! role). The exec stage is reachable only by destructuring an ALLOW.
 
-pub mod gate;
-
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
@@ -32,16 +30,19 @@ use praxis_proto::{Command, CredentialSpec, ExecRequest, ServerMsg};
 use tokio::net::unix::OwnedReadHalf;
 
 use crate::conn::{Peer, Writer};
-use crate::stage::approval::{self, store as approvals};
+use crate::stage::approval;
 use crate::stage::preconditions::{self, Gathered};
 use crate::stage::recall::{self, Recalled};
 use crate::stage::reversibility::{self, Reversibility};
 use crate::stage::{credentials, execute, intent, outcome, parse, policy, redact, session};
+use crate::stage::{kill_switch, roles};
 use crate::state::Daemon;
-use crate::{errors, ids, kill_switch, memory, roles};
+use crate::store::approvals;
+use crate::store::memory;
+use crate::{errors, ids};
 
-use gate::Seal;
-pub use gate::{
+use crate::gate::Seal;
+pub use crate::gate::{
     Approval, Approver, Brokered, Executed, Gate, Held, Permit, Ran, Refusal, Rejection, Ticket,
     Trail, decision_frame,
 };
@@ -225,7 +226,7 @@ fn grants(daemon: &Daemon, gate: &Gate, role: &str) -> Option<Result<Vec<Credent
         Gate::Held(held) => &held.permit().decision,
         Gate::Hold(_) | Gate::Stop(_) => return None,
     };
-    Some(credentials::store::grants(daemon, role, decision))
+    Some(crate::store::credentials::grants(daemon, role, decision))
 }
 
 /// The audit intent stage, handed the SQL that must commit with it: for an

@@ -6,9 +6,9 @@
 
 use praxis_policy::{Decision, Tier};
 
-use crate::audit::{AuditError, Durability, Event, EventKind, TxOp};
-use crate::pipeline::gate::{Approval, Gate, Permit, Refusal, Ticket, Trail};
+use crate::gate::{Approval, Gate, Permit, Refusal, Ticket, Trail};
 use crate::state::Daemon;
+use crate::store::audit::{AuditError, Durability, Event, EventKind, TxOp};
 
 /// T2 and above are fsynced before the command may run; T0/T1 ride the group commit.
 fn durability(tier: Tier) -> Durability {

@@ -4,10 +4,10 @@
 
 use praxis_egress::{ConnectionEvent, RequestKind, Verdict};
 
-use crate::audit::{Durability, Event, EventKind, Queued};
 use crate::errors;
-use crate::pipeline::gate::{Executed, Ran, Trail};
+use crate::gate::{Executed, Ran, Trail};
 use crate::state::Daemon;
+use crate::store::audit::{Durability, Event, EventKind, Queued};
 
 /// Records that an allowed command is running (best effort: the intent is
 /// already committed, and the outcome follows).

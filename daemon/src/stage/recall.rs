@@ -17,7 +17,7 @@ use praxis_memory::time::Timestamp;
 use praxis_policy::{Context, Decision, Verdict};
 
 use crate::errors;
-use crate::memory::store::MemoryStore;
+use crate::store::memory::db::MemoryStore;
 
 /// What memory sees of a judged request. `relaxable` is false for a HOLD
 /// memory may not lift whatever it says (see [`relaxable`]).

@@ -13,10 +13,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use praxis_policy::Undo;
 use praxis_snapshot::{Plan, Scope, Store};
 
-use crate::audit::{Durability, Event, EventKind};
 use crate::config::Config;
-use crate::roles;
+use crate::stage::roles;
 use crate::state::Daemon;
+use crate::store::audit::{Durability, Event, EventKind};
 
 /// What judging found about undoing a command.
 #[must_use]

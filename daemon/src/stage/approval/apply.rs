@@ -9,10 +9,12 @@ use praxis_proto::CredentialSpec;
 use super::budget::{self, Budget};
 use super::decide::{self, Lifted, Lookup, Presented};
 use super::digest::request_digest;
-use super::{store, token};
-use crate::pipeline::gate::{Approval, Gate, Refusal, Ticket, Trail};
+use super::token;
+use crate::gate::{Approval, Gate, Refusal, Ticket, Trail};
+use crate::stage::roles;
 use crate::state::Daemon;
-use crate::{clock, errors, roles};
+use crate::store::approvals as store;
+use crate::{clock, errors};
 
 fn refusal(reason: String, tier: Tier, profile: Profile) -> Refusal {
     Refusal {

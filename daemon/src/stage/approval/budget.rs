@@ -3,9 +3,9 @@
 
 use praxis_policy::Tier;
 
-use crate::audit::{Durability, Event, EventKind};
-use crate::pipeline::gate::{Rejection, Trail};
+use crate::gate::{Rejection, Trail};
 use crate::state::Daemon;
+use crate::store::audit::{Durability, Event, EventKind};
 
 /// What the retry budget says about a request with an execution limit.
 #[must_use]

@@ -1,7 +1,7 @@
 //! What becomes of a policy HOLD, as a pure function of what the stores
 //! returned: no SQL, no clock, no daemon.
 
-use crate::pipeline::gate::{Approval, Approver};
+use crate::gate::{Approval, Approver};
 
 /// An unconsumed one-time token as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,11 +6,11 @@ use std::io::Read;
 
 use sha2::{Digest, Sha256};
 
-use super::store::{self, NewToken};
-use crate::audit::{Durability, Event, EventKind};
 use crate::conn::Peer;
-use crate::pipeline::gate::{Approver, Ticket, Trail};
+use crate::gate::{Approver, Ticket, Trail};
 use crate::state::Daemon;
+use crate::store::approvals::{self as store, NewToken};
+use crate::store::audit::{Durability, Event, EventKind};
 use crate::{clock, errors, ids};
 
 /// Audit kind of a minted one-time token.

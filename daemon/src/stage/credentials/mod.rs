@@ -3,17 +3,15 @@
 //! holds the references), held in zeroizing buffers, and put into the
 //! permit, whose command gets them in its environment only.
 
-pub mod store;
-
 use std::io::Read;
 use std::os::unix::ffi::OsStringExt;
 
 use praxis_proto::{CredentialSource, CredentialSpec};
 use zeroize::Zeroizing;
 
-use crate::audit::{AuditError, Durability, Event, EventKind};
-use crate::pipeline::gate::{Brokered, Permit};
+use crate::gate::{Brokered, Permit};
 use crate::state::Daemon;
+use crate::store::audit::{AuditError, Durability, Event, EventKind};
 use crate::{errors, spawn};
 
 /// Largest value a credential file or command may yield.

@@ -18,8 +18,8 @@ use praxis_proto::{CredentialBinding, CredentialSpec, DecisionFrame, ExitStatus}
 use praxis_snapshot::Plan;
 use zeroize::Zeroizing;
 
-use crate::audit::{Event, EventKind};
 use crate::conn::Peer;
+use crate::store::audit::{Event, EventKind};
 
 /// Why a request does not run.
 #[derive(Clone, Debug, PartialEq, Eq)]

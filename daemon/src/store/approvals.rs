@@ -7,9 +7,9 @@ use std::sync::{Arc, OnceLock};
 use praxis_proto::PendingItem;
 use rusqlite::{OptionalExtension, params};
 
-use super::decide::{Found, TokenRow};
-use crate::audit::{AuditError, AuditStore, Durability, Event, EventKind, TxOp};
-use crate::pipeline::gate::{Approval, Approver, Refusal, Rejection, Ticket, Trail};
+use crate::gate::{Approval, Approver, Refusal, Rejection, Ticket, Trail};
+use crate::stage::approval::decide::{Found, TokenRow};
+use crate::store::audit::{AuditError, AuditStore, Durability, Event, EventKind, TxOp};
 use crate::{clock, errors};
 
 /// Tables of this module, in the audit database.

@@ -15,14 +15,17 @@ use praxis_proto::{
 };
 use praxis_session::{EventKind as SessionDoorway, Status};
 
-use crate::audit::{AuditError, Durability, Event, EventKind, TxOp};
 use crate::conn::{Peer, Writer};
-use crate::pipeline::gate::Ticket;
+use crate::gate::Ticket;
 use crate::pipeline::{self, DEFAULT_ROLE, Gate, Inbound, Refusal, Trail};
-use crate::stage::approval::{apply, digest, store, token};
+use crate::stage::approval::{apply, digest, token};
+use crate::stage::kill_switch;
 use crate::stage::{intent, redact};
 use crate::state::Daemon;
-use crate::{errors, ids, kill_switch, session};
+use crate::store::approvals as store;
+use crate::store::audit::{AuditError, Durability, Event, EventKind, TxOp};
+use crate::store::sessions as session;
+use crate::{errors, ids};
 
 /// Note kinds an adapter may record.
 pub const NOTE_KINDS: &[&str] = &[

@@ -3,10 +3,10 @@
 
 use praxis_proto::{CredentialInfo, CredentialSpec, OperatorReply};
 
-use crate::audit::{Durability, Event, EventKind};
 use crate::conn::Peer;
-use crate::stage::credentials::store::{active, unusable, upsert};
 use crate::state::Daemon;
+use crate::store::audit::{Durability, Event, EventKind};
+use crate::store::credentials::{active, unusable, upsert};
 use crate::{config, errors};
 
 fn info(spec: CredentialSpec, origin: &str) -> CredentialInfo {

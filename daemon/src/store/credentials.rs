@@ -15,9 +15,9 @@ use praxis_policy::Decision;
 use praxis_proto::{CredentialSource, CredentialSpec};
 use rusqlite::params;
 
-use crate::audit::{AuditError, TxOp};
-use crate::credential_rows::Row;
 use crate::state::Daemon;
+use crate::store::audit::{AuditError, TxOp};
+use crate::store::credential_rows::Row;
 use crate::{clock, errors};
 
 /// The broker's table, in the audit database.
