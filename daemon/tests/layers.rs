@@ -1,25 +1,29 @@
-//! "No module imports its caller": the daemon's modules form layers. This
-//! test reads the daemon's sources, resolves every `crate::` and `super::`
-//! path (grouped `use` trees included) to the module file it names, and
-//! fails when
-//! - a stage (`src/stage/<name>`) names the pipeline's spine
-//!   (`pipeline/mod.rs`) or another stage: stages take values and return
-//!   typed outcomes, and name only the types of `pipeline::gate`, which sit
-//!   below them;
+//! The daemon's folders are its layers, from the top: `front/` (what takes
+//! requests), `pipeline/` (the spine), `stage/` (one module a stage),
+//! `store/` (what keeps state on disk), and `gate.rs` (the values passed
+//! between stages) below them all. The modules at the crate root outside
+//! these (`config`, `conn`, `spawn`, `state`, …) are the ground every layer
+//! may use. This test reads the daemon's sources, resolves every `crate::`
+//! and `super::` path (grouped `use` trees included) to the module file it
+//! names, and fails when
+//! - a module names a module of a layer above its own, or a ground module
+//!   names `front/` or `pipeline/`;
+//! - a stage names another stage;
+//! - a stage names the daemon's whole state instead of taking what it uses;
 //! - any two daemon modules import each other, directly or round a circle.
 
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::rust_files;
 
-/// The module path of a source file under `src` (`stage/approval/mod.rs` →
+/// The module path of a source file, relative to `src` (`stage/approval/mod.rs` →
 /// `["stage", "approval"]`; `lib.rs` and `main.rs` are the roots, `[]`).
-fn module_of(src: &Path, file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(src).unwrap().with_extension("");
+fn module_of(file: &Path) -> Vec<String> {
+    let rel = file.with_extension("");
     let mut parts: Vec<String> = rel
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -205,21 +209,13 @@ struct Crate {
     edges: BTreeMap<Vec<String>, (String, BTreeSet<Vec<String>>)>,
 }
 
-fn daemon() -> Crate {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = root.join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    assert!(files.len() > 20, "found only {} files", files.len());
-    let modules: BTreeSet<Vec<String>> = files
-        .iter()
-        .filter(|f| !f.ends_with("main.rs"))
-        .map(|f| module_of(&src, f))
-        .collect();
+/// The module graph of a crate whose sources are `files`: each a path
+/// relative to `src` and its text.
+fn graph(files: &[(PathBuf, String)]) -> Crate {
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|(f, _)| module_of(f)).collect();
     let mut edges = BTreeMap::new();
-    for file in files.iter().filter(|f| !f.ends_with("main.rs")) {
-        let module = module_of(&src, file);
-        let text = fs::read_to_string(file).unwrap();
+    for (file, text) in files {
+        let module = module_of(file);
         // A file's inline test module (`super::` there is the file itself)
         // is not part of the layers.
         let text = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
@@ -229,14 +225,26 @@ fn daemon() -> Crate {
             .filter_map(|p| resolve(p, &modules))
             .filter(|m| *m != module)
             .collect();
-        let rel = file
-            .strip_prefix(root.parent().unwrap())
-            .unwrap()
-            .display()
-            .to_string();
-        edges.insert(module, (rel, named));
+        edges.insert(module, (format!("src/{}", file.display()), named));
     }
     Crate { edges }
+}
+
+/// The daemon's library: every source file but the binary's `main.rs`.
+fn daemon() -> Crate {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut paths = Vec::new();
+    rust_files(&src, &mut paths);
+    assert!(paths.len() > 20, "found only {} files", paths.len());
+    let files: Vec<(PathBuf, String)> = paths
+        .iter()
+        .filter(|f| !f.ends_with("main.rs"))
+        .map(|f| {
+            let rel = f.strip_prefix(&src).unwrap().to_path_buf();
+            (rel, fs::read_to_string(f).unwrap())
+        })
+        .collect();
+    graph(&files)
 }
 
 fn show(module: &[String]) -> String {
@@ -247,8 +255,100 @@ fn show(module: &[String]) -> String {
     }
 }
 
+/// The layers, from the top; `gate` is the module `gate.rs`.
+const LAYERS: [&str; 5] = ["front", "pipeline", "stage", "store", "gate"];
+
+/// The layer of a module, by its first name: its index in [`LAYERS`], or
+/// `None` for a ground module at the crate root.
+fn layer_of(module: &[String]) -> Option<usize> {
+    let first = module.first()?;
+    LAYERS.iter().position(|l| l == first)
+}
+
+/// Every import that goes up: a layered module naming a layer above its
+/// own, or a ground module naming `front/` or `pipeline/`.
+fn upward_imports(krate: &Crate) -> Vec<String> {
+    let mut offenders = Vec::new();
+    for (module, (file, named)) in &krate.edges {
+        let own = layer_of(module);
+        for target in named {
+            let Some(theirs) = layer_of(target) else {
+                continue;
+            };
+            let up = match own {
+                Some(own) => theirs < own,
+                None => theirs <= 1,
+            };
+            if up {
+                offenders.push(format!("{file} names {}", show(target)));
+            }
+        }
+    }
+    offenders
+}
+
 #[test]
-fn a_stage_names_neither_the_pipeline_nor_another_stage() {
+fn no_module_names_a_layer_above_its_own() {
+    let krate = daemon();
+    for layer in LAYERS {
+        assert!(
+            krate
+                .edges
+                .keys()
+                .any(|m| m.first().is_some_and(|f| f == layer)),
+            "no module in the layer `{layer}`"
+        );
+    }
+    let offenders = upward_imports(&krate);
+    assert!(
+        offenders.is_empty(),
+        "a module imports a layer above its own (front > pipeline > stage > store > gate):\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn the_layer_rule_fails_on_a_stage_that_imports_the_front() {
+    let tree = |parse: &str| -> Vec<(PathBuf, String)> {
+        [
+            ("lib.rs", "pub mod front; pub mod pipeline; pub mod stage; pub mod store; pub mod gate; pub mod config;"),
+            ("front/mod.rs", "pub mod server;"),
+            ("front/server.rs", "use crate::pipeline::run; use crate::config::Config;"),
+            ("pipeline/mod.rs", "use crate::stage::parse; use crate::gate::Trail;"),
+            ("stage/mod.rs", "pub mod parse;"),
+            ("stage/parse.rs", parse),
+            ("store/mod.rs", "use crate::gate::Trail;"),
+            ("gate.rs", "use crate::config::Config;"),
+            ("config.rs", "pub struct Config;"),
+        ]
+        .iter()
+        .map(|(f, text)| (PathBuf::from(f), text.to_string()))
+        .collect()
+    };
+    let clean = graph(&tree("use crate::store::x; use crate::gate::Trail;"));
+    assert_eq!(upward_imports(&clean), Vec::<String>::new());
+    let planted = graph(&tree("use crate::{gate::Trail, front::server::Peer};"));
+    assert_eq!(
+        upward_imports(&planted),
+        vec![String::from("src/stage/parse.rs names front::server")]
+    );
+    let ground_up = graph(
+        &tree("")
+            .into_iter()
+            .chain([(
+                PathBuf::from("config.rs"),
+                String::from("use crate::pipeline::run;"),
+            )])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(
+        upward_imports(&ground_up),
+        vec![String::from("src/config.rs names pipeline")]
+    );
+}
+
+#[test]
+fn a_stage_names_no_other_stage() {
     let krate = daemon();
     let stages: Vec<_> = krate
         .edges
@@ -260,21 +360,48 @@ fn a_stage_names_neither_the_pipeline_nor_another_stage() {
         "found only {} stage modules",
         stages.len()
     );
-    let spine = vec![String::from("pipeline")];
     let mut offenders = Vec::new();
     for module in stages {
         let (file, named) = &krate.edges[module];
         for target in named {
-            let other_stage =
-                target.first().is_some_and(|t| t == "stage") && target.get(1) != module.get(1);
-            if *target == spine || other_stage {
+            if target.first().is_some_and(|t| t == "stage") && target.get(1) != module.get(1) {
                 offenders.push(format!("{file} names {}", show(target)));
             }
         }
     }
     assert!(
         offenders.is_empty(),
-        "a stage imports its caller or another stage:\n{}",
+        "a stage imports another stage:\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// Stages that still take the daemon's whole state, and why.
+const TAKES_THE_DAEMON: [&str; 1] = [
+    // The sandbox's spec reads the layout, the egress hub, the policy and
+    // the running children; its body is left as it is while the spawn path
+    // changes.
+    "execute",
+];
+
+#[test]
+fn a_stage_takes_what_it_uses() {
+    let krate = daemon();
+    let state = vec![String::from("state")];
+    let offenders: Vec<String> = krate
+        .edges
+        .iter()
+        .filter(|(m, _)| m.first().is_some_and(|f| f == "stage"))
+        .filter(|(m, _)| {
+            !m.get(1)
+                .is_some_and(|s| TAKES_THE_DAEMON.contains(&s.as_str()))
+        })
+        .filter(|(_, (_, named))| named.contains(&state))
+        .map(|(_, (file, _))| file.clone())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "a stage takes the daemon's whole state instead of what it uses:\n{}",
         offenders.join("\n")
     );
 }

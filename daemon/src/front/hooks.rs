@@ -22,6 +22,7 @@ use crate::stage::approval::{apply, digest, token};
 use crate::stage::kill_switch;
 use crate::stage::{intent, redact};
 use crate::state::Daemon;
+use crate::store::RequestEvent;
 use crate::store::approvals as store;
 use crate::store::audit::{AuditError, Durability, Event, EventKind, TxOp};
 use crate::store::sessions as session;
@@ -301,7 +302,7 @@ async fn judged(
     let (verdict, details) = match refused {
         Gate::Held(held) if attended => {
             let mut details = held.into_refusal();
-            match token::mint(daemon, &trail, &ticket).await {
+            match token::mint(&daemon.audit, &trail, &ticket).await {
                 Ok(token) => return settled(trail, Verdict::Hold, details, Some(token)),
                 // Still HOLD, the operator's approval still open: only the prompt is lost.
                 Err(why) => {
@@ -369,7 +370,7 @@ async fn unjudgeable(
         approval_token: None,
     };
     let mut trail = trail_of(peer, request, &exec);
-    let sent = redact::as_sent(daemon, &exec.command);
+    let sent = redact::as_sent(&|t| daemon.redact(t), &exec.command);
     trail.argv_redacted = Some(sent.iter().map(|text| shown(text)).collect());
     let allowed = daemon
         .policy()
@@ -403,7 +404,7 @@ async fn unjudgeable(
         ))
     };
     let digest = ticket.digest.clone().unwrap_or_default();
-    match apply::operator_approval(daemon, &trail.role, &hold.reason, &digest).await {
+    match apply::operator_approval(&daemon.audit, &trail.role, &hold.reason, &digest).await {
         Ok(approval) => {
             let approved = Refusal {
                 reason: format!(
@@ -499,7 +500,7 @@ async fn record_consuming(
     {
         Ok(()) => {
             if let Some(approval) = &ticket.approval {
-                intent::consumed(daemon, trail, approval).await;
+                intent::consumed(&daemon.audit, trail, approval).await;
             }
             (Verdict::Allow, details)
         }

@@ -94,34 +94,39 @@ pub async fn run(
         Gate::Allow(mut permit) => {
             daemon.counters.allowed.fetch_add(1, Ordering::Relaxed);
             let saved = match &permit.undo {
-                Some(plan) => {
-                    reversibility::capture(daemon, &trail.request_id, &permit.workspace, plan)
-                        .await
-                        .map(|()| true)
-                }
+                Some(plan) => reversibility::capture(
+                    &daemon.snapshots,
+                    &daemon.audit,
+                    &trail.request_id,
+                    &permit.workspace,
+                    plan,
+                )
+                .await
+                .map(|()| true),
                 None => Ok(false),
             };
             let taken = saved == Ok(true);
             let executed = match saved {
                 Err(reason) => execute::not_started(writer, &trail, &permit.decision, reason).await,
                 Ok(_) => {
-                    credentials::inject(daemon, &mut permit, &ticket.grants).await;
+                    credentials::inject(&daemon.config, &daemon.audit, &mut permit, &ticket.grants)
+                        .await;
                     let started = {
-                        let daemon = Arc::clone(daemon);
+                        let audit = Arc::clone(&daemon.audit);
                         let trail = trail.clone();
                         move |pid: i32| {
                             tokio::spawn(
-                                async move { outcome::started(&daemon, &trail, pid).await },
+                                async move { outcome::started(&audit, &trail, pid).await },
                             );
                         }
                     };
                     let on_egress = {
-                        let daemon = Arc::clone(daemon);
+                        let audit = Arc::clone(&daemon.audit);
                         let trail = trail.clone();
                         move |event| {
-                            let (daemon, trail) = (Arc::clone(&daemon), trail.clone());
+                            let (audit, trail) = (Arc::clone(&audit), trail.clone());
                             tokio::spawn(
-                                async move { outcome::egress(&daemon, &trail, event).await },
+                                async move { outcome::egress(&audit, &trail, event).await },
                             );
                         }
                     };
@@ -132,11 +137,11 @@ pub async fn run(
             // read through praxisd and the client's next request come after
             // it; it commits while the exit goes out. A command with an undo
             // snapshot waits for it, and for what the undo needs.
-            let recorded = outcome::queue(daemon, &trail, &executed);
+            let recorded = outcome::queue(&daemon.audit, &trail, &executed);
             let recorded = if taken {
                 outcome::committed(recorded).await;
                 let ran = matches!(executed, Executed::Ran(_));
-                reversibility::settle(daemon, &trail.request_id, ran).await;
+                reversibility::settle(&daemon.snapshots, &trail.request_id, ran).await;
                 None
             } else {
                 Some(recorded)
@@ -201,7 +206,10 @@ pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, Ticket, Ga
         session: inbound.request.session.clone(),
         runtime: inbound.request.runtime.clone(),
         cwd: inbound.request.cwd.clone(),
-        argv_redacted: Some(redact::as_sent(daemon, &inbound.request.command)),
+        argv_redacted: Some(redact::as_sent(
+            &|t| daemon.redact(t),
+            &inbound.request.command,
+        )),
         policy_revision: None,
         memory_used: Vec::new(),
     };
@@ -214,7 +222,15 @@ pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, Ticket, Ga
         ))),
     };
     let grants = grants(daemon, &gate, &trail.role);
-    let gate = approval::apply::apply(daemon, gate, &trail, &mut ticket, grants).await;
+    let gate = approval::apply::apply(
+        &daemon.config,
+        &daemon.audit,
+        gate,
+        &trail,
+        &mut ticket,
+        grants,
+    )
+    .await;
     (trail, ticket, gate)
 }
 
@@ -226,7 +242,11 @@ fn grants(daemon: &Daemon, gate: &Gate, role: &str) -> Option<Result<Vec<Credent
         Gate::Held(held) => &held.permit().decision,
         Gate::Hold(_) | Gate::Stop(_) => return None,
     };
-    Some(crate::store::credentials::grants(daemon, role, decision))
+    Some(crate::store::credentials::grants(
+        &daemon.credentials(),
+        role,
+        decision,
+    ))
 }
 
 /// The audit intent stage, handed the SQL that must commit with it: for an
@@ -240,7 +260,7 @@ pub async fn record_intent(daemon: &Daemon, gate: Gate, trail: &Trail, ticket: &
         Gate::Held(held) => approvals::pending_op(trail, ticket, &held.refusal, &held.permit().cwd),
         Gate::Hold(_) | Gate::Stop(_) => None,
     };
-    match intent::intent(daemon, gate, trail, ticket, with).await {
+    match intent::intent(&daemon.audit, gate, trail, ticket, with).await {
         intent::Intent::Recorded(gate) => gate,
         intent::Intent::Rejected { permit, why } => {
             let decision = &permit.decision;
@@ -253,7 +273,7 @@ pub async fn record_intent(daemon: &Daemon, gate: Gate, trail: &Trail, ticket: &
                         decision.tier,
                         &ticket.session,
                     );
-                    approval::budget::exhausted(daemon, trail, &reason).await;
+                    approval::budget::exhausted(&daemon.audit, trail, &reason).await;
                     let stop = Refusal {
                         reason,
                         ..Refusal::of(decision)
@@ -271,7 +291,7 @@ pub async fn record_intent(daemon: &Daemon, gate: Gate, trail: &Trail, ticket: &
                     (Gate::Hold(hold), op)
                 }
             };
-            match intent::intent(daemon, refusal, trail, ticket, with).await {
+            match intent::intent(&daemon.audit, refusal, trail, ticket, with).await {
                 intent::Intent::Recorded(gate) => gate,
                 // A refusal's record is never rejected into anything else.
                 intent::Intent::Rejected { .. } => Gate::Hold(Refusal::unclassified(String::from(
@@ -329,7 +349,7 @@ fn judge(
             "praxisd is shutting down",
         ))));
     }
-    let policy = match policy::in_force(daemon) {
+    let policy = match policy::in_force(&daemon.self_test, daemon.policy()) {
         Ok(policy) => policy,
         Err(why) => return Err(Refused::Hold(Refusal::unclassified(why))),
     };
@@ -358,8 +378,8 @@ fn judge(
     );
     // What the agent sent, as sent (operators, redirections, quoting), then
     // the simple commands it was judged as when they differ.
-    let mut shown = redact::as_sent(daemon, &request.command);
-    let breakdown = redact::for_audit(daemon, &decision);
+    let mut shown = redact::as_sent(&|t| daemon.redact(t), &request.command);
+    let breakdown = redact::for_audit(&|t| daemon.redact(t), &decision);
     if breakdown != shown {
         shown.extend(breakdown);
     }

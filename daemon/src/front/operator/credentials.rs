@@ -24,7 +24,7 @@ fn info(spec: CredentialSpec, origin: &str) -> CredentialInfo {
 
 /// `praxis cred list`: names, roles, programs and source kinds, never values.
 pub fn list(daemon: &Daemon) -> OperatorReply {
-    match active(daemon) {
+    match active(&daemon.credentials()) {
         Ok(all) => OperatorReply::Credentials {
             items: all.into_iter().map(|(s, o)| info(s, o)).collect(),
         },
@@ -91,7 +91,7 @@ pub fn add(daemon: &Daemon, peer: &Peer, mut spec: CredentialSpec) -> OperatorRe
 
 /// `praxis cred revoke`: no later request gets the credential.
 pub fn revoke(daemon: &Daemon, peer: &Peer, name: &str) -> OperatorReply {
-    let current = match active(daemon) {
+    let current = match active(&daemon.credentials()) {
         Ok(all) => all.into_iter().find(|(s, _)| s.name == name),
         Err(e) => {
             return OperatorReply::Refused {

@@ -202,7 +202,7 @@ fn events(list: Vec<StoredEvent>) -> Vec<serde_json::Value> {
 }
 
 fn status(daemon: &Daemon) -> StatusReport {
-    let (revision, hold_all) = match policy::in_force(daemon) {
+    let (revision, hold_all) = match policy::in_force(&daemon.self_test, daemon.policy()) {
         Ok(policy) => (policy.revision().to_owned(), None),
         Err(why) => (
             daemon
@@ -237,7 +237,7 @@ fn status(daemon: &Daemon) -> StatusReport {
         kill_switch: daemon.kill_switch.current().map(|e| e.reason),
         kill_file: daemon.kill_switch.file().display().to_string(),
         audit_problem: daemon.audit.lost(),
-        credential_problems: credential_store::problems(daemon),
+        credential_problems: credential_store::problems(&daemon.credentials()),
         in_flight: daemon.children.len() as u64,
         requests: Counters::get(&daemon.counters.requests),
         allowed: Counters::get(&daemon.counters.allowed),
