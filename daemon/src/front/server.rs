@@ -119,8 +119,14 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
             };
             let peer = at_request(&daemon, &stream, peer);
             let (_reader, writer) = stream.into_split();
-            crate::front::hooks::run(&daemon, peer, request, cwd_dir, &mut Writer::new(writer))
-                .await;
+            crate::front::hooks::tool_call(
+                &daemon,
+                peer,
+                request,
+                cwd_dir,
+                &mut Writer::new(writer),
+            )
+            .await;
         }
         ClientMsg::Note(request) => {
             drop(fds);

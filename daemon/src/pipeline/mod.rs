@@ -41,11 +41,14 @@ use crate::store::approvals;
 use crate::store::memory;
 use crate::{errors, ids};
 
+pub mod judged;
+
 use crate::gate::Seal;
 pub use crate::gate::{
     Approval, Approver, Brokered, Executed, Gate, Held, Permit, Ran, Refusal, Rejection, Ticket,
     Trail, decision_frame,
 };
+pub use judged::{Judged, judge_tool_call};
 
 /// The rule id of a refusal by the kill switch, so clients can word it.
 pub const KILL_SWITCH_RULE: &str = "kill_switch";
