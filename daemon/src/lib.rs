@@ -24,7 +24,6 @@ pub mod conn;
 pub mod egress;
 pub mod errors;
 pub mod front;
-pub mod gate;
 pub mod ids;
 pub mod paths;
 pub mod pinned;

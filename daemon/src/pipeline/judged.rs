@@ -12,8 +12,8 @@ use praxis_proto::{Command, ExecRequest, FileAccess, JudgeRequest, Subject, Verd
 use super::{DEFAULT_ROLE, Gate, Inbound, Refusal, Trail};
 use crate::conn::Peer;
 use crate::errors;
-use crate::gate::Ticket;
 use crate::ids;
+use crate::pipeline::gate::Ticket;
 use crate::stage::approval::{apply, digest, token};
 use crate::stage::{intent, kill_switch, redact};
 use crate::state::Daemon;

@@ -41,10 +41,11 @@ use crate::store::approvals;
 use crate::store::memory;
 use crate::{errors, ids};
 
+pub mod gate;
 pub mod judged;
 
-use crate::gate::Seal;
-pub use crate::gate::{
+use gate::Seal;
+pub use gate::{
     Approval, Approver, Brokered, Executed, Gate, Held, Permit, Ran, Refusal, Rejection, Ticket,
     Trail, decision_frame,
 };

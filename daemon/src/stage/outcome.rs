@@ -5,7 +5,7 @@
 use praxis_egress::{ConnectionEvent, RequestKind, Verdict};
 
 use crate::errors;
-use crate::gate::{Executed, Ran, Trail};
+use crate::pipeline::gate::{Executed, Ran, Trail};
 use crate::store::RequestEvent;
 use crate::store::audit::{AuditStore, Durability, Event, EventKind, Queued};
 
