@@ -19,26 +19,23 @@
 //! and only the approval stage lifts (a one-shot approval, or a steer-only
 //! role). The exec stage is reachable only by destructuring an ALLOW.
 
-use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use praxis_policy::{Decision, Policy, Verdict};
-use praxis_proto::{Command, CredentialSpec, ExecRequest, ServerMsg};
+use praxis_proto::{CredentialSpec, ExecRequest, ServerMsg};
 use tokio::net::unix::OwnedReadHalf;
 
 use crate::conn::{Peer, Writer};
 use crate::stage::approval;
 use crate::stage::preconditions::{self, Gathered};
-use crate::stage::recall::{self, Recalled};
+use crate::stage::recall::{self, Relaxation};
 use crate::stage::reversibility::{self, Reversibility};
-use crate::stage::{credentials, execute, intent, outcome, parse, policy, redact, session};
+use crate::stage::{credentials, execute, intent, outcome, parse, permit, policy, redact, session};
 use crate::stage::{kill_switch, roles};
 use crate::state::Daemon;
 use crate::store::approvals;
-use crate::store::memory;
 use crate::{errors, ids};
 
 pub mod gate;
@@ -420,53 +417,33 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
     let held_action = (decision.decision == Verdict::Hold)
         .then(|| recall::action(&decision, &gathered.context, &trail.role));
     // ALLOW, or a HOLD an approval may lift: either way, what would run.
-    let permit = {
-        let limits = policy.limits();
-        let requested = request
-            .timeout_secs
-            .unwrap_or(limits.timeout_secs)
-            .min(limits.timeout_secs);
-        let argv = match request.command {
-            Command::Argv(argv) => argv.into_iter().map(OsString::from).collect(),
-            Command::Shell(script) => {
-                // The shell reads none of the user's startup files.
-                let shell = &daemon.config.shell;
-                std::iter::once(shell.clone().into_os_string())
-                    .chain(policy.no_rc_options(shell).iter().map(OsString::from))
-                    .chain([OsString::from("-c"), OsString::from(script)])
-                    .collect()
-            }
-        };
-        let mut env: Vec<(OsString, OsString)> = request
-            .env
-            .into_iter()
-            .filter(|(k, _)| praxis_proto::is_forwarded_env(k))
-            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-            .collect();
-        if !env.iter().any(|(k, _)| k == "PATH") {
-            env.push((OsString::from("PATH"), gathered.path_var));
-        }
-        Box::new(Permit {
-            _seal: Seal,
-            request_id: trail.request_id.clone(),
-            argv,
-            cwd: gathered.context.cwd,
-            workspace: gathered.context.workspace,
-            home: gathered.context.home,
-            env,
-            timeout: Duration::from_secs(requested.max(1)),
-            output_cap: limits.output_cap_bytes,
-            peer,
-            stdin,
-            decision,
-            policy,
-            brokered: Vec::new(),
-            advisory: None,
-            steer: None,
-            undo: None,
-        })
-    };
-    let mut permit = permit;
+    let parts = permit::assemble(
+        &policy,
+        &daemon.config.shell,
+        request.command,
+        request.env,
+        request.timeout_secs,
+        gathered.path_var,
+    );
+    let mut permit = Box::new(Permit {
+        _seal: Seal,
+        request_id: trail.request_id.clone(),
+        argv: parts.argv,
+        cwd: gathered.context.cwd,
+        workspace: gathered.context.workspace,
+        home: gathered.context.home,
+        env: parts.env,
+        timeout: parts.timeout,
+        output_cap: parts.output_cap,
+        peer,
+        stdin,
+        decision,
+        policy,
+        brokered: Vec::new(),
+        advisory: None,
+        steer: None,
+        undo: None,
+    });
     let checkpoint = reversibility::wants_checkpoint(&daemon.config, &trail.role);
     let irreversible = match reversibility::plan(
         &daemon.snapshots,
@@ -483,22 +460,12 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
         }
         Reversibility::Unavailable(why) => Some(why),
     };
-    // Before a policy HOLD stands, memory is consulted: a confirmed lesson
-    // turns it into an ALLOW, evidence is shown with it.
+    // Before a policy HOLD stands, memory is consulted.
     let mut evidence = None;
     if let (Some(action), None) = (&held_action, &irreversible) {
-        match recall::recall(&daemon.memory, &trail.request_id, action, memory::now()) {
-            Recalled::Consulted(consultation, memories) => {
-                trail.memory_used = consultation.memory_used();
-                if let Some((id, how)) = &consultation.allowed_by {
-                    let decision = &mut permit.decision;
-                    decision.decision = Verdict::Allow;
-                    decision.reason = format!("{}; allowed by memory {id}, {how}", decision.reason);
-                    return Gate::Allow(permit);
-                }
-                evidence = recall::evidence_note(&consultation, &memories);
-            }
-            Recalled::Unavailable(why) => tracing::warn!("memory not consulted: {why}"),
+        match recall::relax(&daemon.memory, trail, action, &mut permit.decision) {
+            Relaxation::Allowed => return Gate::Allow(permit),
+            Relaxation::Stands(note) => evidence = note,
         }
     }
     match (permit.decision.decision, irreversible) {

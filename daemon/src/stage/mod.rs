@@ -11,6 +11,7 @@ pub mod intent;
 pub mod kill_switch;
 pub mod outcome;
 pub mod parse;
+pub mod permit;
 pub mod policy;
 pub mod preconditions;
 pub mod recall;
