@@ -313,11 +313,15 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
         .map_err(|e| format!("cannot bind {}: {e}", api_socket.display()))?;
     fs::set_permissions(&api_socket, fs::Permissions::from_mode(socket_mode))
         .map_err(|e| format!("cannot set permissions on {}: {e}", api_socket.display()))?;
-    tokio::spawn(praxis_daemon::front::memory_api::serve(Arc::clone(&daemon), api));
+    tokio::spawn(praxis_daemon::front::memory_api::serve(
+        Arc::clone(&daemon),
+        api,
+    ));
     // Optionally also on loopback TCP, to holders of the bearer token.
     if let Some(addr) = daemon.config.api_tcp {
-        let token = praxis_daemon::front::memory_api::token::ApiToken::load_or_create(&layout.state_dir)
-            .map_err(|e| format!("judge API token: {e}"))?;
+        let token =
+            praxis_daemon::front::memory_api::token::ApiToken::load_or_create(&layout.state_dir)
+                .map_err(|e| format!("judge API token: {e}"))?;
         let tcp = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| format!("cannot bind the judge API on {addr}: {e}"))?;
