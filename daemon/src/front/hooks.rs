@@ -45,11 +45,13 @@ pub async fn tool_call(
         details,
         token,
         unrecorded,
+        approves_itself,
     } = pipeline::judge_tool_call(daemon, peer, &request, cwd_dir).await;
     let (observed, appends) = observe(daemon, &request, &trail, verdict, &details, unrecorded);
     // An allowed command the adapter runs through praxis-run is judged and
     // audited again before it runs: its records may commit after the answer.
     let answer_first = request.runs_through_praxis_run
+        && !approves_itself
         && verdict == Verdict::Allow
         && observed.block.is_none()
         && matches!(request.subject, Subject::Command { .. });
@@ -93,6 +95,11 @@ pub async fn tool_call(
         approval_token: token,
         steer: observed.steer,
         ..pipeline::decision_frame(&trail, verdict, &details)
+    };
+    let frame = if approves_itself {
+        pipeline::stop_self_approval(&daemon.audit, peer, &request, frame).await
+    } else {
+        frame
     };
     let _ = writer.send(&ServerMsg::Decision(frame)).await;
     if let Some(appends) = after_answer

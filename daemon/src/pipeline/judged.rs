@@ -7,7 +7,9 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use praxis_proto::{Command, ExecRequest, FileAccess, JudgeRequest, Subject, Verdict};
+use praxis_proto::{
+    Command, DecisionFrame, ExecRequest, FileAccess, JudgeRequest, Subject, Verdict,
+};
 
 use super::{DEFAULT_ROLE, Gate, Inbound, Refusal, Trail};
 use crate::conn::Peer;
@@ -15,11 +17,11 @@ use crate::errors;
 use crate::ids;
 use crate::pipeline::gate::Ticket;
 use crate::stage::approval::{apply, digest, token};
-use crate::stage::{intent, kill_switch, redact};
+use crate::stage::{intent, kill_switch, redact, self_approval};
 use crate::state::Daemon;
 use crate::store::RequestEvent;
 use crate::store::approvals as store;
-use crate::store::audit::{AuditError, Durability, Event, EventKind, TxOp};
+use crate::store::audit::{AuditError, AuditStore, Durability, Event, EventKind, TxOp};
 
 /// A judged request. An ALLOW's decision record may still be `unrecorded`:
 /// it is queued in one batch with the session's events, and committed
@@ -31,11 +33,77 @@ pub struct Judged {
     /// The one-time approval token of an attended HOLD.
     pub token: Option<String>,
     pub unrecorded: Option<Event>,
+    /// The agent's own text approves its own actions: the answer is STOP
+    /// ([`stop_self_approval`]), whatever was judged.
+    pub approves_itself: bool,
 }
 
 /// Judges a tool call: its command equivalent through the judging stages,
-/// or, for a tool with none, the kill switch and `[runtime_tools]`.
+/// or, for a tool with none, the kill switch and `[runtime_tools]`. A call
+/// whose agent text approves its own actions is judged and recorded as
+/// usual, minted no token, and marked for STOP.
 pub async fn judge_tool_call(
+    daemon: &Arc<Daemon>,
+    peer: Peer,
+    request: &JudgeRequest,
+    cwd_dir: OwnedFd,
+) -> Judged {
+    let approves_itself = request
+        .agent_text
+        .as_deref()
+        .is_some_and(|text| self_approval::approves_itself(text, token::PREFIX));
+    if approves_itself {
+        let unattended = JudgeRequest {
+            attended: false,
+            ..request.clone()
+        };
+        let judged = judge_equivalent(daemon, peer, &unattended, cwd_dir).await;
+        return Judged {
+            approves_itself,
+            ..judged
+        };
+    }
+    judge_equivalent(daemon, peer, request, cwd_dir).await
+}
+
+/// The STOP of a call that approves its own actions: recorded as
+/// `hook_stopped`, answered with no approval and no token. The refusal
+/// stands whether or not its record committed (the failure is logged).
+pub async fn stop_self_approval(
+    audit: &AuditStore,
+    peer: Peer,
+    request: &JudgeRequest,
+    frame: DecisionFrame,
+) -> DecisionFrame {
+    let mut detail = serde_json::Map::new();
+    detail.insert("request_id".into(), frame.request_id.clone().into());
+    if let Some(id) = &request.tool_call_id {
+        detail.insert("tool_call_id".into(), id.clone().into());
+    }
+    let event = Event {
+        session: request.session.clone(),
+        runtime: request.runtime.clone(),
+        uid: Some(peer.uid),
+        pid: peer.pid.and_then(|p| u32::try_from(p).ok()),
+        decision: Some(Verdict::Stop.as_str().to_owned()),
+        reason: Some(String::from(self_approval::REASON)),
+        detail: Some(detail),
+        ..Event::new(EventKind::Other(String::from(self_approval::STOPPED)))
+    };
+    if let Err(e) = crate::store::record(audit, event, Durability::Normal).await {
+        tracing::error!("audit of a self-approval STOP failed: {e}");
+    }
+    DecisionFrame {
+        decision: Verdict::Stop,
+        reason: String::from(self_approval::REASON),
+        approve_with: None,
+        approval_token: None,
+        ..frame
+    }
+}
+
+/// A tool call judged as its command equivalent, or as a tool with none.
+async fn judge_equivalent(
     daemon: &Arc<Daemon>,
     peer: Peer,
     request: &JudgeRequest,
@@ -51,6 +119,7 @@ pub async fn judge_tool_call(
                 details,
                 token: None,
                 unrecorded: None,
+                approves_itself: false,
             }
         }
     }
@@ -112,6 +181,7 @@ async fn judged(
         details,
         token,
         unrecorded: None,
+        approves_itself: false,
     };
     // Only a command has a rewrite that can carry the token to a run.
     let attended = request.attended && matches!(request.subject, Subject::Command { .. });
@@ -153,6 +223,7 @@ async fn judged(
                     details,
                     token: None,
                     unrecorded: Some(unrecorded),
+                    approves_itself: false,
                 };
             };
             // A command runs through praxis-run, whose intent consumes the

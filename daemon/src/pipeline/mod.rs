@@ -46,7 +46,7 @@ pub use gate::{
     Approval, Approver, Brokered, Executed, Gate, Held, Permit, Ran, Refusal, Rejection, Ticket,
     Trail, decision_frame,
 };
-pub use judged::{Judged, judge_tool_call};
+pub use judged::{Judged, judge_tool_call, stop_self_approval};
 
 /// The rule id of a refusal by the kill switch, so clients can word it.
 pub const KILL_SWITCH_RULE: &str = "kill_switch";

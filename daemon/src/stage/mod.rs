@@ -19,4 +19,5 @@ pub mod recall;
 pub mod redact;
 pub mod reversibility;
 pub mod roles;
+pub mod self_approval;
 pub mod session;
