@@ -18,7 +18,7 @@ use crate::errors;
 use crate::pipeline::{self, Judged, Refusal, Trail};
 use crate::state::Daemon;
 use crate::store::audit::{Durability, Event, EventKind};
-use crate::store::sessions as session;
+use crate::store::sessions;
 
 /// Note kinds an adapter may record.
 pub const NOTE_KINDS: &[&str] = &[
@@ -78,7 +78,7 @@ pub async fn tool_call(
             Verdict::Stop,
             Refusal {
                 reason,
-                rule_ids: vec![format!("{}{method}", session::METHOD_RULE_PREFIX)],
+                rule_ids: vec![format!("{}{method}", sessions::METHOD_RULE_PREFIX)],
                 approvable: false,
                 ..details
             },
@@ -123,18 +123,18 @@ fn observe(
     verdict: Verdict,
     details: &Refusal,
     unrecorded: Option<Event>,
-) -> (session::Observed, session::Appends) {
+) -> (sessions::Observed, sessions::Appends) {
     let first = unrecorded.map(|e| (e, Durability::Normal));
-    let Some(scope) = session::scope_of(request.runtime.as_deref(), request.session.as_deref())
+    let Some(scope) = sessions::scope_of(request.runtime.as_deref(), request.session.as_deref())
     else {
-        let appends = session::Appends::queue(&daemon.audit, first, Vec::new());
-        return (session::Observed::default(), appends);
+        let appends = sessions::Appends::queue(&daemon.audit, first, Vec::new());
+        return (sessions::Observed::default(), appends);
     };
-    let (tool, target) = session::tool_and_target(&request.subject, request.tool.as_deref());
-    let mut event = session::event(scope, SessionDoorway::PreToolUse, Some(tool), target);
+    let (tool, target) = sessions::tool_and_target(&request.subject, request.tool.as_deref());
+    let mut event = sessions::event(scope, SessionDoorway::PreToolUse, Some(tool), target);
     event.cwd = Some(request.cwd.clone());
     event.call_id.clone_from(&request.tool_call_id);
-    event.judgment = Some(session::judgment(
+    event.judgment = Some(sessions::judgment(
         details.tier,
         verdict,
         &details.rule_ids,
@@ -215,7 +215,7 @@ fn note_event(
     detail: &serde_json::Map<String, serde_json::Value>,
     target: Option<String>,
 ) -> Option<praxis_session::HookEvent> {
-    let scope = session::scope_of(request.runtime.as_deref(), request.session.as_deref())?;
+    let scope = sessions::scope_of(request.runtime.as_deref(), request.session.as_deref())?;
     let doorway = match request.kind.as_str() {
         "tool_finished" => SessionDoorway::PostToolUse,
         "session_started" => SessionDoorway::SessionStart,
@@ -227,7 +227,7 @@ fn note_event(
         .get("tool_name")
         .and_then(|t| t.as_str())
         .map(str::to_owned);
-    let mut event = session::event(scope, doorway, tool, target);
+    let mut event = sessions::event(scope, doorway, tool, target);
     event.call_id.clone_from(&request.tool_call_id);
     event.status = outcome_status(detail);
     Some(event)

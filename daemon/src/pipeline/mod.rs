@@ -6,7 +6,8 @@
 //!
 //! kill switch → role → parse → preconditions (host snapshot) → policy (tier
 //! classification and deny-first rules, one pure call over that snapshot) →
-//! redact → approval / retry budget → session (a run naming a session
+//! redact → permit (what would run) → reversibility (the undo plan) →
+//! recall (memory may relax a policy HOLD) → approval / retry budget → session (a run naming a session
 //! joins its trajectory: a steer rides the advisory line, a role's method
 //! rule refuses) → audit intent (committed) → credentials → execute →
 //! errors → output → audit outcome (queued before the exit is reported,
@@ -18,6 +19,9 @@
 //! HOLD carries one sealed in a [`Held`], which only [`Held::lift`] opens,
 //! and only the approval stage lifts (a one-shot approval, or a steer-only
 //! role). The exec stage is reachable only by destructuring an ALLOW.
+//!
+//! A hook's tool call takes the same spine up to its audit intent
+//! ([`judged`]), with the self-approval stage before it answers.
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
