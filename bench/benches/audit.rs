@@ -13,8 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use praxis_daemon::audit::{AuditStore, Durability, Event, EventKind};
 use praxis_daemon::ids;
+use praxis_daemon::store::audit::{AuditStore, Durability, Event, EventKind};
 
 /// Appender counts: one agent alone, a daemon serving a few, and many.
 const APPENDERS: [u64; 3] = [1, 8, 64];

@@ -8,8 +8,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use praxis_daemon::memory::store::MemoryStore;
 use praxis_daemon::stage::recall::{self as stage, Recalled};
+use praxis_daemon::store::memory::db::MemoryStore;
 use praxis_memory::contract::{
     CreatedBy, MemorySource, ProvenanceStatus, RecallRequest, SourceKind, Visibility, parse,
 };

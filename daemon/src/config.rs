@@ -236,6 +236,13 @@ pub struct Roles {
     pub map: Vec<RoleMap>,
 }
 
+impl Roles {
+    /// Whether `role` is steer-only: its policy HOLDs run with an advisory line.
+    pub fn is_steer_only(&self, role: &str) -> bool {
+        self.steer_only.iter().any(|r| r == role)
+    }
+}
+
 /// Executions allowed per session and request digest, by tier; `None` is unlimited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryBudget([Option<u32>; 4]);

@@ -1,36 +1,36 @@
-//! praxisd internals. The binary in `main.rs` is thin; the pipeline is in
-//! [`pipeline`] and reads as its stages, each a module of [`stage`]. The
-//! values passed between stages are in [`pipeline::gate`], below them.
+//! praxisd internals. The binary in `main.rs` is thin. The folders are the
+//! layers, each importing only those below it (`docs/architecture.md`,
+//! `tests/layers.rs`):
 //!
-//! Layers, each importing only those below it: `server`, `conn`, `judge` and
-//! [`operator`] take requests; [`pipeline`] runs one through the stages;
-//! [`stage`] modules take values and return typed outcomes, never naming
-//! another stage or the pipeline; [`spawn`] is the one path into the
-//! sandbox; `state`, `audit`, `kill_switch`, `children`, `config` and the
-//! small helpers are below all of them.
+//! - [`front`] takes requests: the server, the hook adapters, the judge
+//!   API, the operator's commands;
+//! - [`pipeline`] is the one spine, for a command and a judged tool call
+//!   alike, and the only module that names every stage;
+//! - [`stage`] modules take values and return typed outcomes, never naming
+//!   another stage or the spine;
+//! - [`store`] keeps state on disk: audit, approvals, credentials, memory,
+//!   sessions;
+//! - the gate ([`pipeline::gate`]) holds the values passed between stages,
+//!   below every layer.
+//!
+//! The modules at the root are the ground any layer may use (config, the
+//! wire, ids, paths, [`spawn`], the one path into the sandbox, and
+//! [`state`], the daemon's shared state); none names the front or the
+//! pipeline.
 //!
 //! The glue of a new subsystem follows the same layers: what it does per
-//! request is a module of [`stage`] called by the pipeline (egress
-//! destinations, memory recall, snapshots), what operators ask of it a
-//! module of [`operator`], and an API of its own a module beside `server`;
-//! its decisions stay in its own I/O-free crate. The session control
-//! plane's glue, [`session`], is fed by both `judge` (hook events) and the
-//! pipeline (runs with a session), so it sits below both, beside `state`.
+//! request is a stage the pipeline calls, what it keeps a store, what
+//! operators ask of it a module of `front::operator`; its decisions stay in
+//! its own I/O-free crate.
 
-pub mod audit;
 pub mod children;
 pub mod clock;
 pub mod config;
 pub mod conn;
-pub mod credential_rows;
 pub mod egress;
 pub mod errors;
-pub mod http;
+pub mod front;
 pub mod ids;
-pub mod judge;
-pub mod kill_switch;
-pub mod memory;
-pub mod operator;
 pub mod paths;
 pub mod pinned;
 pub mod pipeline;
@@ -38,10 +38,8 @@ pub mod private_tmp;
 pub mod program_cache;
 pub mod recovery;
 pub mod reload;
-pub mod roles;
-pub mod server;
-pub mod session;
 pub mod socket_relay;
 pub mod spawn;
 pub mod stage;
 pub mod state;
+pub mod store;

@@ -1,5 +1,5 @@
 //! praxisd: the Praxis daemon. Thin: it sets up the layout, the audit store,
-//! the policy and the watchers, then serves [`praxis_daemon::server`].
+//! the policy and the watchers, then serves [`praxis_daemon::front::server`].
 
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use nix::fcntl::{Flock, FlockArg};
-use praxis_daemon::audit::{self, AuditStore, Durability, Event, EventKind};
 use praxis_daemon::config::Config;
-use praxis_daemon::stage::{approval, credentials};
+use praxis_daemon::front::server;
+use praxis_daemon::stage::kill_switch;
 use praxis_daemon::state::Daemon;
-use praxis_daemon::{errors, kill_switch, private_tmp, reload, server};
+use praxis_daemon::store::audit::{self, AuditStore, Durability, Event, EventKind};
+use praxis_daemon::store::{approvals, credentials};
+use praxis_daemon::{errors, private_tmp, reload};
 use praxis_proto::{Layout, Mode};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -30,7 +32,7 @@ async fn sweep_expired(daemon: Arc<Daemon>) {
     loop {
         every.tick().await;
         let audit = Arc::clone(&daemon.audit);
-        let _ = tokio::task::spawn_blocking(move || approval::store::record_expired(&audit)).await;
+        let _ = tokio::task::spawn_blocking(move || approvals::record_expired(&audit)).await;
     }
 }
 
@@ -201,11 +203,9 @@ fn start(layout: Layout) -> Result<i32, String> {
     let config = Config::load(layout.clone()).map_err(|e| errors::one_line(&e))?;
     // Pending requests, approvals, the retry budget and credential references
     // live beside the events, so they change in the events' transactions.
-    let store = AuditStore::open_with_schema(
-        layout.audit_db(),
-        &[approval::store::SCHEMA, credentials::store::SCHEMA],
-    )
-    .map_err(|e| errors::one_line(&e))?;
+    let store =
+        AuditStore::open_with_schema(layout.audit_db(), &[approvals::SCHEMA, credentials::SCHEMA])
+            .map_err(|e| errors::one_line(&e))?;
     if layout.mode == Mode::System {
         store.anchor_to_syslog();
     }
@@ -313,16 +313,20 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
         .map_err(|e| format!("cannot bind {}: {e}", api_socket.display()))?;
     fs::set_permissions(&api_socket, fs::Permissions::from_mode(socket_mode))
         .map_err(|e| format!("cannot set permissions on {}: {e}", api_socket.display()))?;
-    tokio::spawn(praxis_daemon::http::serve(Arc::clone(&daemon), api));
+    tokio::spawn(praxis_daemon::front::memory_api::serve(
+        Arc::clone(&daemon),
+        api,
+    ));
     // Optionally also on loopback TCP, to holders of the bearer token.
     if let Some(addr) = daemon.config.api_tcp {
-        let token = praxis_daemon::http::token::ApiToken::load_or_create(&layout.state_dir)
-            .map_err(|e| format!("judge API token: {e}"))?;
+        let token =
+            praxis_daemon::front::memory_api::token::ApiToken::load_or_create(&layout.state_dir)
+                .map_err(|e| format!("judge API token: {e}"))?;
         let tcp = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| format!("cannot bind the judge API on {addr}: {e}"))?;
         tracing::info!("judge API also on http://{addr} (bearer token in the state dir)");
-        tokio::spawn(praxis_daemon::http::serve_tcp(
+        tokio::spawn(praxis_daemon::front::memory_api::serve_tcp(
             Arc::clone(&daemon),
             tcp,
             token,

@@ -1,8 +1,8 @@
 //! What a restarted daemon owes the record: every command that had started
 //! when the last daemon ended, with no outcome, gets an `interrupted` one.
 
-use crate::audit::{Durability, Event, EventKind};
 use crate::state::Daemon;
+use crate::store::audit::{Durability, Event, EventKind};
 
 /// Started requests with neither an outcome nor an interruption recorded.
 const UNFINISHED: &str = "SELECT s.request_id, s.session, s.role, s.uid, s.runtime, s.cwd \

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use praxis_policy::{BUILTIN_PATTERNS, Policy, Source};
 
-use crate::audit::{Durability, Event, EventKind, Maker};
 use crate::config::{Config, POLICY_FILE};
 use crate::errors;
 use crate::state::Daemon;
+use crate::store::audit::{Durability, Event, EventKind, Maker};
 
 /// Loads the built-in patterns and, when present, the operator's policy file.
 pub fn load(config: &Config) -> Result<Policy, String> {

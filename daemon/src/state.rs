@@ -7,15 +7,16 @@ use std::sync::{Arc, RwLock};
 use praxis_policy::Policy;
 use praxis_policy::redact::{Redactor, builtin_config};
 
-use crate::audit::{Appended, AuditStore, Durability, Event};
 use crate::children::Children;
 use crate::config::Config;
-use crate::credential_rows::RowCache;
 use crate::egress::EgressHub;
-use crate::kill_switch::KillSwitch;
-use crate::memory::store::MemoryStore;
 use crate::program_cache::ProgramCache;
-use crate::session::Sessions;
+use crate::stage::kill_switch::KillSwitch;
+use crate::store::audit::{Appended, AuditStore, Durability, Event};
+use crate::store::credential_rows::RowCache;
+use crate::store::credentials;
+use crate::store::memory::db::MemoryStore;
+use crate::store::sessions::Sessions;
 
 /// The policy in force. `Err` when no policy has ever loaded (a bad file at
 /// start-up): the daemon then serves nothing but HOLD with that reason.
@@ -148,16 +149,22 @@ impl Daemon {
         }
     }
 
+    /// Where credentials come from, for the credential store.
+    pub fn credentials(&self) -> credentials::Sources<'_> {
+        credentials::Sources {
+            configured: &self.config.credentials,
+            audit: &self.audit,
+            rows: &self.credential_rows,
+        }
+    }
+
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::SeqCst)
     }
 
     /// Appends an audit event from async code without blocking the runtime.
     pub async fn record(&self, event: Event, durability: Durability) -> Result<Appended, String> {
-        self.audit
-            .append_async(event, durability)
-            .await
-            .map_err(|e| crate::errors::one_line(&e))
+        crate::store::record(&self.audit, event, durability).await
     }
 
     /// Appends an audit event from a blocking context (watcher threads).

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
-use praxis_daemon::audit::{
+use praxis_daemon::store::audit::{
     AuditError, AuditStore, Durability, Event, EventKind, StoredEvent, TxOp, verify_file,
 };
 use rusqlite::Connection;
@@ -778,7 +778,7 @@ fn killed_appender_child() {
         return;
     };
     let store = AuditStore::open(PathBuf::from(path)).unwrap();
-    let ack = |appended: &praxis_daemon::audit::Appended, request: &str| {
+    let ack = |appended: &praxis_daemon::store::audit::Appended, request: &str| {
         let line = format!("acked {} {} {request}\n", appended.seq, appended.hash);
         std::io::stdout().lock().write_all(line.as_bytes()).unwrap();
     };

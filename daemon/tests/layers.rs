@@ -1,14 +1,25 @@
-//! "No module imports its caller": the daemon's modules form layers. This
-//! test reads the daemon's module graph and fails when a stage
-//! (`src/stage/<name>`) names the pipeline's spine (`pipeline/mod.rs`) or
-//! another stage: stages take values and return typed outcomes, and name
-//! only the types of `pipeline::gate`, which sit below them. Circles, here
-//! and in every other crate, are the workspace test `module_circles`'s.
+//! The daemon's folders are its layers, from the top: `front/` (what takes
+//! requests), `pipeline/` (the spine), `stage/` (one module a stage),
+//! `store/` (what keeps state on disk), and the gate (`pipeline/gate.rs`,
+//! the values passed between stages) below them all: it lives in the
+//! pipeline's folder so that only the spine can seal a `Permit`, but ranks
+//! below every layer. The modules at the crate root outside
+//! these (`config`, `conn`, `spawn`, `state`, …) are the ground every layer
+//! may use. This test reads the daemon's module graph and fails when
+//! - a module names a module of a layer above its own, or a ground module
+//!   names `front/` or `pipeline/`;
+//! - a stage names another stage;
+//! - a stage names the daemon's whole state instead of taking what it uses.
+//!
+//! Circles, here and in every other crate, are the workspace test
+//! `module_circles`'s; both read sources with `praxis_e2e::module_graph`.
 
+use std::fs;
 use std::path::Path;
 
 use praxis_e2e::module_graph::{ModuleGraph, show};
 
+/// The daemon's library: every source file but the binary's `main.rs`.
 fn daemon() -> ModuleGraph {
     let graph = ModuleGraph::read(Path::new(env!("CARGO_MANIFEST_DIR")));
     assert!(
@@ -19,8 +30,118 @@ fn daemon() -> ModuleGraph {
     graph
 }
 
+/// The layers, from the top; `gate` is the module `pipeline::gate`.
+const LAYERS: [&str; 5] = ["front", "pipeline", "stage", "store", "gate"];
+
+/// The layer of a module: its index in [`LAYERS`], by its first name (the
+/// gate by its second), or `None` for a ground module at the crate root.
+fn layer_of(module: &[String]) -> Option<usize> {
+    let name = match module {
+        [pipeline, gate, ..] if pipeline == "pipeline" && gate == "gate" => gate,
+        [first, ..] => first,
+        [] => return None,
+    };
+    LAYERS.iter().position(|l| l == name)
+}
+
+/// Every import that goes up: a layered module naming a layer above its
+/// own, or a ground module naming `front/` or `pipeline/`.
+fn upward_imports(krate: &ModuleGraph) -> Vec<String> {
+    let mut offenders = Vec::new();
+    for (module, (file, named)) in &krate.edges {
+        let own = layer_of(module);
+        for target in named {
+            let Some(theirs) = layer_of(target) else {
+                continue;
+            };
+            let up = match own {
+                Some(own) => theirs < own,
+                None => theirs <= 1,
+            };
+            if up {
+                offenders.push(format!("{file} names {}", show(target)));
+            }
+        }
+    }
+    offenders
+}
+
 #[test]
-fn a_stage_names_neither_the_pipeline_nor_another_stage() {
+fn no_module_names_a_layer_above_its_own() {
+    let krate = daemon();
+    for (n, layer) in LAYERS.iter().enumerate() {
+        assert!(
+            krate.edges.keys().any(|m| layer_of(m) == Some(n)),
+            "no module in the layer `{layer}`"
+        );
+    }
+    let offenders = upward_imports(&krate);
+    assert!(
+        offenders.is_empty(),
+        "a module imports a layer above its own (front > pipeline > stage > store > gate):\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn the_layer_rule_fails_on_a_stage_that_imports_the_front() {
+    // A small crate laid out as the daemon is, with what a stage (`parse`)
+    // and a ground module (`config`) name.
+    let tree = |parse: &str, config: &str| -> ModuleGraph {
+        let dir = tempfile::tempdir().unwrap();
+        for (file, text) in [
+            (
+                "lib.rs",
+                "pub mod front; pub mod pipeline; pub mod stage; pub mod store; pub mod config;",
+            ),
+            ("front/mod.rs", "pub mod server;"),
+            (
+                "front/server.rs",
+                "use crate::pipeline::run; use crate::config::Config;",
+            ),
+            (
+                "pipeline/mod.rs",
+                "pub mod gate; use crate::stage::parse; use gate::Trail;",
+            ),
+            ("pipeline/gate.rs", "use crate::config::Config;"),
+            ("stage/mod.rs", "pub mod parse;"),
+            ("stage/parse.rs", parse),
+            ("store/mod.rs", "use crate::pipeline::gate::Trail;"),
+            ("config.rs", config),
+        ] {
+            let path = dir.path().join("src").join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        ModuleGraph::read(dir.path())
+    };
+    // Files are named from the crate's parent; keep the part from `src/`.
+    let offenders = |krate: &ModuleGraph| -> Vec<String> {
+        upward_imports(krate)
+            .iter()
+            .map(|o| o[o.find("src/").unwrap()..].to_string())
+            .collect()
+    };
+    let stage_ok = "use crate::store::x; use crate::pipeline::gate::Trail;";
+    let clean = tree(stage_ok, "pub struct Config;");
+    assert_eq!(offenders(&clean), Vec::<String>::new());
+    let planted = tree(
+        "use crate::{pipeline::gate::Trail, front::server::Peer};",
+        "pub struct Config;",
+    );
+    assert_eq!(
+        offenders(&planted),
+        vec![String::from("src/stage/parse.rs names front::server")]
+    );
+    let ground_up = tree(stage_ok, "use crate::pipeline::run;");
+    assert_eq!(
+        offenders(&ground_up),
+        vec![String::from("src/config.rs names pipeline")]
+    );
+}
+
+#[test]
+fn a_stage_names_no_other_stage() {
     let krate = daemon();
     let stages: Vec<_> = krate
         .edges
@@ -32,21 +153,48 @@ fn a_stage_names_neither_the_pipeline_nor_another_stage() {
         "found only {} stage modules",
         stages.len()
     );
-    let spine = vec![String::from("pipeline")];
     let mut offenders = Vec::new();
     for module in stages {
         let (file, named) = &krate.edges[module];
         for target in named {
-            let other_stage =
-                target.first().is_some_and(|t| t == "stage") && target.get(1) != module.get(1);
-            if *target == spine || other_stage {
+            if target.first().is_some_and(|t| t == "stage") && target.get(1) != module.get(1) {
                 offenders.push(format!("{file} names {}", show(target)));
             }
         }
     }
     assert!(
         offenders.is_empty(),
-        "a stage imports its caller or another stage:\n{}",
+        "a stage imports another stage:\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// Stages that still take the daemon's whole state, and why.
+const TAKES_THE_DAEMON: [&str; 1] = [
+    // The sandbox's spec reads the layout, the egress hub, the policy and
+    // the running children; its body is left as it is while the spawn path
+    // changes.
+    "execute",
+];
+
+#[test]
+fn a_stage_takes_what_it_uses() {
+    let krate = daemon();
+    let state = vec![String::from("state")];
+    let offenders: Vec<String> = krate
+        .edges
+        .iter()
+        .filter(|(m, _)| m.first().is_some_and(|f| f == "stage"))
+        .filter(|(m, _)| {
+            !m.get(1)
+                .is_some_and(|s| TAKES_THE_DAEMON.contains(&s.as_str()))
+        })
+        .filter(|(_, (_, named))| named.contains(&state))
+        .map(|(_, (file, _))| file.clone())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "a stage takes the daemon's whole state instead of what it uses:\n{}",
         offenders.join("\n")
     );
 }

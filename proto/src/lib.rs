@@ -10,6 +10,7 @@ pub mod frame;
 pub mod msg;
 pub mod paths;
 pub mod verdict;
+pub mod words;
 
 pub use frame::{Frame, FrameError, HEADER_LEN, MAX_FRAME, MAX_OUTPUT_CHUNK, PROTOCOL_VERSION};
 pub use msg::{

@@ -98,6 +98,11 @@ pub struct JudgeRequest {
     /// commits right after the answer instead of before it.
     #[serde(default)]
     pub runs_through_praxis_run: bool,
+    /// The agent's own text of a shell call, as it wrote it (the subject is
+    /// what a `praxis-run` call in it wraps): praxisd refuses a call that
+    /// names the operator CLI or carries an approval token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_text: Option<String>,
 }
 
 /// Something an adapter reports for the audit trail, with no decision to

@@ -25,6 +25,8 @@ pub struct Caller {
     /// An allowed command is run through praxis-run, judged and audited again
     /// (see `JudgeRequest::runs_through_praxis_run`).
     pub runs_through_praxis_run: bool,
+    /// The agent's own text of a shell call (see `JudgeRequest::agent_text`).
+    pub agent_text: Option<String>,
 }
 
 /// Judges `subject` as if run from `cwd`; the daemon records the decision.
@@ -41,6 +43,7 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
         env: praxis_proto::forwarded_env(praxis_policy::env::forwarded),
         attended: caller.attended,
         runs_through_praxis_run: caller.runs_through_praxis_run,
+        agent_text: caller.agent_text.clone(),
     };
     let stream = client::connect_for_decision()?;
     client::send_first(&stream, &ClientMsg::Judge(request), &[cwd_dir.as_raw_fd()])?;

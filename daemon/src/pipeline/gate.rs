@@ -18,7 +18,6 @@ use praxis_proto::{CredentialBinding, CredentialSpec, DecisionFrame, ExitStatus}
 use praxis_snapshot::Plan;
 use zeroize::Zeroizing;
 
-use crate::audit::{Event, EventKind};
 use crate::conn::Peer;
 
 /// Why a request does not run.
@@ -156,25 +155,6 @@ pub struct Trail {
     pub policy_revision: Option<String>,
     /// The memories the decision used, and as what (instruction, evidence).
     pub memory_used: Vec<MemoryUse>,
-}
-
-impl Trail {
-    /// An event about this request, its common fields filled.
-    pub fn event(&self, kind: EventKind) -> Event {
-        Event {
-            request_id: Some(self.request_id.clone()),
-            session: self.session.clone(),
-            role: Some(self.role.clone()),
-            uid: Some(self.peer.uid),
-            pid: self.peer.pid.and_then(|p| u32::try_from(p).ok()),
-            runtime: self.runtime.clone(),
-            cwd: Some(self.cwd.clone()),
-            argv_redacted: self.argv_redacted.clone(),
-            arguments_digest: Some(self.arguments_digest.clone()),
-            policy_revision: self.policy_revision.clone(),
-            ..Event::new(kind)
-        }
-    }
 }
 
 /// The decision frame for the client. HOLD names the operator command that

@@ -6,7 +6,8 @@
 //!
 //! kill switch → role → parse → preconditions (host snapshot) → policy (tier
 //! classification and deny-first rules, one pure call over that snapshot) →
-//! redact → approval / retry budget → session (a run naming a session
+//! redact → permit (what would run) → reversibility (the undo plan) →
+//! recall (memory may relax a policy HOLD) → approval / retry budget → session (a run naming a session
 //! joins its trajectory: a steer rides the advisory line, a role's method
 //! rule refuses) → audit intent (committed) → credentials → execute →
 //! errors → output → audit outcome (queued before the exit is reported,
@@ -18,33 +19,38 @@
 //! HOLD carries one sealed in a [`Held`], which only [`Held::lift`] opens,
 //! and only the approval stage lifts (a one-shot approval, or a steer-only
 //! role). The exec stage is reachable only by destructuring an ALLOW.
+//!
+//! A hook's tool call takes the same spine up to its audit intent
+//! ([`judged`]), with the self-approval stage before it answers.
 
-pub mod gate;
-
-use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use praxis_policy::{Decision, Policy, Verdict};
-use praxis_proto::{Command, CredentialSpec, ExecRequest, ServerMsg};
+use praxis_proto::{CredentialSpec, ExecRequest, ServerMsg};
 use tokio::net::unix::OwnedReadHalf;
 
 use crate::conn::{Peer, Writer};
-use crate::stage::approval::{self, store as approvals};
+use crate::stage::approval;
 use crate::stage::preconditions::{self, Gathered};
-use crate::stage::recall::{self, Recalled};
+use crate::stage::recall::{self, Relaxation};
 use crate::stage::reversibility::{self, Reversibility};
-use crate::stage::{credentials, execute, intent, outcome, parse, policy, redact, session};
+use crate::stage::{credentials, execute, intent, outcome, parse, permit, policy, redact, session};
+use crate::stage::{kill_switch, roles};
 use crate::state::Daemon;
-use crate::{errors, ids, kill_switch, memory, roles};
+use crate::store::approvals;
+use crate::{errors, ids};
+
+pub mod gate;
+pub mod judged;
 
 use gate::Seal;
 pub use gate::{
     Approval, Approver, Brokered, Executed, Gate, Held, Permit, Ran, Refusal, Rejection, Ticket,
     Trail, decision_frame,
 };
+pub use judged::{Judged, judge_tool_call, stop_self_approval};
 
 /// The rule id of a refusal by the kill switch, so clients can word it.
 pub const KILL_SWITCH_RULE: &str = "kill_switch";
@@ -93,34 +99,39 @@ pub async fn run(
         Gate::Allow(mut permit) => {
             daemon.counters.allowed.fetch_add(1, Ordering::Relaxed);
             let saved = match &permit.undo {
-                Some(plan) => {
-                    reversibility::capture(daemon, &trail.request_id, &permit.workspace, plan)
-                        .await
-                        .map(|()| true)
-                }
+                Some(plan) => reversibility::capture(
+                    &daemon.snapshots,
+                    &daemon.audit,
+                    &trail.request_id,
+                    &permit.workspace,
+                    plan,
+                )
+                .await
+                .map(|()| true),
                 None => Ok(false),
             };
             let taken = saved == Ok(true);
             let executed = match saved {
                 Err(reason) => execute::not_started(writer, &trail, &permit.decision, reason).await,
                 Ok(_) => {
-                    credentials::inject(daemon, &mut permit, &ticket.grants).await;
+                    credentials::inject(&daemon.config, &daemon.audit, &mut permit, &ticket.grants)
+                        .await;
                     let started = {
-                        let daemon = Arc::clone(daemon);
+                        let audit = Arc::clone(&daemon.audit);
                         let trail = trail.clone();
                         move |pid: i32| {
                             tokio::spawn(
-                                async move { outcome::started(&daemon, &trail, pid).await },
+                                async move { outcome::started(&audit, &trail, pid).await },
                             );
                         }
                     };
                     let on_egress = {
-                        let daemon = Arc::clone(daemon);
+                        let audit = Arc::clone(&daemon.audit);
                         let trail = trail.clone();
                         move |event| {
-                            let (daemon, trail) = (Arc::clone(&daemon), trail.clone());
+                            let (audit, trail) = (Arc::clone(&audit), trail.clone());
                             tokio::spawn(
-                                async move { outcome::egress(&daemon, &trail, event).await },
+                                async move { outcome::egress(&audit, &trail, event).await },
                             );
                         }
                     };
@@ -131,11 +142,11 @@ pub async fn run(
             // read through praxisd and the client's next request come after
             // it; it commits while the exit goes out. A command with an undo
             // snapshot waits for it, and for what the undo needs.
-            let recorded = outcome::queue(daemon, &trail, &executed);
+            let recorded = outcome::queue(&daemon.audit, &trail, &executed);
             let recorded = if taken {
                 outcome::committed(recorded).await;
                 let ran = matches!(executed, Executed::Ran(_));
-                reversibility::settle(daemon, &trail.request_id, ran).await;
+                reversibility::settle(&daemon.snapshots, &trail.request_id, ran).await;
                 None
             } else {
                 Some(recorded)
@@ -196,7 +207,10 @@ pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, Ticket, Ga
         session: inbound.request.session.clone(),
         runtime: inbound.request.runtime.clone(),
         cwd: inbound.request.cwd.clone(),
-        argv_redacted: Some(redact::as_sent(daemon, &inbound.request.command)),
+        argv_redacted: Some(redact::as_sent(
+            &|t| daemon.redact(t),
+            &inbound.request.command,
+        )),
         policy_revision: None,
         memory_used: Vec::new(),
     };
@@ -209,7 +223,15 @@ pub async fn admit(daemon: &Arc<Daemon>, inbound: Inbound) -> (Trail, Ticket, Ga
         ))),
     };
     let grants = grants(daemon, &gate, &trail.role);
-    let gate = approval::apply::apply(daemon, gate, &trail, &mut ticket, grants).await;
+    let gate = approval::apply::apply(
+        &daemon.config,
+        &daemon.audit,
+        gate,
+        &trail,
+        &mut ticket,
+        grants,
+    )
+    .await;
     (trail, ticket, gate)
 }
 
@@ -221,7 +243,11 @@ fn grants(daemon: &Daemon, gate: &Gate, role: &str) -> Option<Result<Vec<Credent
         Gate::Held(held) => &held.permit().decision,
         Gate::Hold(_) | Gate::Stop(_) => return None,
     };
-    Some(credentials::store::grants(daemon, role, decision))
+    Some(crate::store::credentials::grants(
+        &daemon.credentials(),
+        role,
+        decision,
+    ))
 }
 
 /// The audit intent stage, handed the SQL that must commit with it: for an
@@ -235,7 +261,7 @@ pub async fn record_intent(daemon: &Daemon, gate: Gate, trail: &Trail, ticket: &
         Gate::Held(held) => approvals::pending_op(trail, ticket, &held.refusal, &held.permit().cwd),
         Gate::Hold(_) | Gate::Stop(_) => None,
     };
-    match intent::intent(daemon, gate, trail, ticket, with).await {
+    match intent::intent(&daemon.audit, gate, trail, ticket, with).await {
         intent::Intent::Recorded(gate) => gate,
         intent::Intent::Rejected { permit, why } => {
             let decision = &permit.decision;
@@ -248,7 +274,7 @@ pub async fn record_intent(daemon: &Daemon, gate: Gate, trail: &Trail, ticket: &
                         decision.tier,
                         &ticket.session,
                     );
-                    approval::budget::exhausted(daemon, trail, &reason).await;
+                    approval::budget::exhausted(&daemon.audit, trail, &reason).await;
                     let stop = Refusal {
                         reason,
                         ..Refusal::of(decision)
@@ -266,7 +292,7 @@ pub async fn record_intent(daemon: &Daemon, gate: Gate, trail: &Trail, ticket: &
                     (Gate::Hold(hold), op)
                 }
             };
-            match intent::intent(daemon, refusal, trail, ticket, with).await {
+            match intent::intent(&daemon.audit, refusal, trail, ticket, with).await {
                 intent::Intent::Recorded(gate) => gate,
                 // A refusal's record is never rejected into anything else.
                 intent::Intent::Rejected { .. } => Gate::Hold(Refusal::unclassified(String::from(
@@ -324,7 +350,7 @@ fn judge(
             "praxisd is shutting down",
         ))));
     }
-    let policy = match policy::in_force(daemon) {
+    let policy = match policy::in_force(&daemon.self_test, daemon.policy()) {
         Ok(policy) => policy,
         Err(why) => return Err(Refused::Hold(Refusal::unclassified(why))),
     };
@@ -353,8 +379,8 @@ fn judge(
     );
     // What the agent sent, as sent (operators, redirections, quoting), then
     // the simple commands it was judged as when they differ.
-    let mut shown = redact::as_sent(daemon, &request.command);
-    let breakdown = redact::for_audit(daemon, &decision);
+    let mut shown = redact::as_sent(&|t| daemon.redact(t), &request.command);
+    let breakdown = redact::for_audit(&|t| daemon.redact(t), &decision);
     if breakdown != shown {
         shown.extend(breakdown);
     }
@@ -391,53 +417,33 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
     let held_action = (decision.decision == Verdict::Hold)
         .then(|| recall::action(&decision, &gathered.context, &trail.role));
     // ALLOW, or a HOLD an approval may lift: either way, what would run.
-    let permit = {
-        let limits = policy.limits();
-        let requested = request
-            .timeout_secs
-            .unwrap_or(limits.timeout_secs)
-            .min(limits.timeout_secs);
-        let argv = match request.command {
-            Command::Argv(argv) => argv.into_iter().map(OsString::from).collect(),
-            Command::Shell(script) => {
-                // The shell reads none of the user's startup files.
-                let shell = &daemon.config.shell;
-                std::iter::once(shell.clone().into_os_string())
-                    .chain(policy.no_rc_options(shell).iter().map(OsString::from))
-                    .chain([OsString::from("-c"), OsString::from(script)])
-                    .collect()
-            }
-        };
-        let mut env: Vec<(OsString, OsString)> = request
-            .env
-            .into_iter()
-            .filter(|(k, _)| praxis_policy::env::forwarded(k))
-            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-            .collect();
-        if !env.iter().any(|(k, _)| k == "PATH") {
-            env.push((OsString::from("PATH"), gathered.path_var));
-        }
-        Box::new(Permit {
-            _seal: Seal,
-            request_id: trail.request_id.clone(),
-            argv,
-            cwd: gathered.context.cwd,
-            workspace: gathered.context.workspace,
-            home: gathered.context.home,
-            env,
-            timeout: Duration::from_secs(requested.max(1)),
-            output_cap: limits.output_cap_bytes,
-            peer,
-            stdin,
-            decision,
-            policy,
-            brokered: Vec::new(),
-            advisory: None,
-            steer: None,
-            undo: None,
-        })
-    };
-    let mut permit = permit;
+    let parts = permit::assemble(
+        &policy,
+        &daemon.config.shell,
+        request.command,
+        request.env,
+        request.timeout_secs,
+        gathered.path_var,
+    );
+    let mut permit = Box::new(Permit {
+        _seal: Seal,
+        request_id: trail.request_id.clone(),
+        argv: parts.argv,
+        cwd: gathered.context.cwd,
+        workspace: gathered.context.workspace,
+        home: gathered.context.home,
+        env: parts.env,
+        timeout: parts.timeout,
+        output_cap: parts.output_cap,
+        peer,
+        stdin,
+        decision,
+        policy,
+        brokered: Vec::new(),
+        advisory: None,
+        steer: None,
+        undo: None,
+    });
     let checkpoint = reversibility::wants_checkpoint(&daemon.config, &trail.role);
     let irreversible = match reversibility::plan(
         &daemon.snapshots,
@@ -454,22 +460,12 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
         }
         Reversibility::Unavailable(why) => Some(why),
     };
-    // Before a policy HOLD stands, memory is consulted: a confirmed lesson
-    // turns it into an ALLOW, evidence is shown with it.
+    // Before a policy HOLD stands, memory is consulted.
     let mut evidence = None;
     if let (Some(action), None) = (&held_action, &irreversible) {
-        match recall::recall(&daemon.memory, &trail.request_id, action, memory::now()) {
-            Recalled::Consulted(consultation, memories) => {
-                trail.memory_used = consultation.memory_used();
-                if let Some((id, how)) = &consultation.allowed_by {
-                    let decision = &mut permit.decision;
-                    decision.decision = Verdict::Allow;
-                    decision.reason = format!("{}; allowed by memory {id}, {how}", decision.reason);
-                    return Gate::Allow(permit);
-                }
-                evidence = recall::evidence_note(&consultation, &memories);
-            }
-            Recalled::Unavailable(why) => tracing::warn!("memory not consulted: {why}"),
+        match recall::relax(&daemon.memory, trail, action, &mut permit.decision) {
+            Relaxation::Allowed => return Gate::Allow(permit),
+            Relaxation::Stands(note) => evidence = note,
         }
     }
     match (permit.decision.decision, irreversible) {

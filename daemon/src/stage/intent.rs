@@ -6,9 +6,9 @@
 
 use praxis_policy::{Decision, Tier};
 
-use crate::audit::{AuditError, Durability, Event, EventKind, TxOp};
 use crate::pipeline::gate::{Approval, Gate, Permit, Refusal, Ticket, Trail};
-use crate::state::Daemon;
+use crate::store::RequestEvent;
+use crate::store::audit::{AuditError, AuditStore, Durability, Event, EventKind, TxOp};
 
 /// T2 and above are fsynced before the command may run; T0/T1 ride the group commit.
 fn durability(tier: Tier) -> Durability {
@@ -76,14 +76,14 @@ fn allowed(trail: &Trail, ticket: &Ticket, d: &Decision) -> Event {
 }
 
 async fn append(
-    daemon: &Daemon,
+    audit: &AuditStore,
     event: Event,
     durability: Durability,
     op: Option<TxOp>,
 ) -> Result<(), AuditError> {
     match op {
-        Some(op) => daemon.audit.append_with_async(event, durability, op).await,
-        None => daemon.audit.append_async(event, durability).await,
+        Some(op) => audit.append_with_async(event, durability, op).await,
+        None => audit.append_async(event, durability).await,
     }
     .map(drop)
 }
@@ -91,7 +91,7 @@ async fn append(
 /// Records a refusal (a policy HOLD with `op` storing it as pending in the
 /// same transaction). A refusal whose record fails is still a refusal.
 async fn refusal(
-    daemon: &Daemon,
+    audit: &AuditStore,
     trail: &Trail,
     ticket: &Ticket,
     verdict: &str,
@@ -99,15 +99,15 @@ async fn refusal(
     op: Option<TxOp>,
 ) {
     let event = decided(trail, ticket, verdict, r);
-    if let Err(e) = append(daemon, event.clone(), durability(r.tier), op).await {
-        spill(daemon, &event, &e);
+    if let Err(e) = append(audit, event.clone(), durability(r.tier), op).await {
+        spill(audit, &event, &e);
     }
 }
 
 /// Keeps a refusal the store could not take in the spill journal, so it
 /// reaches the chain once the store is writable again.
-fn spill(daemon: &Daemon, event: &Event, why: &AuditError) {
-    match daemon.audit.spill(event) {
+fn spill(audit: &AuditStore, event: &Event, why: &AuditError) {
+    match audit.spill(event) {
         Ok(()) => tracing::warn!("refusal spilled to the journal ({why})"),
         Err(e) => tracing::error!("refusal neither recorded ({why}) nor spilled ({e})"),
     }
@@ -129,7 +129,7 @@ pub enum Intent {
 /// decision is recorded. An ALLOW's record commits in one transaction with
 /// `with`; when that cannot be committed, it does not run.
 pub async fn intent(
-    daemon: &Daemon,
+    audit: &AuditStore,
     gate: Gate,
     trail: &Trail,
     ticket: &Ticket,
@@ -138,24 +138,24 @@ pub async fn intent(
     let permit = match gate {
         Gate::Allow(permit) => permit,
         Gate::Held(held) => {
-            refusal(daemon, trail, ticket, "HOLD", &held.refusal, with).await;
+            refusal(audit, trail, ticket, "HOLD", &held.refusal, with).await;
             return Intent::Recorded(Gate::Held(held));
         }
         Gate::Hold(r) => {
-            refusal(daemon, trail, ticket, "HOLD", &r, with).await;
+            refusal(audit, trail, ticket, "HOLD", &r, with).await;
             return Intent::Recorded(Gate::Hold(r));
         }
         Gate::Stop(r) => {
-            refusal(daemon, trail, ticket, "STOP", &r, with).await;
+            refusal(audit, trail, ticket, "STOP", &r, with).await;
             return Intent::Recorded(Gate::Stop(r));
         }
     };
     let d = &permit.decision;
     let event = allowed(trail, ticket, d);
-    match append(daemon, event, durability(d.tier), with).await {
+    match append(audit, event, durability(d.tier), with).await {
         Ok(()) => {
             if let Some(approval) = &ticket.approval {
-                consumed(daemon, trail, approval).await;
+                consumed(audit, trail, approval).await;
             }
             Intent::Recorded(Gate::Allow(permit))
         }
@@ -165,7 +165,7 @@ pub async fn intent(
                 reason: format!("audit write failed: {e}"),
                 ..Refusal::of(d)
             };
-            spill(daemon, &decided(trail, ticket, "HOLD", &hold), &e);
+            spill(audit, &decided(trail, ticket, "HOLD", &hold), &e);
             Intent::Recorded(Gate::Hold(hold))
         }
     }
@@ -173,7 +173,7 @@ pub async fn intent(
 
 /// Records that `approval` was consumed, by the ALLOW record of `trail`
 /// that committed it.
-pub async fn consumed(daemon: &Daemon, trail: &Trail, approval: &Approval) {
+pub async fn consumed(audit: &AuditStore, trail: &Trail, approval: &Approval) {
     let event = Event {
         approval_id: Some(approval.id.clone()),
         reason: Some(format!(
@@ -182,7 +182,7 @@ pub async fn consumed(daemon: &Daemon, trail: &Trail, approval: &Approval) {
         )),
         ..trail.event(EventKind::ApprovalConsumed)
     };
-    if let Err(e) = daemon.record(event, Durability::Normal).await {
+    if let Err(e) = crate::store::record(audit, event, Durability::Normal).await {
         tracing::error!("audit of an approval consumption failed: {e}");
     }
 }

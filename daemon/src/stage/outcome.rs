@@ -4,21 +4,21 @@
 
 use praxis_egress::{ConnectionEvent, Disposition, RequestKind};
 
-use crate::audit::{Durability, Event, EventKind, Queued};
 use crate::errors;
 use crate::pipeline::gate::{Executed, Ran, Trail};
-use crate::state::Daemon;
+use crate::store::RequestEvent;
+use crate::store::audit::{AuditStore, Durability, Event, EventKind, Queued};
 
 /// Records that an allowed command is running (best effort: the intent is
 /// already committed, and the outcome follows).
-pub async fn started(daemon: &Daemon, trail: &Trail, child_pid: i32) {
+pub async fn started(audit: &AuditStore, trail: &Trail, child_pid: i32) {
     let mut detail = serde_json::Map::new();
     detail.insert("child_pid".into(), child_pid.into());
     let event = Event {
         detail: Some(detail),
         ..trail.event(EventKind::Started)
     };
-    if let Err(e) = daemon.record(event, Durability::Normal).await {
+    if let Err(e) = crate::store::record(audit, event, Durability::Normal).await {
         tracing::error!("audit of a start failed: {e}");
     }
 }
@@ -26,7 +26,7 @@ pub async fn started(daemon: &Daemon, trail: &Trail, child_pid: i32) {
 /// Records one connection of the command through the egress proxy: where
 /// it asked to go, whether it went, and how many bytes; never a path or a
 /// header.
-pub async fn egress(daemon: &Daemon, trail: &Trail, event: ConnectionEvent) {
+pub async fn egress(audit: &AuditStore, trail: &Trail, event: ConnectionEvent) {
     let (verdict, reason) = match &event.verdict {
         Disposition::Allowed => ("allowed", None),
         Disposition::Refused(why) => ("refused", Some(why.clone())),
@@ -56,14 +56,14 @@ pub async fn egress(daemon: &Daemon, trail: &Trail, event: ConnectionEvent) {
         detail: Some(detail),
         ..trail.event(EventKind::Egress)
     };
-    if let Err(e) = daemon.record(record, Durability::Normal).await {
+    if let Err(e) = crate::store::record(audit, record, Durability::Normal).await {
         tracing::error!("audit of an egress connection failed: {e}");
     }
 }
 
 /// Queues the record of how an allowed command ended, or why it never
 /// started; [`committed`] waits for it.
-pub fn queue(daemon: &Daemon, trail: &Trail, executed: &Executed) -> Queued {
+pub fn queue(audit: &AuditStore, trail: &Trail, executed: &Executed) -> Queued {
     let event = match executed {
         Executed::NotStarted {
             reason,
@@ -78,7 +78,7 @@ pub fn queue(daemon: &Daemon, trail: &Trail, executed: &Executed) -> Queued {
         },
         Executed::Ran(ran) => finished(trail, ran),
     };
-    daemon.audit.queue_all(vec![(event, Durability::Normal)])
+    audit.queue_all(vec![(event, Durability::Normal)])
 }
 
 /// Waits for a queued outcome record. One that fails is logged; a started

@@ -17,7 +17,8 @@ use praxis_memory::time::Timestamp;
 use praxis_policy::{Context, Decision, Verdict};
 
 use crate::errors;
-use crate::memory::store::MemoryStore;
+use crate::pipeline::gate::Trail;
+use crate::store::memory::{self, db::MemoryStore};
 
 /// What memory sees of a judged request. `relaxable` is false for a HOLD
 /// memory may not lift whatever it says (see [`relaxable`]).
@@ -107,6 +108,42 @@ pub fn recall(
     let events = Event::consulted(request_id, &consultation, now);
     store.record_held(request_id, now, action, events);
     Recalled::Consulted(consultation, memories)
+}
+
+/// What memory made of a policy HOLD.
+#[must_use = "an ALLOW memory relaxed must be let through, evidence shown"]
+#[derive(Debug)]
+pub enum Relaxation {
+    /// A confirmed lesson allows it: the decision is now ALLOW.
+    Allowed,
+    /// The HOLD stands, with the memory evidence to show with it, if any.
+    Stands(Option<String>),
+}
+
+/// The memory relaxation of a policy HOLD: memory is consulted on the held
+/// `action`; a confirmed lesson turns `decision` into an ALLOW that names
+/// it. The trail keeps the memories the decision used.
+pub fn relax(
+    store: &Result<MemoryStore, String>,
+    trail: &mut Trail,
+    action: &Action,
+    decision: &mut Decision,
+) -> Relaxation {
+    match recall(store, &trail.request_id, action, memory::now()) {
+        Recalled::Consulted(consultation, memories) => {
+            trail.memory_used = consultation.memory_used();
+            if let Some((id, how)) = &consultation.allowed_by {
+                decision.decision = Verdict::Allow;
+                decision.reason = format!("{}; allowed by memory {id}, {how}", decision.reason);
+                return Relaxation::Allowed;
+            }
+            Relaxation::Stands(evidence_note(&consultation, &memories))
+        }
+        Recalled::Unavailable(why) => {
+            tracing::warn!("memory not consulted: {why}");
+            Relaxation::Stands(None)
+        }
+    }
 }
 
 /// "memory evidence: m1 (git push …); m2 (…)", shown with a HOLD.

@@ -13,10 +13,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use praxis_policy::Undo;
 use praxis_snapshot::{Plan, Scope, Store};
 
-use crate::audit::{Durability, Event, EventKind};
 use crate::config::Config;
-use crate::roles;
-use crate::state::Daemon;
+use crate::store::audit::{AuditStore, Durability, Event, EventKind};
 
 /// What judging found about undoing a command.
 #[must_use]
@@ -40,8 +38,7 @@ pub fn now() -> u64 {
 /// steer-only roles run T1 only where it can be undone, and other roles may
 /// ask for it in `praxis.toml`.
 pub fn wants_checkpoint(config: &Config, role: &str) -> bool {
-    roles::steer_only(&config.roles, role)
-        || config.snapshots.checkpoint_roles.iter().any(|r| r == role)
+    config.roles.is_steer_only(role) || config.snapshots.checkpoint_roles.iter().any(|r| r == role)
 }
 
 /// What must be saved for `undo` in `workspace`, if anything.
@@ -110,12 +107,13 @@ fn event(kind: EventKind, request_id: &str, reason: String, detail: serde_json::
 /// Takes the planned snapshot, after the intent is committed and before the
 /// command starts. `Err` is why the command must not start.
 pub async fn capture(
-    daemon: &Daemon,
+    snapshots: &Result<Store, String>,
+    audit: &AuditStore,
     request_id: &str,
     workspace: &Path,
     plan: &Plan,
 ) -> Result<(), String> {
-    let store = daemon.snapshots.as_ref().map_err(Clone::clone)?;
+    let store = snapshots.as_ref().map_err(Clone::clone)?;
     let taken = tokio::task::block_in_place(|| store.capture(request_id, workspace, plan, now()))
         .map_err(|e| format!("snapshot failed, so the command did not run: {e}"))?;
     let detail = serde_json::json!({
@@ -129,15 +127,15 @@ pub async fn capture(
         taken.files, taken.bytes
     );
     let record = event(EventKind::Snapshot, request_id, reason, detail);
-    if let Err(e) = daemon.record(record, Durability::Normal).await {
+    if let Err(e) = crate::store::record(audit, record, Durability::Normal).await {
         tracing::error!("audit of a snapshot failed: {e}");
     }
-    expire(daemon, store).await;
+    expire(audit, store).await;
     Ok(())
 }
 
 /// Drops what retention no longer keeps, each drop audited.
-async fn expire(daemon: &Daemon, store: &Store) {
+async fn expire(audit: &AuditStore, store: &Store) {
     let expired = match tokio::task::block_in_place(|| store.expire(now())) {
         Ok(expired) => expired,
         Err(e) => {
@@ -152,15 +150,15 @@ async fn expire(daemon: &Daemon, store: &Store) {
             gone.reason, gone.bytes
         );
         let record = event(EventKind::SnapshotExpired, &gone.request_id, reason, detail);
-        if let Err(e) = daemon.record(record, Durability::Normal).await {
+        if let Err(e) = crate::store::record(audit, record, Durability::Normal).await {
             tracing::error!("audit of a snapshot expiry failed: {e}");
         }
     }
 }
 
 /// Records what the command left, or drops the snapshot of one that never ran.
-pub async fn settle(daemon: &Daemon, request_id: &str, ran: bool) {
-    let Ok(store) = &daemon.snapshots else {
+pub async fn settle(snapshots: &Result<Store, String>, request_id: &str, ran: bool) {
+    let Ok(store) = snapshots else {
         return;
     };
     let done = tokio::task::block_in_place(|| {

@@ -2,16 +2,16 @@
 //! trajectory before its intent is recorded (a steer rides the decision
 //! frame, a method block refuses it), and its end joins after the outcome
 //! (a steer rides the exit frame). The detector and the per-session state are below the stages
-//! (`crate::session`); this is what one request does with them.
+//! (`crate::store::sessions`); this is what one request does with them.
 
 use std::sync::Arc;
 
 use praxis_proto::{Command, ExitStatus, Verdict};
 use praxis_session::{EventKind as Doorway, Status};
 
-use crate::audit::AuditStore;
 use crate::pipeline::gate::{Executed, Gate, Refusal, Trail};
-use crate::session::{
+use crate::store::audit::AuditStore;
+use crate::store::sessions::{
     Appends, METHOD_RULE_PREFIX, Observed, Redact, Sessions, command_text, event, judgment,
     scope_of,
 };

@@ -11,11 +11,10 @@
 pub mod claude;
 pub mod codex;
 pub mod openclaw;
-pub mod words;
 
 use std::path::{Path, PathBuf};
 
-use praxis_proto::{Command, DecisionFrame, FileAccess, NoteRequest, Subject, Verdict};
+use praxis_proto::{Command, DecisionFrame, FileAccess, NoteRequest, Subject, Verdict, words};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -110,6 +109,7 @@ impl Event {
             role: None,
             attended: false,
             runs_through_praxis_run: false,
+            agent_text: None,
         }
     }
 
@@ -148,17 +148,12 @@ impl Event {
 pub struct Shell {
     /// What is judged and run: the command, or what a `praxis-run` call wraps.
     pub command: Command,
-    /// The agent's own text calls the operator CLI or carries a token.
-    pub forged: bool,
 }
 
 /// Reads a Bash command: a command that is one call of `praxis-run` is
 /// judged on what it wraps (and never wrapped twice).
 pub fn shell(text: &str) -> Shell {
     let (words, simple) = words::split(text);
-    let forged = words.iter().any(|w| {
-        words::basename(w) == "praxis" || w.starts_with(TOKEN_FLAG) || w.starts_with(TOKEN_PREFIX)
-    });
     let wrapped = match words.split_first() {
         Some((first, rest)) if simple && words::basename(first) == "praxis-run" => {
             args::parse(rest.iter().cloned())
@@ -169,12 +164,8 @@ pub fn shell(text: &str) -> Shell {
     };
     Shell {
         command: wrapped.unwrap_or_else(|| Command::Shell(text.to_owned())),
-        forged,
     }
 }
-
-/// Prefix of the approval tokens the daemon mints.
-pub const TOKEN_PREFIX: &str = "pxa-";
 
 /// Tools of Praxis's own MCP server (`praxis-run mcp`, registered as
 /// `praxis`): praxisd judges each call itself when it runs, so a hook does
@@ -286,8 +277,8 @@ pub struct PreToolUse {
 }
 
 /// Judges the tool call of a PreToolUse event through the daemon. A Bash
-/// command that calls the operator CLI or carries a token is STOP whatever
-/// the policy says: an agent may not approve its own actions. When the
+/// command goes with the agent's own text, in which the daemon looks for
+/// an agent approving its own actions. When the
 /// runtime is `attended` (it asks its user about a HOLD), a held Bash
 /// command's rewrite carries the one-time token the daemon minted for it.
 /// When the adapter `rewrites` an allowed Bash command to run through
@@ -326,34 +317,16 @@ pub fn pre_tool_use(
         .input_str("command")
         .ok_or_else(|| HookError::Malformed(String::from("Bash without a command string")))?;
     let shell = shell(text);
-    // No token is ever minted for a command that is STOP anyway.
-    caller.attended = attended && !shell.forged;
+    caller.attended = attended;
+    caller.agent_text = Some(text.to_owned());
     caller.runs_through_praxis_run = rewrites;
-    let mut frame = judge::judge(
+    let frame = judge::judge(
         Subject::Command {
             command: shell.command.clone(),
         },
         &cwd,
         &caller,
     )?;
-    if shell.forged {
-        let reason = String::from(
-            "the command calls the praxis operator CLI or carries an approval token; an agent may not approve its own actions",
-        );
-        judge::note(NoteRequest {
-            kind: String::from("hook_stopped"),
-            session: caller.session.clone(),
-            runtime: caller.runtime.clone(),
-            tool_call_id: caller.tool_call_id.clone(),
-            decision: Some(Verdict::Stop),
-            reason: Some(reason.clone()),
-            detail: Map::from_iter([("request_id".into(), frame.request_id.clone().into())]),
-        })?;
-        frame.decision = Verdict::Stop;
-        frame.reason = reason;
-        frame.approve_with = None;
-        frame.approval_token = None;
-    }
     let rewrite = rewrite(&shell.command, &caller, frame.approval_token.as_deref())?;
     Ok(PreToolUse {
         frame,
@@ -527,7 +500,6 @@ mod tests {
     fn a_praxis_run_call_is_judged_on_what_it_wraps() {
         let s = shell("praxis-run --session s1 -c 'ls -la'");
         assert_eq!(s.command, Command::Shell("ls -la".into()));
-        assert!(!s.forged);
         let s = shell("/usr/bin/praxis-run -- git status");
         assert_eq!(
             s.command,
@@ -536,20 +508,6 @@ mod tests {
         // Not one simple call: judged whole.
         let s = shell("cd x && praxis-run -c ls");
         assert_eq!(s.command, Command::Shell("cd x && praxis-run -c ls".into()));
-    }
-
-    #[test]
-    fn operator_calls_and_tokens_are_forged() {
-        for text in [
-            "praxis approve r-1",
-            "ls; /usr/local/bin/praxis kill --release",
-            "p''raxis approve r-1",
-            "praxis-run --approval-token pxa-1 -c ls",
-            "echo pxa-deadbeef",
-        ] {
-            assert!(shell(text).forged, "{text}");
-        }
-        assert!(!shell("git status && praxis-run -c ls").forged);
     }
 
     #[test]

@@ -9,10 +9,12 @@ use praxis_proto::CredentialSpec;
 use super::budget::{self, Budget};
 use super::decide::{self, Lifted, Lookup, Presented};
 use super::digest::request_digest;
-use super::{store, token};
+use super::token;
+use crate::config::Config;
 use crate::pipeline::gate::{Approval, Gate, Refusal, Ticket, Trail};
-use crate::state::Daemon;
-use crate::{clock, errors, roles};
+use crate::store::approvals as store;
+use crate::store::audit::AuditStore;
+use crate::{clock, errors};
 
 fn refusal(reason: String, tier: Tier, profile: Profile) -> Refusal {
     Refusal {
@@ -28,7 +30,8 @@ fn refusal(reason: String, tier: Tier, profile: Profile) -> Refusal {
 /// pipeline looked up, `None` for a refusal), counts the retry budget, then
 /// lifts a policy HOLD for a steer-only role or a usable approval.
 pub async fn apply(
-    daemon: &Arc<Daemon>,
+    config: &Config,
+    audit: &Arc<AuditStore>,
     gate: Gate,
     trail: &Trail,
     ticket: &mut Ticket,
@@ -54,13 +57,13 @@ pub async fn apply(
     );
     ticket.digest = Some(digest.clone());
 
-    if let Some(limit) = daemon.config.retry_budget.limit(tier) {
-        let done = store::executions(&daemon.audit, &ticket.session, &digest)
-            .map_err(|e| errors::one_line(&e));
+    if let Some(limit) = config.retry_budget.limit(tier) {
+        let done =
+            store::executions(audit, &ticket.session, &digest).map_err(|e| errors::one_line(&e));
         match budget::check(limit, done, tier, &ticket.session) {
             Budget::Counts(limit) => ticket.budget = Some(limit),
             Budget::Spent(reason) => {
-                budget::exhausted(daemon, trail, &reason).await;
+                budget::exhausted(audit, trail, &reason).await;
                 return Gate::Stop(refusal(reason, tier, profile));
             }
             Budget::Unreadable(reason) => return Gate::Hold(refusal(reason, tier, profile)),
@@ -77,23 +80,18 @@ pub async fn apply(
             Presented::FromInside
         } else {
             Presented::Looked(
-                store::find_token(
-                    &daemon.audit,
-                    &token::sha256(presented),
-                    &digest,
-                    &ticket.session,
-                )
-                .map_err(|e| errors::one_line(&e)),
+                store::find_token(audit, &token::sha256(presented), &digest, &ticket.session)
+                    .map_err(|e| errors::one_line(&e)),
             )
         }
     });
     let approval = match presented {
         // A presented token decides alone: the operator's approvals are not read.
         Some(_) => Ok(None),
-        None => store::find_approval(&daemon.audit, &digest, now_ms).map_err(|e| e.to_string()),
+        None => store::find_approval(audit, &digest, now_ms).map_err(|e| e.to_string()),
     };
     let lookup = Lookup {
-        steer_only: roles::steer_only(&daemon.config.roles, &trail.role) && role_defined,
+        steer_only: config.roles.is_steer_only(&trail.role) && role_defined,
         steerable: held.steerable,
         token: presented,
         approval,
@@ -113,7 +111,7 @@ pub async fn apply(
             expired,
             unreadable,
         } => {
-            still_held(daemon, expired, unreadable).await;
+            still_held(audit, expired, unreadable).await;
             if let Some(note) = note {
                 held.refusal.reason = format!("{} ({note})", held.refusal.reason);
             }
@@ -124,10 +122,10 @@ pub async fn apply(
 
 /// What a HOLD nothing lifted leaves to do: an approval that expired unused
 /// is recorded, approvals that could not be read are logged.
-async fn still_held(daemon: &Arc<Daemon>, expired: bool, unreadable: Option<String>) {
+async fn still_held(audit: &Arc<AuditStore>, expired: bool, unreadable: Option<String>) {
     if expired {
-        let d = Arc::clone(daemon);
-        let _ = tokio::task::spawn_blocking(move || store::record_expired(&d.audit)).await;
+        let audit = Arc::clone(audit);
+        let _ = tokio::task::spawn_blocking(move || store::record_expired(&audit)).await;
     }
     if let Some(e) = unreadable {
         tracing::error!("approvals unreadable: {e}");
@@ -139,7 +137,7 @@ async fn still_held(daemon: &Arc<Daemon>, expired: bool, unreadable: Option<Stri
 /// steers it and no prompt token lifts it. The approval to consume, or the
 /// note for the HOLD's reason.
 pub async fn operator_approval(
-    daemon: &Arc<Daemon>,
+    audit: &Arc<AuditStore>,
     role: &str,
     hold_reason: &str,
     digest: &str,
@@ -149,7 +147,7 @@ pub async fn operator_approval(
         steer_only: false,
         steerable: false,
         token: None,
-        approval: store::find_approval(&daemon.audit, digest, now_ms).map_err(|e| e.to_string()),
+        approval: store::find_approval(audit, digest, now_ms).map_err(|e| e.to_string()),
         now_ms,
     };
     match decide::held(role, hold_reason, lookup) {
@@ -159,7 +157,7 @@ pub async fn operator_approval(
             expired,
             unreadable,
         } => {
-            still_held(daemon, expired, unreadable).await;
+            still_held(audit, expired, unreadable).await;
             Err(note)
         }
         // Not steer-only, so never steered; were it, it would stay held.

@@ -3,9 +3,9 @@
 
 use praxis_policy::Tier;
 
-use crate::audit::{Durability, Event, EventKind};
 use crate::pipeline::gate::{Rejection, Trail};
-use crate::state::Daemon;
+use crate::store::RequestEvent;
+use crate::store::audit::{AuditStore, Durability, Event, EventKind};
 
 /// What the retry budget says about a request with an execution limit.
 #[must_use]
@@ -39,12 +39,12 @@ pub fn spent_reason(done: u32, limit: u32, tier: Tier, session: &str) -> String 
 }
 
 /// Records that a request hit its budget (besides its STOP decision record).
-pub async fn exhausted(daemon: &Daemon, trail: &Trail, reason: &str) {
+pub async fn exhausted(audit: &AuditStore, trail: &Trail, reason: &str) {
     let event = Event {
         reason: Some(reason.to_owned()),
         ..trail.event(EventKind::BudgetExhausted)
     };
-    if let Err(e) = daemon.record(event, Durability::Full).await {
+    if let Err(e) = crate::store::record(audit, event, Durability::Full).await {
         tracing::error!("audit of an exhausted budget failed: {e}");
     }
 }

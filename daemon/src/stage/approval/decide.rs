@@ -2,22 +2,7 @@
 //! returned: no SQL, no clock, no daemon.
 
 use crate::pipeline::gate::{Approval, Approver};
-
-/// An unconsumed one-time token as stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TokenRow {
-    pub id: String,
-    /// The runtime whose prompt it was minted for.
-    pub runtime: String,
-    pub expires_ms: i64,
-}
-
-/// The latest unconsumed operator approval of a request digest.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Found {
-    Usable(String),
-    Expired(String),
-}
+use crate::store::approvals::{Found, TokenRow};
 
 /// The one-time token a request presented, as looked up.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -33,5 +33,4 @@ pub mod apply;
 pub mod budget;
 pub mod decide;
 pub mod digest;
-pub mod store;
 pub mod token;

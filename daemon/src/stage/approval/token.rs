@@ -6,11 +6,11 @@ use std::io::Read;
 
 use sha2::{Digest, Sha256};
 
-use super::store::{self, NewToken};
-use crate::audit::{Durability, Event, EventKind};
 use crate::conn::Peer;
 use crate::pipeline::gate::{Approver, Ticket, Trail};
-use crate::state::Daemon;
+use crate::store::RequestEvent;
+use crate::store::approvals::{self as store, NewToken};
+use crate::store::audit::{AuditStore, Durability, Event, EventKind};
 use crate::{clock, errors, ids};
 
 /// Audit kind of a minted one-time token.
@@ -34,7 +34,7 @@ pub fn from_inside(peer: &Peer) -> bool {
 /// Mints a one-time token for a policy HOLD judged for a runtime that asks
 /// its user, and records `approval_minted` in the transaction that stores it
 /// (the hash only). Returns the token, for the runtime's prompt alone.
-pub async fn mint(daemon: &Daemon, trail: &Trail, ticket: &Ticket) -> Result<String, String> {
+pub async fn mint(audit: &AuditStore, trail: &Trail, ticket: &Ticket) -> Result<String, String> {
     if from_inside(&trail.peer) {
         return Err(String::from(
             "no approval token is minted for a request from inside a command praxis runs",
@@ -82,8 +82,7 @@ pub async fn mint(daemon: &Daemon, trail: &Trail, ticket: &Ticket) -> Result<Str
         created_ms: now,
         expires_ms: now.saturating_add(TTL_SECS * 1000),
     });
-    daemon
-        .audit
+    audit
         .append_with_async(event, Durability::Full, op)
         .await
         .map_err(|e| errors::one_line(&e))

@@ -3,17 +3,16 @@
 //! holds the references), held in zeroizing buffers, and put into the
 //! permit, whose command gets them in its environment only.
 
-pub mod store;
-
 use std::io::Read;
 use std::os::unix::ffi::OsStringExt;
 
 use praxis_proto::{CredentialSource, CredentialSpec};
 use zeroize::Zeroizing;
 
-use crate::audit::{AuditError, Durability, Event, EventKind};
+use crate::config::Config;
 use crate::pipeline::gate::{Brokered, Permit};
-use crate::state::Daemon;
+use crate::store::audit::AuditStore;
+use crate::store::audit::{AuditError, Durability, Event, EventKind};
 use crate::{errors, spawn};
 
 /// Largest value a credential file or command may yield.
@@ -66,7 +65,7 @@ fn trim_end(value: &mut Zeroizing<Vec<u8>>) {
 
 /// Reads one credential's value now.
 async fn resolve(
-    daemon: &Daemon,
+    config: &Config,
     spec: &CredentialSpec,
 ) -> Result<Zeroizing<Vec<u8>>, BrokerError> {
     let name = spec.name.clone();
@@ -78,17 +77,14 @@ async fn resolve(
                 name: name.clone(),
                 var: var.clone(),
             })?,
-        CredentialSource::Command(command) => spawn::capture(
-            &daemon.config.shell,
-            &daemon.config.layout,
-            command,
-            MAX_VALUE + 1,
-        )
-        .await
-        .map_err(|why| BrokerError::Command {
-            name: name.clone(),
-            why,
-        })?,
+        CredentialSource::Command(command) => {
+            spawn::capture(&config.shell, &config.layout, command, MAX_VALUE + 1)
+                .await
+                .map_err(|why| BrokerError::Command {
+                    name: name.clone(),
+                    why,
+                })?
+        }
     };
     trim_end(&mut value);
     if value.is_empty() {
@@ -104,9 +100,14 @@ async fn resolve(
 /// after the intent is committed. A credential that cannot be resolved
 /// affects only this command: it runs without it, the agent is told in one
 /// line, and the failure is audited.
-pub async fn inject(daemon: &Daemon, permit: &mut Permit, grants: &[CredentialSpec]) {
+pub async fn inject(
+    config: &Config,
+    audit: &AuditStore,
+    permit: &mut Permit,
+    grants: &[CredentialSpec],
+) {
     for spec in grants {
-        match resolve(daemon, spec).await {
+        match resolve(config, spec).await {
             Ok(value) => permit.brokered.push(Brokered {
                 name: spec.name.clone(),
                 env: spec.env.clone(),
@@ -131,7 +132,7 @@ pub async fn inject(daemon: &Daemon, permit: &mut Permit, grants: &[CredentialSp
                     reason: Some(line.clone()),
                     ..Event::new(EventKind::CredentialUnresolved)
                 };
-                if let Err(e) = daemon.record(event, Durability::Normal).await {
+                if let Err(e) = crate::store::record(audit, event, Durability::Normal).await {
                     tracing::error!("audit of an unresolved credential failed: {e}");
                 }
                 permit.advisory = Some(match permit.advisory.take() {

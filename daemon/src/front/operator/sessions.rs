@@ -5,8 +5,8 @@
 use praxis_proto::{OperatorReply, SessionInfo};
 use praxis_session::SessionState;
 
-use crate::session::Stored;
 use crate::state::Daemon;
+use crate::store::sessions::Stored;
 use crate::{errors, private_tmp};
 
 /// Where `session`'s private `/tmp` and `/var/tmp` lie on the host, whether

@@ -1,7 +1,7 @@
-//! Just enough shell lexing for the hook adapters: the words of a command
-//! with quotes removed, to see whether it already calls `praxis-run`, or
-//! calls the operator CLI or carries an approval token. Judging is the
-//! policy's job; this only finds words.
+//! Just enough shell lexing for the hook adapters and praxisd: the words of
+//! a command with quotes removed, to see whether it already calls
+//! `praxis-run`, or calls the operator CLI or carries an approval token.
+//! Judging is the policy's job; this only finds words.
 
 /// Characters that end a word and make a command more than one simple command.
 const OPERATORS: &[char] = &[';', '|', '&', '<', '>', '(', ')', '`', '\n'];

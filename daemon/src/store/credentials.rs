@@ -15,9 +15,8 @@ use praxis_policy::Decision;
 use praxis_proto::{CredentialSource, CredentialSpec};
 use rusqlite::params;
 
-use crate::audit::{AuditError, TxOp};
-use crate::credential_rows::Row;
-use crate::state::Daemon;
+use crate::store::audit::{AuditError, AuditStore, TxOp};
+use crate::store::credential_rows::{Row, RowCache};
 use crate::{clock, errors};
 
 /// The broker's table, in the audit database.
@@ -55,13 +54,21 @@ fn source_of(kind: &str, text: String) -> Option<CredentialSource> {
     }
 }
 
-/// The operator's rows, read from the table only after a change.
-fn rows(daemon: &Daemon) -> Result<Arc<Vec<Row>>, AuditError> {
-    daemon.credential_rows.get(|| read_rows(daemon))
+/// Where credentials come from: the configuration's, and the operator's
+/// rows in the audit database (with the cache of them as last read).
+pub struct Sources<'a> {
+    pub configured: &'a [CredentialSpec],
+    pub audit: &'a AuditStore,
+    pub rows: &'a RowCache,
 }
 
-fn read_rows(daemon: &Daemon) -> Result<Vec<Row>, AuditError> {
-    daemon.audit.read(|conn| {
+/// The operator's rows, read from the table only after a change.
+fn rows(sources: &Sources<'_>) -> Result<Arc<Vec<Row>>, AuditError> {
+    sources.rows.get(|| read_rows(sources))
+}
+
+fn read_rows(sources: &Sources<'_>) -> Result<Vec<Row>, AuditError> {
+    sources.audit.read(|conn| {
         let mut stmt = conn.prepare_cached(
             "SELECT name, env, source_kind, source, roles, programs, revoked FROM credentials ORDER BY name",
         )?;
@@ -123,11 +130,10 @@ fn read_rows(daemon: &Daemon) -> Result<Vec<Row>, AuditError> {
 }
 
 /// Every credential in force, with its origin (`config` or `operator`).
-pub fn active(daemon: &Daemon) -> Result<Vec<(CredentialSpec, &'static str)>, AuditError> {
-    let rows = rows(daemon)?;
-    let mut out: Vec<(CredentialSpec, &'static str)> = daemon
-        .config
-        .credentials
+pub fn active(sources: &Sources<'_>) -> Result<Vec<(CredentialSpec, &'static str)>, AuditError> {
+    let rows = rows(sources)?;
+    let mut out: Vec<(CredentialSpec, &'static str)> = sources
+        .configured
         .iter()
         .filter(|c| !rows.iter().any(|r| r.spec.name == c.name))
         .map(|c| (c.clone(), "config"))
@@ -158,7 +164,7 @@ fn bare(program: &str) -> &str {
 
 /// The credentials a request of `role`, judged as `decision`, gets.
 pub fn grants(
-    daemon: &Daemon,
+    sources: &Sources<'_>,
     role: &str,
     decision: &Decision,
 ) -> Result<Vec<CredentialSpec>, String> {
@@ -168,7 +174,7 @@ pub fn grants(
         .map(|c| bare(&c.program))
         .filter(|p| !p.is_empty())
         .collect();
-    let all = active(daemon).map_err(|e| format!("credential store: {}", errors::one_line(&e)))?;
+    let all = active(sources).map_err(|e| format!("credential store: {}", errors::one_line(&e)))?;
     Ok(all
         .into_iter()
         .map(|(spec, _)| spec)
@@ -205,8 +211,8 @@ pub fn unusable(spec: &CredentialSpec) -> Option<String> {
 }
 
 /// Each credential whose source cannot give a value now, with why.
-pub fn problems(daemon: &Daemon) -> Vec<String> {
-    active(daemon)
+pub fn problems(sources: &Sources<'_>) -> Vec<String> {
+    active(sources)
         .unwrap_or_default()
         .iter()
         .filter_map(|(spec, _)| unusable(spec).map(|why| format!("{}: {why}", spec.name)))

@@ -37,9 +37,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::audit::{Appended, AuditError, AuditStore, Durability, Event, EventKind, Queued};
 use crate::clock;
 use crate::config::Config;
+use crate::store::audit::{Appended, AuditError, AuditStore, Durability, Event, EventKind, Queued};
 
 /// The operator's session policy inside the config directory, laid over the shipped one.
 pub const SESSION_POLICY_FILE: &str = "session.toml";

@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 
 use crate::conn::Peer;
 use crate::errors;
-use crate::memory::store::MemoryStore;
-use crate::memory::{self, now};
 use crate::state::Daemon;
+use crate::store::memory::db::MemoryStore;
+use crate::store::memory::{self, now};
 
 /// How long a lesson stays fresh after it is proposed or confirmed, unless
 /// the reviewer says otherwise.

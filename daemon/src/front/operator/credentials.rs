@@ -3,10 +3,10 @@
 
 use praxis_proto::{CredentialInfo, CredentialSpec, OperatorReply};
 
-use crate::audit::{Durability, Event, EventKind};
 use crate::conn::Peer;
-use crate::stage::credentials::store::{active, unusable, upsert};
 use crate::state::Daemon;
+use crate::store::audit::{Durability, Event, EventKind};
+use crate::store::credentials::{active, unusable, upsert};
 use crate::{config, errors};
 
 fn info(spec: CredentialSpec, origin: &str) -> CredentialInfo {
@@ -24,7 +24,7 @@ fn info(spec: CredentialSpec, origin: &str) -> CredentialInfo {
 
 /// `praxis cred list`: names, roles, programs and source kinds, never values.
 pub fn list(daemon: &Daemon) -> OperatorReply {
-    match active(daemon) {
+    match active(&daemon.credentials()) {
         Ok(all) => OperatorReply::Credentials {
             items: all.into_iter().map(|(s, o)| info(s, o)).collect(),
         },
@@ -91,7 +91,7 @@ pub fn add(daemon: &Daemon, peer: &Peer, mut spec: CredentialSpec) -> OperatorRe
 
 /// `praxis cred revoke`: no later request gets the credential.
 pub fn revoke(daemon: &Daemon, peer: &Peer, name: &str) -> OperatorReply {
-    let current = match active(daemon) {
+    let current = match active(&daemon.credentials()) {
         Ok(all) => all.into_iter().find(|(s, _)| s.name == name),
         Err(e) => {
             return OperatorReply::Refused {

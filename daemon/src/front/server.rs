@@ -104,7 +104,7 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
             let process = PinnedPeer::of(stream.as_fd());
             let (_reader, writer) = stream.into_split();
             let mut writer = Writer::new(writer);
-            crate::operator::handle(&daemon, peer, &process, request, &mut writer).await;
+            crate::front::operator::handle(&daemon, peer, &process, request, &mut writer).await;
         }
         ClientMsg::Judge(request) => {
             if let Some(why) = foreign_user(&daemon, peer) {
@@ -119,7 +119,14 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
             };
             let peer = at_request(&daemon, &stream, peer);
             let (_reader, writer) = stream.into_split();
-            crate::judge::run(&daemon, peer, request, cwd_dir, &mut Writer::new(writer)).await;
+            crate::front::hooks::tool_call(
+                &daemon,
+                peer,
+                request,
+                cwd_dir,
+                &mut Writer::new(writer),
+            )
+            .await;
         }
         ClientMsg::Note(request) => {
             drop(fds);
@@ -127,7 +134,7 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
                 return conn::refuse(&mut stream, why).await;
             }
             let (_reader, writer) = stream.into_split();
-            crate::judge::note(&daemon, peer, request, &mut Writer::new(writer)).await;
+            crate::front::hooks::note(&daemon, peer, request, &mut Writer::new(writer)).await;
         }
         ClientMsg::Cancel => {
             conn::refuse(

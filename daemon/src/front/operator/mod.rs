@@ -18,13 +18,14 @@ use praxis_proto::{
 
 use praxis_snapshot::SnapshotError;
 
-use crate::audit::{Durability, Event, EventKind, Maker, StoredEvent};
 use crate::conn::{Peer, Writer};
 use crate::pinned::{PinError, PinnedPeer};
-use crate::stage::credentials::store as credential_store;
+use crate::stage::kill_switch;
 use crate::stage::{policy, reversibility};
 use crate::state::{Counters, Daemon};
-use crate::{errors, kill_switch, reload};
+use crate::store::audit::{Durability, Event, EventKind, Maker, StoredEvent};
+use crate::store::credentials as credential_store;
+use crate::{errors, reload};
 
 /// Events per reply frame.
 const BATCH: usize = 500;
@@ -201,7 +202,7 @@ fn events(list: Vec<StoredEvent>) -> Vec<serde_json::Value> {
 }
 
 fn status(daemon: &Daemon) -> StatusReport {
-    let (revision, hold_all) = match policy::in_force(daemon) {
+    let (revision, hold_all) = match policy::in_force(&daemon.self_test, daemon.policy()) {
         Ok(policy) => (policy.revision().to_owned(), None),
         Err(why) => (
             daemon
@@ -236,7 +237,7 @@ fn status(daemon: &Daemon) -> StatusReport {
         kill_switch: daemon.kill_switch.current().map(|e| e.reason),
         kill_file: daemon.kill_switch.file().display().to_string(),
         audit_problem: daemon.audit.lost(),
-        credential_problems: credential_store::problems(daemon),
+        credential_problems: credential_store::problems(&daemon.credentials()),
         in_flight: daemon.children.len() as u64,
         requests: Counters::get(&daemon.counters.requests),
         allowed: Counters::get(&daemon.counters.allowed),
@@ -262,7 +263,9 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-fn audit_reply(result: Result<Vec<StoredEvent>, crate::audit::AuditError>) -> Vec<OperatorReply> {
+fn audit_reply(
+    result: Result<Vec<StoredEvent>, crate::store::audit::AuditError>,
+) -> Vec<OperatorReply> {
     match result {
         Ok(list) => {
             let mut replies: Vec<OperatorReply> = events(list)
@@ -526,7 +529,9 @@ fn show(daemon: &Daemon, prefix: &str) -> Vec<OperatorReply> {
 }
 
 /// A verification as the operator sees it.
-fn verified(report: Result<crate::audit::VerifyReport, crate::audit::AuditError>) -> OperatorReply {
+fn verified(
+    report: Result<crate::store::audit::VerifyReport, crate::store::audit::AuditError>,
+) -> OperatorReply {
     match report {
         Ok(r) => OperatorReply::Verify(VerifySummary {
             ok: r.ok,

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 
-use crate::audit::{AuditStore, Durability, Event, EventKind, Maker};
 use crate::children::Children;
 use crate::errors;
+use crate::store::audit::{AuditStore, Durability, Event, EventKind, Maker};
 
 /// Longest reason taken from the file.
 const MAX_REASON: usize = 200;

@@ -1,38 +1,129 @@
-//! Judge-only requests: the pipeline's judging stages and its audit record,
-//! without the execute stage. The hook adapters and guardrails ask this
-//! before their runtime acts; what they then run still goes through the
-//! exec pipeline. Also the adapters' notes (a tool call's outcome, a
-//! session's end, a contract verdict), which are audited and decide nothing.
+//! The spine of a judge-only request (a hook adapter's tool call): the
+//! judging stages and the audit record of the decision, without the execute
+//! stage. What the runtime then runs through praxis-run goes through the
+//! exec spine in [`super`].
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use praxis_proto::{
-    Command, DecisionFrame, ExecRequest, FileAccess, JudgeRequest, NoteRequest, OperatorReply,
-    ServerMsg, Subject, Verdict,
+    Command, DecisionFrame, ExecRequest, FileAccess, JudgeRequest, Subject, Verdict,
 };
-use praxis_session::{EventKind as SessionDoorway, Status};
 
-use crate::audit::{AuditError, Durability, Event, EventKind, TxOp};
-use crate::conn::{Peer, Writer};
+use super::{DEFAULT_ROLE, Gate, Inbound, Refusal, Trail};
+use crate::conn::Peer;
+use crate::errors;
+use crate::ids;
 use crate::pipeline::gate::Ticket;
-use crate::pipeline::{self, DEFAULT_ROLE, Gate, Inbound, Refusal, Trail};
-use crate::stage::approval::{apply, digest, store, token};
-use crate::stage::{intent, redact};
+use crate::stage::approval::{apply, digest, token};
+use crate::stage::{intent, kill_switch, redact, self_approval};
 use crate::state::Daemon;
-use crate::{errors, ids, kill_switch, session};
+use crate::store::RequestEvent;
+use crate::store::approvals as store;
+use crate::store::audit::{AuditError, AuditStore, Durability, Event, EventKind, TxOp};
 
-/// Note kinds an adapter may record.
-pub const NOTE_KINDS: &[&str] = &[
-    "tool_finished",
-    "session_ended",
-    "contract_checked",
-    "hook_stopped",
-    "session_started",
-    "prompt_submitted",
-];
+/// A judged request. An ALLOW's decision record may still be `unrecorded`:
+/// it is queued in one batch with the session's events, and committed
+/// before the reply unless the command runs through praxis-run.
+pub struct Judged {
+    pub trail: Trail,
+    pub verdict: Verdict,
+    pub details: Refusal,
+    /// The one-time approval token of an attended HOLD.
+    pub token: Option<String>,
+    pub unrecorded: Option<Event>,
+    /// The agent's own text approves its own actions: the answer is STOP
+    /// ([`stop_self_approval`]), whatever was judged.
+    pub approves_itself: bool,
+}
+
+/// Judges a tool call: its command equivalent through the judging stages,
+/// or, for a tool with none, the kill switch and `[runtime_tools]`. A call
+/// whose agent text approves its own actions is judged and recorded as
+/// usual, minted no token, and marked for STOP.
+pub async fn judge_tool_call(
+    daemon: &Arc<Daemon>,
+    peer: Peer,
+    request: &JudgeRequest,
+    cwd_dir: OwnedFd,
+) -> Judged {
+    let approves_itself = request
+        .agent_text
+        .as_deref()
+        .is_some_and(|text| self_approval::approves_itself(text, token::PREFIX));
+    if approves_itself {
+        let unattended = JudgeRequest {
+            attended: false,
+            ..request.clone()
+        };
+        let judged = judge_equivalent(daemon, peer, &unattended, cwd_dir).await;
+        return Judged {
+            approves_itself,
+            ..judged
+        };
+    }
+    judge_equivalent(daemon, peer, request, cwd_dir).await
+}
+
+/// The STOP of a call that approves its own actions: recorded as
+/// `hook_stopped`, answered with no approval and no token. The refusal
+/// stands whether or not its record committed (the failure is logged).
+pub async fn stop_self_approval(
+    audit: &AuditStore,
+    peer: Peer,
+    request: &JudgeRequest,
+    frame: DecisionFrame,
+) -> DecisionFrame {
+    let mut detail = serde_json::Map::new();
+    detail.insert("request_id".into(), frame.request_id.clone().into());
+    if let Some(id) = &request.tool_call_id {
+        detail.insert("tool_call_id".into(), id.clone().into());
+    }
+    let event = Event {
+        session: request.session.clone(),
+        runtime: request.runtime.clone(),
+        uid: Some(peer.uid),
+        pid: peer.pid.and_then(|p| u32::try_from(p).ok()),
+        decision: Some(Verdict::Stop.as_str().to_owned()),
+        reason: Some(String::from(self_approval::REASON)),
+        detail: Some(detail),
+        ..Event::new(EventKind::Other(String::from(self_approval::STOPPED)))
+    };
+    if let Err(e) = crate::store::record(audit, event, Durability::Normal).await {
+        tracing::error!("audit of a self-approval STOP failed: {e}");
+    }
+    DecisionFrame {
+        decision: Verdict::Stop,
+        reason: String::from(self_approval::REASON),
+        approve_with: None,
+        approval_token: None,
+        ..frame
+    }
+}
+
+/// A tool call judged as its command equivalent, or as a tool with none.
+async fn judge_equivalent(
+    daemon: &Arc<Daemon>,
+    peer: Peer,
+    request: &JudgeRequest,
+    cwd_dir: OwnedFd,
+) -> Judged {
+    match equivalent(&request.subject) {
+        Some(command) => judged(daemon, peer, request, command, cwd_dir).await,
+        None => {
+            let (trail, verdict, details) = unjudgeable(daemon, peer, request).await;
+            Judged {
+                trail,
+                verdict,
+                details,
+                token: None,
+                unrecorded: None,
+                approves_itself: false,
+            }
+        }
+    }
+}
 
 /// The command that does to the host what `subject` does, so the policy
 /// judges a runtime's own tool exactly as it judges the shell doing the same:
@@ -71,142 +162,6 @@ fn subject_kind(subject: &Subject) -> &'static str {
     }
 }
 
-/// Judges one request, records the decision, answers with a decision frame.
-pub async fn run(
-    daemon: &Arc<Daemon>,
-    peer: Peer,
-    request: JudgeRequest,
-    cwd_dir: OwnedFd,
-    writer: &mut Writer,
-) {
-    daemon.counters.requests.fetch_add(1, Ordering::Relaxed);
-    let Judged {
-        trail,
-        verdict,
-        details,
-        token,
-        unrecorded,
-    } = match equivalent(&request.subject) {
-        Some(command) => judged(daemon, peer, &request, command, cwd_dir).await,
-        None => {
-            let (trail, verdict, details) = unjudgeable(daemon, peer, &request).await;
-            Judged {
-                trail,
-                verdict,
-                details,
-                token: None,
-                unrecorded: None,
-            }
-        }
-    };
-    let (observed, appends) = observe(daemon, &request, &trail, verdict, &details, unrecorded);
-    // An allowed command the adapter runs through praxis-run is judged and
-    // audited again before it runs: its records may commit after the answer.
-    let answer_first = request.runs_through_praxis_run
-        && verdict == Verdict::Allow
-        && observed.block.is_none()
-        && matches!(request.subject, Subject::Command { .. });
-    let (recorded, after_answer) = if answer_first {
-        (None, Some(appends))
-    } else {
-        (appends.committed().await, None)
-    };
-    // An ALLOW whose record did not commit is HOLD.
-    let verdict = match recorded {
-        Some(Err(e)) => {
-            tracing::error!(
-                "audit of a judged ALLOW failed, answering HOLD: {}",
-                errors::one_line(&e)
-            );
-            Verdict::Hold
-        }
-        _ => verdict,
-    };
-    // A role's method rule refuses what the policy allowed; the block is
-    // audited as the session's transition, after the decision record.
-    let (verdict, details) = match observed.block {
-        Some((method, reason)) if verdict == Verdict::Allow => (
-            Verdict::Stop,
-            Refusal {
-                reason,
-                rule_ids: vec![format!("{}{method}", session::METHOD_RULE_PREFIX)],
-                approvable: false,
-                ..details
-            },
-        ),
-        _ => (verdict, details),
-    };
-    let counter = match verdict {
-        Verdict::Allow => &daemon.counters.allowed,
-        Verdict::Hold => &daemon.counters.held,
-        Verdict::Stop => &daemon.counters.stopped,
-    };
-    counter.fetch_add(1, Ordering::Relaxed);
-    let frame = DecisionFrame {
-        approval_token: token,
-        steer: observed.steer,
-        ..pipeline::decision_frame(&trail, verdict, &details)
-    };
-    let _ = writer.send(&ServerMsg::Decision(frame)).await;
-    if let Some(appends) = after_answer
-        && let Some(Err(e)) = appends.committed().await
-    {
-        tracing::error!(
-            "the record of an answered ALLOW did not commit; its run through praxis-run is judged and audited anew: {}",
-            errors::one_line(&e)
-        );
-    }
-}
-
-/// A judged request. An ALLOW's decision record may still be `unrecorded`:
-/// it is queued in one batch with the session's events, and committed
-/// before the reply unless the command runs through praxis-run.
-struct Judged {
-    trail: Trail,
-    verdict: Verdict,
-    details: Refusal,
-    /// The one-time approval token of an attended HOLD.
-    token: Option<String>,
-    unrecorded: Option<Event>,
-}
-
-/// The judged tool call joins its session's trajectory (a PreToolUse), and
-/// the decision record still `unrecorded` is queued first, with the
-/// session's events; the caller waits for their commits. The session sees
-/// the verdict as judged: an ALLOW whose record fails is then answered HOLD.
-fn observe(
-    daemon: &Arc<Daemon>,
-    request: &JudgeRequest,
-    trail: &Trail,
-    verdict: Verdict,
-    details: &Refusal,
-    unrecorded: Option<Event>,
-) -> (session::Observed, session::Appends) {
-    let first = unrecorded.map(|e| (e, Durability::Normal));
-    let Some(scope) = session::scope_of(request.runtime.as_deref(), request.session.as_deref())
-    else {
-        let appends = session::Appends::queue(&daemon.audit, first, Vec::new());
-        return (session::Observed::default(), appends);
-    };
-    let (tool, target) = session::tool_and_target(&request.subject, request.tool.as_deref());
-    let mut event = session::event(scope, SessionDoorway::PreToolUse, Some(tool), target);
-    event.cwd = Some(request.cwd.clone());
-    event.call_id.clone_from(&request.tool_call_id);
-    event.judgment = Some(session::judgment(
-        details.tier,
-        verdict,
-        &details.rule_ids,
-        &trail.role,
-    ));
-    daemon.sessions.observe_queued(
-        &daemon.audit,
-        &|t| daemon.redact(t),
-        event,
-        Some(&trail.request_id),
-        first,
-    )
-}
-
 /// The exec pipeline up to its audit intent: role, judging, approval and
 /// retry budget. A refusal is recorded as an exec's is (a policy HOLD becomes
 /// pending, so `praxis approve` works on it). An ALLOW is recorded as judged
@@ -226,6 +181,7 @@ async fn judged(
         details,
         token,
         unrecorded: None,
+        approves_itself: false,
     };
     // Only a command has a rewrite that can carry the token to a run.
     let attended = request.attended && matches!(request.subject, Subject::Command { .. });
@@ -255,7 +211,7 @@ async fn judged(
         stdin,
         cwd_dir,
     };
-    let (trail, ticket, gate) = pipeline::admit(daemon, inbound).await;
+    let (trail, ticket, gate) = super::admit(daemon, inbound).await;
     let refused = match gate {
         Gate::Allow(permit) => {
             let mut details = Refusal::of(&permit.decision);
@@ -267,6 +223,7 @@ async fn judged(
                     details,
                     token: None,
                     unrecorded: Some(unrecorded),
+                    approves_itself: false,
                 };
             };
             // A command runs through praxis-run, whose intent consumes the
@@ -293,12 +250,12 @@ async fn judged(
             };
             return settled(trail, verdict, details, None);
         }
-        refused => pipeline::record_intent(daemon, refused, &trail, &ticket).await,
+        refused => super::record_intent(daemon, refused, &trail, &ticket).await,
     };
     let (verdict, details) = match refused {
         Gate::Held(held) if attended => {
             let mut details = held.into_refusal();
-            match token::mint(daemon, &trail, &ticket).await {
+            match token::mint(&daemon.audit, &trail, &ticket).await {
                 Ok(token) => return settled(trail, Verdict::Hold, details, Some(token)),
                 // Still HOLD, the operator's approval still open: only the prompt is lost.
                 Err(why) => {
@@ -366,7 +323,7 @@ async fn unjudgeable(
         approval_token: None,
     };
     let mut trail = trail_of(peer, request, &exec);
-    let sent = redact::as_sent(daemon, &exec.command);
+    let sent = redact::as_sent(&|t| daemon.redact(t), &exec.command);
     trail.argv_redacted = Some(sent.iter().map(|text| shown(text)).collect());
     let allowed = daemon
         .policy()
@@ -400,7 +357,7 @@ async fn unjudgeable(
         ))
     };
     let digest = ticket.digest.clone().unwrap_or_default();
-    match apply::operator_approval(daemon, &trail.role, &hold.reason, &digest).await {
+    match apply::operator_approval(&daemon.audit, &trail.role, &hold.reason, &digest).await {
         Ok(approval) => {
             let approved = Refusal {
                 reason: format!(
@@ -496,7 +453,7 @@ async fn record_consuming(
     {
         Ok(()) => {
             if let Some(approval) = &ticket.approval {
-                intent::consumed(daemon, trail, approval).await;
+                intent::consumed(&daemon.audit, trail, approval).await;
             }
             (Verdict::Allow, details)
         }
@@ -594,108 +551,6 @@ fn decided_event(
         approval_id: approval.map(|a| a.id.clone()),
         detail: Some(detail),
         ..trail.event(EventKind::Decided)
-    }
-}
-
-/// Records an adapter's note and acknowledges it.
-pub async fn note(daemon: &Daemon, peer: Peer, mut request: NoteRequest, writer: &mut Writer) {
-    if !NOTE_KINDS.contains(&request.kind.as_str()) {
-        let reason = format!(
-            "unknown note kind `{}` (one of: {})",
-            request.kind,
-            NOTE_KINDS.join(", ")
-        );
-        let _ = writer
-            .send(&ServerMsg::Operator {
-                reply: OperatorReply::Refused { reason },
-            })
-            .await;
-        return;
-    }
-    let mut detail = std::mem::take(&mut request.detail);
-    // The call's target is for the session's trajectory only, never audited raw.
-    let target = detail
-        .remove("target")
-        .and_then(|t| t.as_str().map(str::to_owned));
-    let hook = note_event(&request, &detail, target);
-    if let Some(id) = &request.tool_call_id {
-        detail.insert("tool_call_id".into(), id.clone().into());
-    }
-    let event = Event {
-        session: request.session,
-        runtime: request.runtime,
-        uid: Some(peer.uid),
-        pid: peer.pid.and_then(|p| u32::try_from(p).ok()),
-        decision: request.decision.map(|v| v.as_str().to_owned()),
-        reason: request.reason,
-        detail: Some(detail),
-        ..Event::new(EventKind::Other(request.kind))
-    };
-    let reply = match daemon.record(event, Durability::Normal).await {
-        Ok(_) => {
-            let steer = match hook {
-                Some(hook) => {
-                    let redact = |t: &str| daemon.redact(t);
-                    let observed = daemon
-                        .sessions
-                        .observe(&daemon.audit, &redact, hook, None)
-                        .await;
-                    observed.steer
-                }
-                None => None,
-            };
-            match steer {
-                Some(steer) => OperatorReply::Noted { steer },
-                None => OperatorReply::Done {
-                    message: String::from("recorded"),
-                },
-            }
-        }
-        Err(reason) => OperatorReply::Refused { reason },
-    };
-    let _ = writer.send(&ServerMsg::Operator { reply }).await;
-}
-
-/// The session event of a note, if it is one: a tool call's outcome
-/// (PostToolUse), a session's start, a prompt, or the agent stopping.
-fn note_event(
-    request: &NoteRequest,
-    detail: &serde_json::Map<String, serde_json::Value>,
-    target: Option<String>,
-) -> Option<praxis_session::HookEvent> {
-    let scope = session::scope_of(request.runtime.as_deref(), request.session.as_deref())?;
-    let doorway = match request.kind.as_str() {
-        "tool_finished" => SessionDoorway::PostToolUse,
-        "session_started" => SessionDoorway::SessionStart,
-        "prompt_submitted" => SessionDoorway::UserPromptSubmit,
-        "session_ended" => SessionDoorway::Stop,
-        _ => return None,
-    };
-    let tool = detail
-        .get("tool_name")
-        .and_then(|t| t.as_str())
-        .map(str::to_owned);
-    let mut event = session::event(scope, doorway, tool, target);
-    event.call_id.clone_from(&request.tool_call_id);
-    event.status = outcome_status(detail);
-    Some(event)
-}
-
-/// How a tool call went, from the facts a PostToolUse note keeps.
-fn outcome_status(detail: &serde_json::Map<String, serde_json::Value>) -> Status {
-    let failed = detail.get("is_error").and_then(|v| v.as_bool()) == Some(true)
-        || detail.get("interrupted").and_then(|v| v.as_bool()) == Some(true)
-        || detail.get("success").and_then(|v| v.as_bool()) == Some(false)
-        || detail
-            .get("exit_code")
-            .and_then(|v| v.as_i64())
-            .is_some_and(|c| c != 0);
-    if failed {
-        Status::Failed
-    } else if detail.contains_key("response_bytes") {
-        Status::Ok
-    } else {
-        Status::Unknown
     }
 }
 

@@ -40,10 +40,10 @@ use tokio::net::{TcpListener, UnixListener};
 use self::token::ApiToken;
 use crate::conn::Peer;
 use crate::errors;
-use crate::memory::{self, Maker, now};
-use crate::operator::{self, memory as ops};
+use crate::front::operator::{self, memory as ops};
 use crate::pinned::{PinError, PinnedPeer};
 use crate::state::Daemon;
+use crate::store::memory::{self, Maker, now};
 
 /// Largest request body read; larger is refused before it is parsed.
 const MAX_BODY: usize = 64 * 1024;

@@ -107,11 +107,6 @@ pub fn assign(
     }
 }
 
-/// Whether `role` is steer-only: its policy HOLDs run with an advisory line.
-pub fn steer_only(roles: &Roles, role: &str) -> bool {
-    roles.steer_only.iter().any(|r| r == role)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +175,6 @@ mod tests {
         let unmapped = assign(&r, Mode::System, &peer(5, 5), None).unwrap();
         assert_eq!(unmapped.role, "agent");
         assert!(assign(&r, Mode::System, &peer(5, 5), Some("ci")).is_err());
-        assert!(steer_only(&r, "director") && !steer_only(&r, "agent"));
+        assert!(r.is_steer_only("director") && !r.is_steer_only("agent"));
     }
 }

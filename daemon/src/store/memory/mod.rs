@@ -3,11 +3,11 @@
 //! the `praxis_memory` crate; operators reach it through
 //! `operator::memory`, requests through the pipeline's recall stage.
 
-pub mod store;
+pub mod db;
 
 use praxis_memory::time::Timestamp;
 
-use crate::audit::{AuditStore, Durability, Event, EventKind};
+use crate::store::audit::{AuditStore, Durability, Event, EventKind};
 
 /// Now, as memory timestamps it.
 pub fn now() -> Timestamp {

@@ -4,10 +4,10 @@
 
 use praxis_proto::OperatorReply;
 
-use crate::audit::{AuditError, Durability, Event, EventKind};
 use crate::conn::Peer;
-use crate::stage::approval::store::{self, NewApproval, PendingRow};
 use crate::state::Daemon;
+use crate::store::approvals::{self as store, NewApproval, PendingRow};
+use crate::store::audit::{AuditError, Durability, Event, EventKind};
 use crate::{clock, errors, ids};
 
 /// Longest approval lifetime an operator may grant.

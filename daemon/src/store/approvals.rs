@@ -7,10 +7,25 @@ use std::sync::{Arc, OnceLock};
 use praxis_proto::PendingItem;
 use rusqlite::{OptionalExtension, params};
 
-use super::decide::{Found, TokenRow};
-use crate::audit::{AuditError, AuditStore, Durability, Event, EventKind, TxOp};
 use crate::pipeline::gate::{Approval, Approver, Refusal, Rejection, Ticket, Trail};
+use crate::store::audit::{AuditError, AuditStore, Durability, Event, EventKind, TxOp};
 use crate::{clock, errors};
+
+/// An unconsumed one-time token as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenRow {
+    pub id: String,
+    /// The runtime whose prompt it was minted for.
+    pub runtime: String,
+    pub expires_ms: i64,
+}
+
+/// The latest unconsumed operator approval of a request digest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    Usable(String),
+    Expired(String),
+}
 
 /// Tables of this module, in the audit database.
 pub const SCHEMA: &str = "
