@@ -61,8 +61,11 @@
 //! # Writing
 //!
 //! One writer thread owns the write connection and commits in groups: it
-//! drains every queued append into one transaction, after waiting up to
-//! 0.2 ms for the appenders its last batch answered. A second thread moves
+//! takes every queued append in one step into one transaction, after waiting
+//! up to 0.2 ms for the appenders its last batch answered. Each appender
+//! builds its event's stored values and canonical record before the
+//! hand-over; the writer only fills in `seq`, `ts` and `prev_hash`, hashes
+//! and inserts. A second thread moves
 //! the WAL into the main file in the background, ten times a second. Every append call returns
 //! only after its COMMIT, so an [`Appended`] is proof the event is in the
 //! file; an error means it is not, and the caller must treat the request as

@@ -129,12 +129,13 @@ pub(crate) fn canonical(record: &[Value]) -> Result<Vec<u8>, String> {
     canonical_without(record, &[]).map(|(out, _)| out)
 }
 
-/// The canonical record with the values of the columns `open` left out; also
-/// where each left-out value goes, in text order, as (offset, column).
-fn canonical_without(
-    record: &[Value],
-    open: &[usize],
-) -> Result<(Vec<u8>, Vec<(usize, usize)>), String> {
+/// Where the left-out values of a canonical record go, in text order: the
+/// offset in the text and the column.
+type Cuts = Vec<(usize, usize)>;
+
+/// The canonical record with the values of the columns `open` left out, and
+/// where they go.
+fn canonical_without(record: &[Value], open: &[usize]) -> Result<(Vec<u8>, Cuts), String> {
     if record.len() != RECORD_LEN {
         return Err(format!(
             "row has {} columns, expected {RECORD_LEN}",
@@ -188,7 +189,7 @@ const PLACE: [usize; 3] = [0, 1, RECORD_LEN - 1];
 pub(crate) struct Unplaced {
     values: Vec<Value>,
     canonical: Vec<u8>,
-    cuts: Vec<(usize, usize)>,
+    cuts: Cuts,
 }
 
 /// An [`Unplaced`] record given its place: the values to insert and the

@@ -1,8 +1,8 @@
 //! The single writer thread and its group commit.
 //!
 //! Appenders build their event's record, put a [`Job`] on the [`Queue`] and
-//! wait. The thread sleeps until a job is queued, then until as many jobs are
-//! queued as its last batch answered (for at most [`LINGER`]), takes them all
+//! wait. The thread sleeps until a job is queued, then yields until as many
+//! are queued as its last batch answered (for at most [`LINGER`]), takes them all
 //! at once, and writes them in one IMMEDIATE transaction: chain computed in
 //! queue order, one COMMIT (one fsync under `synchronous=FULL`) for the whole
 //! batch, then each waiter gets its answer. Nothing is acknowledged before
@@ -35,9 +35,8 @@ pub type TxOp = Box<dyn FnOnce(&Transaction<'_>) -> Result<(), String> + Send>;
 
 /// How long the writer waits for the appenders its last batch answered
 /// before committing without them: about what a woken thread takes to come
-/// back on a busy machine. It sleeps meanwhile and is woken once, by the
-/// last of them. After a batch of one nobody waits, so an appender alone
-/// pays nothing.
+/// back on a busy machine. After a batch of one nobody waits, so an
+/// appender alone pays nothing.
 const LINGER: Duration = Duration::from_micros(200);
 
 /// Upper bound on events per transaction, so one waiter is never held behind
@@ -71,10 +70,6 @@ impl Reply {
 }
 
 /// What the writer is handed, in order.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "barriers are rare; boxing would cost every append an allocation"
-)]
 pub(crate) enum Work {
     Append(Job),
     /// Answered once every append handed over before it is committed (or
@@ -91,9 +86,9 @@ pub(crate) struct Job {
 }
 
 /// The hand-over from appenders to the writer: one list under one lock. An
-/// append wakes the writer only when it completes what the writer sleeps
-/// for, so a batch costs the writer one wake-up, not one per append, and it
-/// takes the whole batch in one step.
+/// append wakes the writer only if it sleeps on an empty queue, so a batch
+/// costs the writer at most one wake-up, not one per append, and it takes
+/// the whole batch in one step.
 pub(crate) struct Queue {
     pending: Mutex<Pending>,
     ready: Condvar,
@@ -102,8 +97,8 @@ pub(crate) struct Queue {
 #[derive(Default)]
 struct Pending {
     work: Vec<Work>,
-    /// The writer sleeps until this many items are queued (0: it is awake).
-    wanted: usize,
+    /// The writer sleeps until an item is queued.
+    asleep: bool,
     /// A barrier is queued: the writer must not linger.
     barrier: bool,
     /// The store was dropped or the writer is gone: nothing more is taken.
@@ -123,8 +118,8 @@ impl Queue {
         }
         pending.barrier |= matches!(work, Work::Barrier(_));
         pending.work.push(work);
-        if pending.wanted > 0 && (pending.barrier || pending.work.len() >= pending.wanted) {
-            pending.wanted = 0;
+        if pending.asleep {
+            pending.asleep = false;
             self.ready.notify_one();
         }
         true
@@ -141,27 +136,27 @@ impl Queue {
     fn take(&self, wanted: usize, linger: Duration) -> Vec<Work> {
         let mut pending = self.lock();
         while pending.work.is_empty() && !pending.closed {
-            pending.wanted = 1;
+            pending.asleep = true;
             pending = self
                 .ready
                 .wait(pending)
                 .unwrap_or_else(PoisonError::into_inner);
         }
+        pending.asleep = false;
         let deadline = Instant::now() + linger;
         let wanted = wanted.min(MAX_BATCH);
-        while pending.work.len() < wanted && !pending.barrier && !pending.closed {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            pending.wanted = wanted;
-            pending = self
-                .ready
-                .wait_timeout(pending, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+        // The writer yields its core to the appenders meanwhile rather than
+        // sleeping: they come back within microseconds when a core is free,
+        // and a sleeping writer would need a wake-up of its own.
+        while pending.work.len() < wanted
+            && !pending.barrier
+            && !pending.closed
+            && Instant::now() < deadline
+        {
+            drop(pending);
+            thread::yield_now();
+            pending = self.lock();
         }
-        pending.wanted = 0;
         if pending.work.len() <= MAX_BATCH {
             pending.barrier = false;
             return std::mem::take(&mut pending.work);
