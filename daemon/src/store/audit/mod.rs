@@ -61,8 +61,11 @@
 //! # Writing
 //!
 //! One writer thread owns the write connection and commits in groups: it
-//! drains every queued append into one transaction, after waiting up to
-//! 0.2 ms for the appenders its last batch answered. A second thread moves
+//! takes every queued append in one step into one transaction, after waiting
+//! up to 0.2 ms for the appenders its last batch answered. Each appender
+//! builds its event's stored values and canonical record before the
+//! hand-over; the writer only fills in `seq`, `ts` and `prev_hash`, hashes
+//! and inserts. A second thread moves
 //! the WAL into the main file in the background, ten times a second. Every append call returns
 //! only after its COMMIT, so an [`Appended`] is proof the event is in the
 //! file; an error means it is not, and the caller must treat the request as
@@ -86,7 +89,6 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 
@@ -97,7 +99,8 @@ pub use writer::TxOp;
 use checkpoint::Checkpointer;
 use head::Head;
 use read::{Readers, sql_limit};
-use writer::{Guard, Job, Reply, Work};
+use record::Unplaced;
+use writer::{Guard, Job, Queue, Reply, Work};
 
 /// Why an audit operation failed. Every message is one line.
 #[derive(Debug, thiserror::Error)]
@@ -147,7 +150,7 @@ pub struct AuditStore {
 
 struct Inner {
     path: PathBuf,
-    jobs: Option<Sender<Work>>,
+    jobs: Arc<Queue>,
     writer: Option<JoinHandle<()>>,
     readers: Readers,
     checkpointer: Option<Checkpointer>,
@@ -170,7 +173,7 @@ impl Drop for Inner {
         drop(self.checkpointer.take());
         self.readers.close_idle();
         // Closing the queue ends the writer loop once it is drained.
-        drop(self.jobs.take());
+        self.jobs.close();
         if let Some(writer) = self.writer.take()
             && writer.thread().id() != thread::current().id()
             && writer.join().is_err()
@@ -255,7 +258,7 @@ impl AuditStore {
         Ok(AuditStore {
             inner: Arc::new(Inner {
                 path: path.to_owned(),
-                jobs: Some(jobs),
+                jobs,
                 writer: Some(writer),
                 readers: Readers::new(path),
                 checkpointer: Some(checkpointer),
@@ -363,7 +366,7 @@ impl AuditStore {
     ) -> Result<Appended, AuditError> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         self.submit(Job {
-            event,
+            record: Unplaced::of(&event)?,
             durability,
             op,
             reply: Reply::Blocking(tx),
@@ -402,7 +405,7 @@ impl AuditStore {
     ) -> Result<Committed, AuditError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.submit(Job {
-            event,
+            record: Unplaced::of(&event)?,
             durability,
             op,
             reply: Reply::Async(tx),
@@ -415,8 +418,10 @@ impl AuditStore {
     }
 
     fn hand_over(&self, work: Work) -> Result<(), AuditError> {
-        let jobs = self.inner.jobs.as_ref().ok_or(AuditError::WriterGone)?;
-        jobs.send(work).map_err(|_| AuditError::WriterGone)
+        match self.inner.jobs.push(work) {
+            true => Ok(()),
+            false => Err(AuditError::WriterGone),
+        }
     }
 
     /// Waits until every append queued before this call is committed or has

@@ -126,6 +126,16 @@ pub(crate) fn record_of(
 /// `hash`, keys in byte order, values as stored. Fails on a value of a type the
 /// schema does not allow (REAL, BLOB), which only a tampered row can hold.
 pub(crate) fn canonical(record: &[Value]) -> Result<Vec<u8>, String> {
+    canonical_without(record, &[]).map(|(out, _)| out)
+}
+
+/// Where the left-out values of a canonical record go, in text order: the
+/// offset in the text and the column.
+type Cuts = Vec<(usize, usize)>;
+
+/// The canonical record with the values of the columns `open` left out, and
+/// where they go.
+fn canonical_without(record: &[Value], open: &[usize]) -> Result<(Vec<u8>, Cuts), String> {
     if record.len() != RECORD_LEN {
         return Err(format!(
             "row has {} columns, expected {RECORD_LEN}",
@@ -133,6 +143,7 @@ pub(crate) fn canonical(record: &[Value]) -> Result<Vec<u8>, String> {
         ));
     }
     let mut out = Vec::with_capacity(1024);
+    let mut cuts = Vec::with_capacity(open.len());
     out.push(b'{');
     for (n, &i) in SORTED.iter().enumerate() {
         if n > 0 {
@@ -141,22 +152,101 @@ pub(crate) fn canonical(record: &[Value]) -> Result<Vec<u8>, String> {
         out.push(b'"');
         out.extend_from_slice(COLUMNS[i].as_bytes());
         out.extend_from_slice(b"\":");
-        match &record[i] {
-            Value::Null => out.extend_from_slice(b"null"),
-            Value::Integer(v) => out.extend_from_slice(v.to_string().as_bytes()),
-            Value::Text(s) => {
-                serde_json::to_writer(&mut out, s).map_err(|e| e.to_string())?;
-            }
-            Value::Real(_) | Value::Blob(_) => {
-                return Err(format!(
-                    "column {} holds a value of a foreign type",
-                    COLUMNS[i]
-                ));
-            }
+        if open.contains(&i) {
+            cuts.push((out.len(), i));
+        } else {
+            write_value(&mut out, &record[i], i)?;
         }
     }
     out.push(b'}');
-    Ok(out)
+    Ok((out, cuts))
+}
+
+/// Writes one value of column `column` as the canonical record holds it.
+fn write_value(out: &mut Vec<u8>, value: &Value, column: usize) -> Result<(), String> {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Integer(v) => out.extend_from_slice(v.to_string().as_bytes()),
+        Value::Text(s) => serde_json::to_writer(out, s).map_err(|e| e.to_string())?,
+        Value::Real(_) | Value::Blob(_) => {
+            return Err(format!(
+                "column {} holds a value of a foreign type",
+                COLUMNS[column]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The columns only the writer knows, in [`COLUMNS`] order: `seq`, `ts`,
+/// `prev_hash`.
+const PLACE: [usize; 3] = [0, 1, RECORD_LEN - 1];
+
+/// An event's stored values and canonical record with its place in the chain
+/// (`seq`, `ts`, `prev_hash`) still open. The appender builds it before the
+/// hand-over, so the writer thread, which every append waits on, only fills
+/// in the place and hashes.
+pub(crate) struct Unplaced {
+    values: Vec<Value>,
+    canonical: Vec<u8>,
+    cuts: Cuts,
+}
+
+/// An [`Unplaced`] record given its place: the values to insert and the
+/// canonical record to hash.
+pub(crate) struct Placed<'a> {
+    place: [Value; 3],
+    values: &'a [Value],
+    pub canonical: Vec<u8>,
+}
+
+impl Unplaced {
+    pub(crate) fn of(event: &Event) -> Result<Unplaced, AuditError> {
+        let values = record_of(event, 0, "", "")?;
+        let (canonical, cuts) = canonical_without(&values, &PLACE)
+            .map_err(|problem| AuditError::Corrupt { seq: 0, problem })?;
+        Ok(Unplaced {
+            values,
+            canonical,
+            cuts,
+        })
+    }
+
+    /// The record as event `seq`, written at `ts`, chained onto `prev_hash`.
+    pub(crate) fn place(&self, seq: i64, ts: &str, prev_hash: &str) -> Result<Placed<'_>, String> {
+        let place = [
+            Value::Integer(seq),
+            Value::Text(ts.to_owned()),
+            Value::Text(prev_hash.to_owned()),
+        ];
+        let mut canonical = Vec::with_capacity(self.canonical.len() + 128);
+        let mut from = 0;
+        for &(at, column) in &self.cuts {
+            canonical.extend_from_slice(&self.canonical[from..at]);
+            let slot = PLACE.iter().position(|&c| c == column).unwrap_or(0);
+            write_value(&mut canonical, &place[slot], column)?;
+            from = at;
+        }
+        canonical.extend_from_slice(&self.canonical[from..]);
+        Ok(Placed {
+            place,
+            values: &self.values,
+            canonical,
+        })
+    }
+}
+
+impl Placed<'_> {
+    /// The stored values, `seq` through `prev_hash`.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Value> {
+        self.values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match PLACE.iter().position(|&c| c == i) {
+                Some(slot) => &self.place[slot],
+                None => v,
+            })
+    }
 }
 
 /// `hex(SHA-256(prev_hash ‖ canonical))`, `prev_hash` as its 64 ASCII hex bytes.
@@ -345,6 +435,21 @@ mod tests {
             (stored.seq, stored.ts.as_str(), stored.hash.as_str()),
             (1, "ts", "h")
         );
+    }
+
+    #[test]
+    fn a_record_placed_later_is_the_record_built_in_place() {
+        let event = Event {
+            argv_redacted: Some(vec!["echo".into(), "\u{1}é".into()]),
+            exit_code: Some(-3),
+            ..Event::new(EventKind::Finished)
+        };
+        let ts = "2025-01-01T00:00:00.000Z";
+        let record = record_of(&event, 42, ts, &"ab".repeat(32)).unwrap();
+        let unplaced = Unplaced::of(&event).unwrap();
+        let placed = unplaced.place(42, ts, &"ab".repeat(32)).unwrap();
+        assert_eq!(placed.canonical, canonical(&record).unwrap());
+        assert!(placed.values().eq(record.iter()));
     }
 
     #[test]

@@ -1,16 +1,17 @@
 //! The single writer thread and its group commit.
 //!
-//! Appenders send a [`Job`] and wait. The thread takes the first job, drains
-//! every other job already queued, waits a moment for the appenders its last
-//! batch answered (see [`LINGER`]), and writes them all in one IMMEDIATE
-//! transaction: chain computed in queue order, one COMMIT (one fsync under
-//! `synchronous=FULL`) for the whole batch, then each waiter gets its answer.
-//! Nothing is acknowledged before its COMMIT returned.
+//! Appenders build their event's record, put a [`Job`] on the [`Queue`] and
+//! wait. The thread sleeps until a job is queued, then yields until as many
+//! are queued as its last batch answered (for at most [`LINGER`]), takes them all
+//! at once, and writes them in one IMMEDIATE transaction: chain computed in
+//! queue order, one COMMIT (one fsync under `synchronous=FULL`) for the whole
+//! batch, then each waiter gets its answer. Nothing is acknowledged before
+//! its COMMIT returned.
 
 use std::iter;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -21,10 +22,10 @@ use std::path::PathBuf;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::event::{Appended, Durability, Event};
+use super::event::{Appended, Durability};
 use super::head::Head;
 use super::key::Chain;
-use super::record::{COLUMNS, canonical, record_of};
+use super::record::{COLUMNS, Unplaced};
 use super::{AuditError, time, verify};
 use super::{anchor, ballast, spill};
 
@@ -34,8 +35,8 @@ pub type TxOp = Box<dyn FnOnce(&Transaction<'_>) -> Result<(), String> + Send>;
 
 /// How long the writer waits for the appenders its last batch answered
 /// before committing without them: about what a woken thread takes to come
-/// back on a busy machine. After a batch of one nobody waits, so an appender
-/// alone pays nothing.
+/// back on a busy machine. After a batch of one nobody waits, so an
+/// appender alone pays nothing.
 const LINGER: Duration = Duration::from_micros(200);
 
 /// Upper bound on events per transaction, so one waiter is never held behind
@@ -69,10 +70,6 @@ impl Reply {
 }
 
 /// What the writer is handed, in order.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "barriers are rare; boxing would cost every append an allocation"
-)]
 pub(crate) enum Work {
     Append(Job),
     /// Answered once every append handed over before it is committed (or
@@ -80,12 +77,106 @@ pub(crate) enum Work {
     Barrier(tokio::sync::oneshot::Sender<()>),
 }
 
-/// One append request.
+/// One append request, its record already built by the appender.
 pub(crate) struct Job {
-    pub event: Event,
+    pub record: Unplaced,
     pub durability: Durability,
     pub op: Option<TxOp>,
     pub reply: Reply,
+}
+
+/// The hand-over from appenders to the writer: one list under one lock. An
+/// append wakes the writer only if it sleeps on an empty queue, so a batch
+/// costs the writer at most one wake-up, not one per append, and it takes
+/// the whole batch in one step.
+pub(crate) struct Queue {
+    pending: Mutex<Pending>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct Pending {
+    work: Vec<Work>,
+    /// The writer sleeps until an item is queued.
+    asleep: bool,
+    /// A barrier is queued: the writer must not linger.
+    barrier: bool,
+    /// The store was dropped or the writer is gone: nothing more is taken.
+    closed: bool,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `work`; false once the writer is gone.
+    pub(crate) fn push(&self, work: Work) -> bool {
+        let mut pending = self.lock();
+        if pending.closed {
+            return false;
+        }
+        pending.barrier |= matches!(work, Work::Barrier(_));
+        pending.work.push(work);
+        if pending.asleep {
+            pending.asleep = false;
+            self.ready.notify_one();
+        }
+        true
+    }
+
+    /// No more work: the writer finishes what is queued and stops.
+    pub(crate) fn close(&self) {
+        self.lock().closed = true;
+        self.ready.notify_one();
+    }
+
+    /// Waits for a first item, then up to `linger` for `wanted` items in
+    /// all, and takes up to [`MAX_BATCH`]. Empty once closed and drained.
+    fn take(&self, wanted: usize, linger: Duration) -> Vec<Work> {
+        let mut pending = self.lock();
+        while pending.work.is_empty() && !pending.closed {
+            pending.asleep = true;
+            pending = self
+                .ready
+                .wait(pending)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        pending.asleep = false;
+        let deadline = Instant::now() + linger;
+        let wanted = wanted.min(MAX_BATCH);
+        // The writer yields its core to the appenders meanwhile rather than
+        // sleeping: they come back within microseconds when a core is free,
+        // and a sleeping writer would need a wake-up of its own.
+        while pending.work.len() < wanted
+            && !pending.barrier
+            && !pending.closed
+            && Instant::now() < deadline
+        {
+            drop(pending);
+            thread::yield_now();
+            pending = self.lock();
+        }
+        if pending.work.len() <= MAX_BATCH {
+            pending.barrier = false;
+            return std::mem::take(&mut pending.work);
+        }
+        let rest = pending.work.split_off(MAX_BATCH);
+        pending.barrier = rest.iter().any(|w| matches!(w, Work::Barrier(_)));
+        std::mem::replace(&mut pending.work, rest)
+    }
+}
+
+/// Closes the queue when the writer stops, even by a panic: what is still
+/// queued is dropped, so its waiters learn the writer is gone.
+struct Closing(Arc<Queue>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        let mut pending = self.0.lock();
+        pending.closed = true;
+        pending.work.clear();
+    }
 }
 
 /// Starts the writer thread on `conn`, chaining onto `head`. `shared` mirrors
@@ -96,8 +187,12 @@ pub(crate) fn spawn(
     shared: Arc<Mutex<Head>>,
     guard: Guard,
     chain: Chain,
-) -> Result<(Sender<Work>, JoinHandle<()>), AuditError> {
-    let (tx, rx) = std::sync::mpsc::channel();
+) -> Result<(Arc<Queue>, JoinHandle<()>), AuditError> {
+    let queue = Arc::new(Queue {
+        pending: Mutex::new(Pending::default()),
+        ready: Condvar::new(),
+    });
+    let closing = Closing(Arc::clone(&queue));
     let writer = Writer {
         conn,
         head,
@@ -108,12 +203,12 @@ pub(crate) fn spawn(
     };
     let handle = thread::Builder::new()
         .name("praxis-audit-writer".into())
-        .spawn(move || writer.run(rx))
+        .spawn(move || writer.run(&closing))
         .map_err(|source| AuditError::Io {
             path: "audit writer thread".into(),
             source,
         })?;
-    Ok((tx, handle))
+    Ok((queue, handle))
 }
 
 /// What one turn of the writer took from the queue.
@@ -180,28 +275,18 @@ impl Guard {
 }
 
 impl Writer {
-    fn run(mut self, work: Receiver<Work>) {
+    fn run(mut self, queue: &Closing) {
         // Appends answered by the last batch: their appenders are usually
-        // about to append again.
+        // about to append again, and waiting a moment for them lets their
+        // appends share this commit instead of each paying one of its own.
         let mut returning = 0;
-        while let Ok(first) = work.recv() {
-            let mut gathered = Gathered::default();
-            gathered.take(first);
-            work.try_iter()
-                .take(MAX_BATCH - 1)
-                .for_each(|item| gathered.take(item));
-            // Waiting a moment for them lets their appends share this
-            // commit instead of each paying one of its own. The writer
-            // yields its core to them rather than sleeping: a sleep would
-            // cost a wake-up per arrival.
-            let linger = Instant::now() + LINGER;
-            while gathered.batch.len() < returning.min(MAX_BATCH) && gathered.barriers.is_empty() {
-                match work.try_recv() {
-                    Ok(item) => gathered.take(item),
-                    Err(TryRecvError::Empty) if Instant::now() < linger => thread::yield_now(),
-                    Err(_) => break,
-                }
+        loop {
+            let work = queue.0.take(returning, LINGER);
+            if work.is_empty() {
+                return;
             }
+            let mut gathered = Gathered::default();
+            work.into_iter().for_each(|item| gathered.take(item));
             let Gathered { batch, barriers } = gathered;
             returning = batch.len();
             if !batch.is_empty() {
@@ -220,9 +305,9 @@ impl Writer {
             .map(|job| job.durability)
             .max()
             .unwrap_or(Durability::Normal);
-        let (replies, work): (Vec<Reply>, Vec<(Event, Option<TxOp>)>) = batch
+        let (replies, work): (Vec<Reply>, Vec<(Unplaced, Option<TxOp>)>) = batch
             .into_iter()
-            .map(|job| (job.reply, (job.event, job.op)))
+            .map(|job| (job.reply, (job.record, job.op)))
             .unzip();
         // Written to a deleted or replaced file, an event would be lost.
         if let Some(why) = self.guard.check() {
@@ -240,26 +325,33 @@ impl Writer {
             tracing::error!("audit spill journal unreadable: {e}");
             None
         });
-        let replayed = spilled.as_ref().map_or(0, |t| t.events.len());
+        let replays: Vec<(Unplaced, Option<TxOp>)> = spilled
+            .iter()
+            .flat_map(|t| t.events.iter())
+            .filter_map(|event| match Unplaced::of(event) {
+                Ok(record) => Some((record, None)),
+                Err(e) => {
+                    tracing::error!("spilled audit event dropped: {e}");
+                    None
+                }
+            })
+            .collect();
+        let replayed = replays.len();
         // Events without a transaction hook can be written again if the
         // filesystem fills under this batch and the reserve is released.
         let hooked: Vec<bool> = work.iter().map(|(_, op)| op.is_some()).collect();
-        let mut work: Vec<(Event, Option<TxOp>)> = spilled
-            .iter()
-            .flat_map(|t| t.events.iter().cloned().map(|e| (e, None)))
-            .chain(work)
-            .collect();
+        let mut work: Vec<(Unplaced, Option<TxOp>)> = replays.into_iter().chain(work).collect();
         let mut result = self
             .set_synchronous(durability)
             .and_then(|()| write_batch(&mut self.conn, &self.head, &mut work, &self.chain));
         if matches!(&result, Err(e) if disk_full(e)) && self.release_reserve() {
             self.reload_head();
-            let mut retry: Vec<(Event, Option<TxOp>)> = work
+            let mut retry: Vec<(Unplaced, Option<TxOp>)> = work
                 .into_iter()
                 .skip(replayed)
                 .zip(&hooked)
                 .filter(|(_, hooked)| !**hooked)
-                .map(|((event, _), _)| (event, None))
+                .map(|((record, _), _)| (record, None))
                 .collect();
             result = write_batch(&mut self.conn, &self.head, &mut retry, &self.chain).map(
                 |(outcomes, head)| {
@@ -369,7 +461,7 @@ fn disk_full(e: &AuditError) -> bool {
 fn write_batch(
     conn: &mut Connection,
     head: &Head,
-    work: &mut [(Event, Option<TxOp>)],
+    work: &mut [(Unplaced, Option<TxOp>)],
     chain: &Chain,
 ) -> Result<(Vec<Result<Appended, AuditError>>, Head), AuditError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -377,10 +469,10 @@ fn write_batch(
     let ts = time::now();
     let mut tip = head.clone();
     let mut outcomes = Vec::with_capacity(work.len());
-    for (event, op) in work.iter_mut() {
+    for (record, op) in work.iter_mut() {
         let outcome = match op.take() {
-            None => insert(&tx, &tip, event, &ts, chain),
-            Some(op) => with_savepoint(&tx, &tip, event, &ts, op, chain)?,
+            None => insert(&tx, &tip, record, &ts, chain),
+            Some(op) => with_savepoint(&tx, &tip, record, &ts, op, chain)?,
         };
         if let Ok(appended) = &outcome {
             tip = Head {
@@ -406,14 +498,14 @@ fn write_batch(
 fn with_savepoint(
     tx: &Transaction<'_>,
     tip: &Head,
-    event: &Event,
+    record: &Unplaced,
     ts: &str,
     op: TxOp,
     chain: &Chain,
 ) -> Result<Result<Appended, AuditError>, AuditError> {
     tx.execute_batch("SAVEPOINT audit_event")?;
     let outcome = match panic::catch_unwind(AssertUnwindSafe(|| op(tx))) {
-        Ok(Ok(())) => insert(tx, tip, event, ts, chain),
+        Ok(Ok(())) => insert(tx, tip, record, ts, chain),
         Ok(Err(reason)) => Err(AuditError::Rejected(reason)),
         Err(_) => Err(AuditError::Rejected("transaction hook panicked".into())),
     };
@@ -424,23 +516,23 @@ fn with_savepoint(
     Ok(outcome)
 }
 
-/// Chains `event` onto `tip` and inserts it.
+/// Chains `record` onto `tip` and inserts it.
 fn insert(
     tx: &Transaction<'_>,
     tip: &Head,
-    event: &Event,
+    record: &Unplaced,
     ts: &str,
     chain: &Chain,
 ) -> Result<Appended, AuditError> {
     let seq = tip.seq + 1;
-    let record = record_of(event, seq, ts, &tip.hash)?;
-    let canonical = canonical(&record).map_err(|problem| AuditError::Corrupt { seq, problem })?;
+    let corrupt = |problem| AuditError::Corrupt { seq, problem };
+    let placed = record.place(seq, ts, &tip.hash).map_err(corrupt)?;
     let hash = chain
-        .hash(seq, &tip.hash, &canonical)
-        .map_err(|problem| AuditError::Corrupt { seq, problem })?;
+        .hash(seq, &tip.hash, &placed.canonical)
+        .map_err(corrupt)?;
     let hash_value = Value::Text(hash.clone());
     tx.prepare_cached(&INSERT)?.execute(params_from_iter(
-        record.iter().chain(iter::once(&hash_value)),
+        placed.values().chain(iter::once(&hash_value)),
     ))?;
     Ok(Appended {
         seq,
