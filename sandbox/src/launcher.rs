@@ -15,11 +15,11 @@
 //! sandbox is the same either way; only where the join happens moves.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::SandboxError;
 use crate::child::{self, Plan};
-use crate::spawner::{self, ChildStack};
+use crate::spawner::{self, ChildStack, pipe_cloexec};
 
 /// What the launcher answers on its pipe.
 const FAILED: u8 = 0;
@@ -56,16 +56,6 @@ pub(crate) struct Launcher {
     _stack: ChildStack,
     /// Handed over as a command's process: no longer ours to kill.
     handed: bool,
-}
-
-fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: pipe2 writes two descriptors into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(SandboxError::last_os("pipe2"));
-    }
-    // SAFETY: both descriptors are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// Writes one byte (async-signal-safe).
@@ -125,8 +115,8 @@ impl Launcher {
     /// Clones a launcher and waits until it sits in the cgroups whose
     /// `cgroup.procs` are `procs` (paying the move here, off the request path).
     pub(crate) fn place(procs: &[RawFd]) -> Result<Launcher, SandboxError> {
-        let go = pipe()?;
-        let answer = pipe()?;
+        let go = pipe_cloexec()?;
+        let answer = pipe_cloexec()?;
         let start = Box::new(Start {
             procs: procs.to_vec(),
             go: go.0.as_raw_fd(),

@@ -21,7 +21,7 @@ use crate::mounts;
 use crate::pins::{self, PinPlan, UserNsMaps};
 use crate::private_tmp;
 use crate::scratch::ScratchDir;
-use crate::spawner::{self, pidfd_open};
+use crate::spawner::{self, pidfd_open, pipe_cloexec};
 use crate::{Network, Profile, SandboxError, Spec, Stdio, carve_cache, spare};
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): denials after exec are audited.
@@ -605,16 +605,6 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
 
 pub(crate) fn c_string(bytes: &[u8], what: &str) -> Result<CString, SandboxError> {
     CString::new(bytes).map_err(|_| SandboxError::Invalid(format!("{what} holds a NUL byte")))
-}
-
-fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd), SandboxError> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: pipe2 writes two descriptors into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(SandboxError::last_os("pipe2"));
-    }
-    // SAFETY: both descriptors are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// The way of the listeners (egress, socket relays) from the child's

@@ -212,6 +212,17 @@ fn on_spawner(job: Job) -> Result<libc::pid_t, SandboxError> {
     }
 }
 
+/// A pipe, both ends close-on-exec: (read, write).
+pub(crate) fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd), SandboxError> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(SandboxError::last_os("pipe2"));
+    }
+    // SAFETY: both descriptors are fresh and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
 /// A pidfd for our child `pid`.
 pub(crate) fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd, SandboxError> {
     // SAFETY: pidfd_open takes a pid and flags; it returns a new descriptor.
