@@ -498,8 +498,21 @@ fn a_daemon_in_its_own_pid_namespace_leaves_another_daemons_cgroups_alone() {
         "{out:?}"
     );
 
-    // The second daemon is stopped as itself (SIGTERM to praxisd, not to
-    // its wrapper), so it removes its own cgroups.
+    // The second daemon is stopped (SIGTERM to praxisd, not to its
+    // wrapper). As its namespace's first process it takes its guardian
+    // with it, so its emptied bases are removed here rather than left to
+    // the next daemon's sweep.
+    let status = b.praxis(&["status", "--json"]);
+    let tracking = common::stdout_json(&status)["process_tracking"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let b_bases: Vec<PathBuf> = tracking
+        .split_whitespace()
+        .map(|word| PathBuf::from(word.trim_end_matches(',')))
+        .filter(|path| path.to_string_lossy().contains("/praxisd-"))
+        .collect();
+    assert!(!b_bases.is_empty(), "{tracking}");
     let wrapper = b.pid();
     let inner: Vec<i32> = std::fs::read_dir(format!("/proc/{wrapper}/task"))
         .unwrap()
@@ -514,6 +527,9 @@ fn a_daemon_in_its_own_pid_namespace_leaves_another_daemons_cgroups_alone() {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGTERM);
     }
     drop(b);
+    for base in b_bases {
+        let _ = std::fs::remove_dir(base);
+    }
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(running.id() as i32),
         nix::sys::signal::SIGTERM,

@@ -105,17 +105,7 @@ fn sweep_dead_daemons(parent: &Path, empty: Empty) {
         return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(tail) = name.to_str().and_then(|n| n.strip_prefix("praxisd-")) else {
-            continue;
-        };
-        // A daemon from before these locks holds none: a base named by a
-        // pid alive in this namespace (other than ours) is left alone. A
-        // pid gone from here proves nothing: the lock decides.
-        let pid = tail.split('-').next().and_then(|p| p.parse::<u32>().ok());
-        if pid.is_some_and(|pid| {
-            pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()
-        }) {
+        if !entry.file_name().to_string_lossy().starts_with("praxisd-") {
             continue;
         }
         let path = entry.path();
