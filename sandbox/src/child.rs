@@ -147,6 +147,9 @@ pub(crate) struct Plan<'a> {
     /// The `cgroup.procs` of each of the command's cgroups (none when
     /// neither tracking nor limits are by cgroup).
     pub(crate) cgroup_procs: &'a [RawFd],
+    /// Started by a launcher made ahead, which already leads a session of
+    /// its own in the command's cgroups (`cgroup_procs` is then empty).
+    pub(crate) placed_ahead: bool,
     pub(crate) parent_pid: libc::pid_t,
     pub(crate) rlimits: &'a [(libc::c_int, u64)],
     pub(crate) mount_ns: bool,
@@ -388,7 +391,9 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
     // async-signal-safe libc wrapper, on pointers to stack values or to
     // data the parent keeps alive until the exec.
     unsafe {
-        check(Stage::Setsid, libc::setsid() >= 0);
+        if !plan.placed_ahead {
+            check(Stage::Setsid, libc::setsid() >= 0);
+        }
         // Into the command's cgroups before anything else can fork, and
         // while still privileged enough to write there.
         for &procs in plan.cgroup_procs {

@@ -170,13 +170,16 @@ mod env;
 mod escape_probes;
 mod filter;
 mod fs_rules;
+mod launcher;
 mod mounts;
 mod netns;
 mod pins;
 mod private_tmp;
 mod probe;
 mod process;
+mod scratch;
 mod spare;
+mod spawner;
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -196,9 +199,8 @@ pub use pins::PinError;
 pub use praxis_proto::Profile;
 pub use private_tmp::PrivateTmp;
 pub use probe::{SelfTestReport, Support, self_test, support};
-pub use process::{
-    Child, ExitStatus, Leftovers, Prepared, Waited, prepare, relay_ports, spawn, sweep_scratch,
-};
+pub use process::{Child, ExitStatus, Leftovers, Prepared, Waited, prepare, relay_ports, spawn};
+pub use scratch::sweep_scratch;
 pub use spare::{discard_spare, keep_spares, make_spare};
 
 /// Minimum Landlock ABI: 6 brings the abstract-unix-socket and signal scopes.

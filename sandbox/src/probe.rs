@@ -11,7 +11,8 @@ use std::path::Path;
 use crate::child::{Stage, Then};
 use crate::escape_probes::{PROBES, ProbeArgs};
 use crate::fs_rules::landlock_abi;
-use crate::process::{self, Child, ScratchDir};
+use crate::process::{self, Child};
+use crate::scratch::ScratchDir;
 use crate::{Limits, Network, Profile, Rlimits, SandboxError, Spec, Stdio};
 
 /// What the sandbox can rely on here, for `praxis status`.
@@ -150,7 +151,7 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
         scratch_root: base.0.clone(),
         private_tmp: None,
     };
-    let prepared = process::prepare(&spec)?;
+    let mut prepared = process::prepare(&spec)?;
     let restrictions = prepared.restrictions();
     let args = ProbeArgs {
         inside: c_path(&src.join("probe"))?,
@@ -164,7 +165,7 @@ pub fn self_test(scratch_root: &Path) -> Result<SelfTestReport, SandboxError> {
         stdout: dev_null()?,
         stderr: dev_null()?,
     };
-    let launched = process::launch(&prepared, &workspace, &stdio, Then::Probe(&args))?;
+    let launched = process::launch(&mut prepared, &workspace, &stdio, Then::Probe(&args))?;
     let mut child = Child::adopt(launched.pid);
     let mut buf = [0u8; 8];
     let filled = process::read_report(&launched.report, &mut buf)?;

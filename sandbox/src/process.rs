@@ -1,26 +1,27 @@
 //! Preparing a sandbox in the parent, the one spawn site, and the spawned child.
 
 use std::ffi::{CString, OsString, c_char};
-use std::fs::{self, DirBuilder};
+use std::fs;
 use std::io;
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::cgroup::CommandCgroup;
-use crate::child::{self, Identity, NetNs, Plan, Stage, Then};
+use crate::child::{Identity, NetNs, Plan, Stage, Then};
 use crate::env::{self, EnvBlock};
 use crate::filter::{self, Sockets};
 use crate::fs_rules::{self, Exclusion, Grant};
+use crate::launcher::Launcher;
 use crate::mounts;
 use crate::pins::{self, PinPlan, UserNsMaps};
 use crate::private_tmp;
+use crate::scratch::ScratchDir;
+use crate::spawner::{self, pidfd_open, pipe_cloexec};
 use crate::{Network, Profile, SandboxError, Spec, Stdio, carve_cache, spare};
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): denials after exec are audited.
@@ -34,88 +35,6 @@ const DEVICES: &[&str] = &[
     "/dev/random",
     "/dev/urandom",
 ];
-
-/// A command's private `TMPDIR`, removed when dropped.
-#[derive(Debug)]
-pub(crate) struct ScratchDir(pub(crate) PathBuf);
-
-impl ScratchDir {
-    /// A fresh dir under `root`, which is made first if missing.
-    pub(crate) fn create(
-        root: &Path,
-        owner: Option<(u32, u32)>,
-    ) -> Result<ScratchDir, SandboxError> {
-        ScratchDir::make_root(root)?;
-        ScratchDir::create_in(root, owner)
-    }
-
-    /// Makes the scratch root if it is missing.
-    pub(crate) fn make_root(root: &Path) -> Result<(), SandboxError> {
-        if !root.is_dir() {
-            // Traversable by the uids commands run as, listable by none of them.
-            DirBuilder::new()
-                .recursive(true)
-                .mode(0o711)
-                .create(root)
-                .map_err(|e| SandboxError::os("creating the scratch root", e))?;
-        }
-        Ok(())
-    }
-
-    /// A fresh dir under `root`, which must exist.
-    pub(crate) fn create_in(
-        root: &Path,
-        owner: Option<(u32, u32)>,
-    ) -> Result<ScratchDir, SandboxError> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        loop {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
-            let name = format!(
-                "cmd-{}-{}-{nanos:x}",
-                std::process::id(),
-                COUNTER.fetch_add(1, Ordering::Relaxed)
-            );
-            let path = root.join(name);
-            match DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => {
-                    let dir = ScratchDir(path);
-                    if let Some((uid, gid)) = owner {
-                        std::os::unix::fs::chown(&dir.0, Some(uid), Some(gid)).map_err(|e| {
-                            SandboxError::os("handing the scratch dir to the command's user", e)
-                        })?;
-                    }
-                    return Ok(dir);
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(SandboxError::os("creating the scratch dir", e)),
-            }
-        }
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        // Best effort: a leftover only wastes space inside the scratch root.
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Removes every command's dir under the scratch root `root`. For a daemon
-/// that holds its instance lock, before it runs anything: they are what an
-/// earlier daemon left when it died (a spare, a killed command's). Returns
-/// how many were removed.
-pub fn sweep_scratch(root: &Path) -> usize {
-    let Ok(entries) = fs::read_dir(root) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("cmd-"))
-        .filter(|e| fs::remove_dir_all(e.path()).is_ok())
-        .count()
-}
 
 /// A sandbox made ready in the parent for one command: the Landlock ruleset,
 /// compiled seccomp filter, the environment block, mounts to make, the
@@ -147,6 +66,9 @@ pub struct Prepared {
     /// The private `/tmp` and what is shown again in it.
     tmp: Option<private_tmp::TmpPlan>,
     rule_count: usize,
+    /// A process already in the command's cgroups, to start it with; it
+    /// goes (killed) before the cgroups do.
+    launcher: Option<Launcher>,
     scratch: ScratchDir,
     cgroup: Option<CommandCgroup>,
 }
@@ -674,189 +596,15 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         pins: pin_plan,
         tmp: tmp_plan,
         rule_count,
+        launcher: made.launcher,
         scratch: made.scratch,
         cgroup: made.cgroup,
         netns: made.netns,
     })
 }
 
-/// A pointer to a plan living on the caller's stack, handed to the spawner
-/// thread. The caller blocks until the child has been started.
-struct Job {
-    plan: *const Plan<'static>,
-    reply: mpsc::SyncSender<Result<libc::pid_t, i32>>,
-}
-
-// SAFETY: the plan is only read, by one thread, while its owner waits for the reply.
-unsafe impl Send for Job {}
-
-/// Stack size of the child between clone and exec: it runs only
-/// `child::run`, a few frames of raw system calls.
-const CHILD_STACK: usize = 256 * 1024;
-
-/// The stack the child runs on between `clone` and `execve`, with a guard
-/// page below it. One per spawner thread: the thread is suspended while its
-/// child uses it.
-struct ChildStack {
-    base: *mut libc::c_void,
-    len: usize,
-}
-
-impl ChildStack {
-    fn new() -> io::Result<ChildStack> {
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-        let len = CHILD_STACK + page;
-        // SAFETY: a fresh anonymous private mapping; nothing else refers to it.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let stack = ChildStack { base, len };
-        // SAFETY: the lowest page of our own mapping becomes the guard.
-        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(stack)
-    }
-
-    /// The initial stack pointer: the stack grows down from the mapping's end.
-    fn top(&self) -> *mut libc::c_void {
-        // SAFETY: one past the end of our own mapping.
-        unsafe { self.base.cast::<u8>().add(self.len).cast() }
-    }
-}
-
-impl Drop for ChildStack {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping; no child runs on it any more
-        // (the spawner is suspended while one does).
-        unsafe { libc::munmap(self.base, self.len) };
-    }
-}
-
-/// The child's entry point after `clone`.
-extern "C" fn child_entry(plan: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `plan` is the `Plan` the spawner passed to clone; its owner
-    // keeps it alive until the child has exec'd or exited.
-    unsafe { child::run(&*plan.cast::<Plan<'_>>()) }
-}
-
-/// Starts the child sharing our memory, the spawner suspended until the
-/// child execs or exits (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does):
-/// no page tables are copied at the clone, and none are torn down at the
-/// exec, which a daemon with a large address space would otherwise pay on
-/// every command. The child writes only to its own stack.
-fn clone_child(stack: &ChildStack, plan: &Plan<'_>) -> Result<libc::pid_t, i32> {
-    let arg = (plan as *const Plan<'_>).cast_mut().cast::<libc::c_void>();
-    // SAFETY: the child runs `child_entry` on its own stack and makes only
-    // raw system calls on the plan (see `child::run`); the spawner thread
-    // has every signal blocked, so no handler of ours runs in the child
-    // before it resets them; CLONE_VFORK keeps this thread, and so the
-    // plan's owner, waiting until the child no longer uses our memory.
-    let pid = unsafe {
-        libc::clone(
-            child_entry,
-            stack.top(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            arg,
-        )
-    };
-    if pid < 0 {
-        Err(io::Error::last_os_error().raw_os_error().unwrap_or(0))
-    } else {
-        Ok(pid)
-    }
-}
-
-/// Blocks every signal in the calling thread, for good: the spawner thread
-/// handles none, and its children start with all blocked.
-fn block_all_signals() -> io::Result<()> {
-    // SAFETY: sigset_t is plain data, filled by sigfillset.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers to a local set.
-    let rc = unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut())
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(rc))
-    }
-}
-
-/// Clones on a dedicated thread that never exits. The parent-death signal is
-/// tied to the thread that created the child, so cloning from a short-lived worker
-/// thread would kill the command when that thread retires.
-fn clone_on_spawner(plan: &Plan<'_>) -> Result<libc::pid_t, SandboxError> {
-    static SPAWNER: OnceLock<Result<mpsc::Sender<Job>, String>> = OnceLock::new();
-    let sender = SPAWNER
-        .get_or_init(|| {
-            let (tx, rx) = mpsc::channel::<Job>();
-            std::thread::Builder::new()
-                .name("praxis-spawner".into())
-                .spawn(move || {
-                    let stack = block_all_signals().and_then(|()| ChildStack::new());
-                    for job in rx {
-                        let result = match &stack {
-                            // SAFETY: the plan is kept alive by the caller,
-                            // blocked on the reply.
-                            Ok(stack) => clone_child(stack, unsafe { &*job.plan }),
-                            Err(e) => Err(e.raw_os_error().unwrap_or(libc::ENOMEM)),
-                        };
-                        // The caller is blocked on the reply; it cannot be gone.
-                        let _ = job.reply.send(result);
-                    }
-                })
-                .map(|_| tx)
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| {
-            SandboxError::os("starting the spawner thread", io::Error::other(e.clone()))
-        })?;
-    let (reply, answer) = mpsc::sync_channel(1);
-    // The lifetime is erased only for the trip; `answer.recv` below keeps
-    // `plan` borrowed until the child has exec'd or exited.
-    let job = Job {
-        plan: (plan as *const Plan<'_>).cast(),
-        reply,
-    };
-    sender
-        .send(job)
-        .map_err(|_| SandboxError::os("spawner thread", io::Error::other("gone")))?;
-    match answer.recv() {
-        Ok(Ok(pid)) => Ok(pid),
-        Ok(Err(errno)) => Err(SandboxError::os(
-            "clone",
-            io::Error::from_raw_os_error(errno),
-        )),
-        Err(_) => Err(SandboxError::os("spawner thread", io::Error::other("gone"))),
-    }
-}
-
 pub(crate) fn c_string(bytes: &[u8], what: &str) -> Result<CString, SandboxError> {
     CString::new(bytes).map_err(|_| SandboxError::Invalid(format!("{what} holds a NUL byte")))
-}
-
-fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd), SandboxError> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: pipe2 writes two descriptors into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(SandboxError::last_os("pipe2"));
-    }
-    // SAFETY: both descriptors are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// The way of the listeners (egress, socket relays) from the child's
@@ -920,18 +668,22 @@ pub(crate) fn loopback(port: u16) -> libc::sockaddr_in {
     }
 }
 
-/// A child started by [`launch`]: its pid, the read end of its report pipe
-/// and, with a proxied network, our end of the listener handoff.
+/// A child started by [`launch`]: its pid, the read end of its report pipe,
+/// whether a launcher made ahead started it and, with a proxied network,
+/// our end of the listener handoff.
 pub(crate) struct Launched {
     pub(crate) pid: libc::pid_t,
     pub(crate) report: OwnedFd,
+    placed_ahead: bool,
     handoff: Option<OwnedFd>,
 }
 
-/// Forks a child that applies `prepared` and then does `then`; returns once
-/// the child has exec'd (or, for probes, once it has exited).
+/// Starts a child that applies `prepared` and then does `then`: the
+/// launcher made ahead in its cgroups when there is one, else a fresh
+/// clone that joins them itself. Returns once the child has exec'd (or,
+/// for probes, once it has exited).
 pub(crate) fn launch(
-    prepared: &Prepared,
+    prepared: &mut Prepared,
     cwd: &Path,
     stdio: &Stdio,
     then: Then<'_>,
@@ -958,10 +710,11 @@ pub(crate) fn launch(
         .as_ref()
         .map(|r| r.groups.clone())
         .unwrap_or_default();
-    let cgroup_procs = prepared
-        .cgroup
-        .as_ref()
-        .map_or_else(Vec::new, CommandCgroup::procs_fds);
+    let launcher = prepared.launcher.take();
+    let cgroup_procs = match (&launcher, &prepared.cgroup) {
+        (None, Some(cgroup)) => cgroup.procs_fds(),
+        (Some(_), _) | (None, None) => Vec::new(),
+    };
     let plan = Plan {
         stdio: [
             stdio.stdin.as_raw_fd(),
@@ -970,6 +723,7 @@ pub(crate) fn launch(
         ],
         report_fd: report_write.as_raw_fd(),
         cgroup_procs: &cgroup_procs,
+        placed_ahead: launcher.is_some(),
         // SAFETY: getpid has no preconditions.
         parent_pid: unsafe { libc::getpid() },
         rlimits: &prepared.rlimits,
@@ -993,11 +747,19 @@ pub(crate) fn launch(
         filter: prepared.filter,
         then,
     };
-    let pid = clone_on_spawner(&plan)?;
-    drop(report_write);
+    let placed_ahead = launcher.is_some();
+    let pid = match launcher {
+        Some(launcher) => launcher.start(&plan, report_write, &report_read)?,
+        None => {
+            let pid = spawner::clone_child(&plan)?;
+            drop(report_write);
+            pid
+        }
+    };
     Ok(Launched {
         pid,
         report: report_read,
+        placed_ahead,
         handoff: handoff.map(|(ours, _)| ours),
     })
 }
@@ -1047,7 +809,7 @@ fn program_path(
 /// Returns once the program has been exec'd; a failure in any sandbox step
 /// is an error and the program never ran.
 pub fn spawn(
-    prepared: Prepared,
+    mut prepared: Prepared,
     argv: &[OsString],
     cwd: &Path,
     stdio: Stdio,
@@ -1077,13 +839,14 @@ pub fn spawn(
         argv: &arg_ptrs,
         envp: &env_ptrs,
     };
-    let launched = launch(&prepared, cwd, &stdio, then)?;
+    let launched = launch(&mut prepared, cwd, &stdio, then)?;
     let (prepared_egress, relays) = (prepared.egress_port.is_some(), prepared.relay_ports.len());
     let pid = launched.pid;
     let mut buf = [0u8; 8];
     let filled = read_report(&launched.report, &mut buf)?;
     let mut child = Child::adopt(pid);
     child.restrictions = prepared.restrictions();
+    child.placed_ahead = launched.placed_ahead;
     child.scratch = Some(prepared.scratch);
     child.cgroup = prepared.cgroup;
     child.ruleset = Some(prepared.ruleset);
@@ -1107,16 +870,6 @@ pub fn spawn(
         }
     }
     Ok(child)
-}
-
-fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd, SandboxError> {
-    // SAFETY: pidfd_open takes a pid and flags; it returns a new descriptor.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(SandboxError::last_os("pidfd_open"));
-    }
-    // SAFETY: a fresh descriptor owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 /// How a command ended.
@@ -1168,6 +921,7 @@ pub struct Child {
     /// the leftovers: freeing its rules need not delay the command's start.
     ruleset: Option<OwnedFd>,
     restrictions: String,
+    placed_ahead: bool,
     egress_listener: Option<TcpListener>,
     socket_listeners: Vec<TcpListener>,
 }
@@ -1183,6 +937,7 @@ impl Child {
             cgroup: None,
             ruleset: None,
             restrictions: String::new(),
+            placed_ahead: false,
             egress_listener: None,
             socket_listeners: Vec::new(),
         }
@@ -1219,6 +974,12 @@ impl Child {
     /// The restrictions the command runs under (see [`Prepared::restrictions`]).
     pub fn restrictions(&self) -> &str {
         &self.restrictions
+    }
+
+    /// Whether a launcher made ahead, already in the command's cgroups,
+    /// started it (no cgroup move happened on its way to exec).
+    pub fn placed_ahead(&self) -> bool {
+        self.placed_ahead
     }
 
     /// The command's private `TMPDIR`.

@@ -28,7 +28,8 @@ use std::path::PathBuf;
 use crate::carve_cache::{self, Carved};
 use crate::cgroup::CommandCgroup;
 use crate::fs_rules::{self, Grant};
-use crate::process::ScratchDir;
+use crate::launcher::Launcher;
+use crate::scratch::ScratchDir;
 use crate::{Limits, SandboxError};
 
 /// What the pieces are made from, besides the carve.
@@ -49,6 +50,9 @@ pub(crate) struct Inputs {
 /// scratch grant, and its cgroups.
 #[derive(Debug)]
 pub(crate) struct Made {
+    /// A process waiting in those cgroups to start the command (spares
+    /// only): it goes before them.
+    pub(crate) launcher: Option<Launcher>,
     pub(crate) scratch: ScratchDir,
     pub(crate) ruleset: OwnedFd,
     pub(crate) rule_count: usize,
@@ -59,8 +63,11 @@ pub(crate) struct Made {
 
 impl Made {
     /// Makes the pieces; the scratch root must exist (it is never made here,
-    /// so a spare cannot bring back a root removed meanwhile).
-    pub(crate) fn new(inputs: &Inputs, carved: &Carved) -> Result<Made, SandboxError> {
+    /// so a spare cannot bring back a root removed meanwhile). Made `ahead`
+    /// (a spare), they come with a launcher already in the cgroups; where
+    /// one cannot be placed, the command joins them itself, as one made on
+    /// the spot does.
+    pub(crate) fn new(inputs: &Inputs, carved: &Carved, ahead: bool) -> Result<Made, SandboxError> {
         let scratch = ScratchDir::create_in(&inputs.scratch_root, inputs.owner)?;
         let restricted = inputs.carve.restricted;
         let scratch_rules = if restricted {
@@ -75,11 +82,17 @@ impl Made {
         let ruleset = fs_rules::ruleset(restricted, inputs.network_off)?;
         fs_rules::add_rules(&ruleset, &carved.rules)?;
         fs_rules::add_rules(&ruleset, &scratch_rules)?;
+        let cgroup = CommandCgroup::create(&inputs.limits)?;
+        let launcher = match &cgroup {
+            Some(cgroup) if ahead => Launcher::place(&cgroup.procs_fds()).ok(),
+            _ => None,
+        };
         Ok(Made {
+            launcher,
             scratch,
             ruleset,
             rule_count: carved.rules.len() + scratch_rules.len(),
-            cgroup: CommandCgroup::create(&inputs.limits)?,
+            cgroup,
             netns: if inputs.netns_ahead {
                 Some(crate::netns::make()?)
             } else {
@@ -179,7 +192,7 @@ pub(crate) fn take_or_make(inputs: &Inputs, carved: &Arc<Carved>) -> Result<Made
     match taken {
         Some((was, from, made)) if was == *inputs && Arc::ptr_eq(&from, carved) => Ok(made),
         // Another command's spare: dropped here (its dir and cgroups go).
-        _ => Made::new(inputs, carved),
+        _ => Made::new(inputs, carved, false),
     }
 }
 
@@ -192,7 +205,7 @@ fn maker() -> &'static SyncSender<(Inputs, Arc<Carved>)> {
             .spawn(move || {
                 for (inputs, carved) in asked {
                     // A failure only means the next command makes its own.
-                    let made = Made::new(&inputs, &carved);
+                    let made = Made::new(&inputs, &carved, true);
                     let mut kept = lock();
                     kept.making = None;
                     // Turned off meanwhile: nothing may be left behind.

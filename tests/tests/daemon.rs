@@ -5,6 +5,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -415,4 +416,123 @@ fn output_keeps_placeholders_the_agent_may_write_back_and_masks_real_secrets() {
     );
     assert!(shown.contains("GITHUB_TOKEN=[REDACTED:"), "{shown}");
     assert!(!shown.contains("ghp_9f8e7d6c5b4a3210"), "{shown}");
+}
+
+/// The cgroup directories (under /sys/fs/cgroup) `pid` sits in, one per
+/// hierarchy, as `/proc/PID/cgroup` names them.
+fn cgroups_of(pid: i32) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    text.lines()
+        .filter(|l| l.contains("/praxisd-"))
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (controllers, path) = (parts.nth(1)?, parts.next()?);
+            // The mount of that hierarchy: cgroup2, or the v1 one whose
+            // options name the first controller.
+            let mount = mounts.lines().find_map(|m| {
+                let fields: Vec<&str> = m.split(' ').collect();
+                let sep = fields.iter().position(|f| *f == "-")?;
+                let (fstype, options) = (fields[sep + 1], fields.get(sep + 3)?);
+                let first = controllers.split(',').next()?;
+                let matches = if controllers.is_empty() {
+                    fstype == "cgroup2"
+                } else {
+                    fstype == "cgroup" && options.split(',').any(|o| o == first)
+                };
+                matches.then(|| PathBuf::from(fields[4]))
+            })?;
+            Some(mount.join(path.trim_start_matches('/')))
+        })
+        .collect()
+}
+
+#[test]
+fn a_daemon_in_its_own_pid_namespace_leaves_another_daemons_cgroups_alone() {
+    let a = Daemon::start();
+    if !tracked_by_cgroup(&a) {
+        return;
+    }
+    // A command of the first daemon, running in its cgroups.
+    let mut running = spawn_run(&a, &["--", "sleep", "4411.5"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sleeper = loop {
+        if let Some(pid) = live_processes(&["sleep", "4411.5"]).first() {
+            break *pid;
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let owned = cgroups_of(sleeper);
+    assert!(!owned.is_empty(), "the command is in no cgroup of a daemon");
+
+    // A second daemon, in a PID namespace of its own (where the first
+    // one's pid names nobody), claims its bases beside the first one's.
+    let b = Daemon::start_under(
+        tempfile::tempdir().unwrap(),
+        &[],
+        &[],
+        &["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"],
+    );
+    let out = b.run(&["--", "echo", "from b"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from b\n", "{out:?}");
+
+    // Nothing of the first daemon was touched: its command runs on in its
+    // cgroups, and it still runs commands.
+    assert_eq!(live_processes(&["sleep", "4411.5"]), [sleeper]);
+    for dir in &owned {
+        assert!(dir.is_dir(), "{} was removed", dir.display());
+    }
+    let out = a.run(&["--", "echo", "from a"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from a\n", "{out:?}");
+
+    // Nor does a third daemon, in the first one's namespace, touch the
+    // second one's: it still runs commands.
+    let c = Daemon::start();
+    let out = c.run(&["--", "echo", "from c"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from c\n", "{out:?}");
+    let out = b.run(&["--", "echo", "from b again"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "from b again\n",
+        "{out:?}"
+    );
+
+    // The second daemon is stopped (SIGTERM to praxisd, not to its
+    // wrapper). As its namespace's first process it takes its guardian
+    // with it, so its emptied bases are removed here rather than left to
+    // the next daemon's sweep.
+    let status = b.praxis(&["status", "--json"]);
+    let tracking = common::stdout_json(&status)["process_tracking"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let b_bases: Vec<PathBuf> = tracking
+        .split_whitespace()
+        .map(|word| PathBuf::from(word.trim_end_matches(',')))
+        .filter(|path| path.to_string_lossy().contains("/praxisd-"))
+        .collect();
+    assert!(!b_bases.is_empty(), "{tracking}");
+    let wrapper = b.pid();
+    let inner: Vec<i32> = std::fs::read_dir(format!("/proc/{wrapper}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect();
+    for pid in inner {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGTERM);
+    }
+    drop(b);
+    for base in b_bases {
+        let _ = std::fs::remove_dir(base);
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(running.id() as i32),
+        nix::sys::signal::SIGTERM,
+    );
+    let _ = running.wait();
 }

@@ -2,10 +2,20 @@
 //! its own cgroup) and the command cgroups under it (`cmd-<pid>-<n>`): their
 //! names, and the sweep of what dead daemons left behind. How a command
 //! cgroup is emptied differs between v2 and v1 and is passed in.
+//!
+//! A daemon holds an exclusive `flock` on its base for as long as it (or
+//! its guardian, which inherits the lock) lives, and a base is a dead
+//! daemon's only when that lock can be taken. A pid says nothing here: a
+//! daemon in a PID namespace of its own sees other daemons' pids as gone
+//! (or as someone else), and two daemons in two namespaces can share one.
+//! Claiming holds a lock on the parent directory, so a base is never seen
+//! between its creation and its lock.
 
-use std::fs;
+use std::fs::{self, File};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -16,19 +26,66 @@ pub(crate) const EMPTY_WAIT: Duration = Duration::from_millis(500);
 /// Kills what is in a command cgroup and removes it (best effort).
 pub(crate) type Empty = fn(&Path);
 
-/// Creates (or takes over, emptied, from a dead daemon of the same pid) this
-/// daemon's base under `own`, after sweeping the bases of dead daemons there.
-pub(crate) fn claim(own: &Path, empty: Empty) -> Result<PathBuf, String> {
-    sweep_dead_daemons(own, empty);
-    let base = own.join(format!("praxisd-{}", std::process::id()));
-    match fs::create_dir(&base) {
-        Ok(()) => Ok(base),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            sweep_commands(&base, empty);
-            Ok(base)
+/// The locks on this daemon's bases, held until the process ends.
+static HELD: Mutex<Vec<File>> = Mutex::new(Vec::new());
+
+/// `flock` on `file`: `Ok(false)` when another open file holds it and
+/// `wait` is false.
+fn lock(file: &File, wait: bool) -> io::Result<bool> {
+    let op = libc::LOCK_EX | if wait { 0 } else { libc::LOCK_NB };
+    loop {
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(true);
         }
-        Err(e) => Err(format!("cannot create {}: {e}", base.display())),
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            _ => return Err(err),
+        }
     }
+}
+
+/// Creates this daemon's base under `own` and locks it, after sweeping the
+/// bases of dead daemons there.
+pub(crate) fn claim(own: &Path, empty: Empty) -> Result<PathBuf, String> {
+    let parent = File::open(own).map_err(|e| format!("cannot open {}: {e}", own.display()))?;
+    lock(&parent, true).map_err(|e| format!("cannot lock {}: {e}", own.display()))?;
+    sweep_dead_daemons(own, empty);
+    let pid = std::process::id();
+    // The plain name, unless a live daemon of the same pid in another PID
+    // namespace holds it.
+    for n in 0u32.. {
+        let name = match n {
+            0 => format!("praxisd-{pid}"),
+            n => format!("praxisd-{pid}-{n}"),
+        };
+        let base = own.join(name);
+        match fs::create_dir(&base) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot create {}: {e}", base.display())),
+        }
+        let held = File::open(&base)
+            .and_then(|file| lock(&file, false).map(|got| (file, got)))
+            .map_err(|e| format!("cannot lock {}: {e}", base.display()));
+        return match held {
+            Ok((file, true)) => {
+                HELD.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(file);
+                Ok(base)
+            }
+            Ok((_, false)) => Err(format!("{} was locked at birth", base.display())),
+            Err(e) => {
+                let _ = fs::remove_dir(&base);
+                Err(e)
+            }
+        };
+    }
+    // (The parent's lock goes with `parent`, here as on every return.)
+    Err(format!("no free base name under {}", own.display()))
 }
 
 /// A fresh name for a command cgroup, the same in every hierarchy.
@@ -41,23 +98,23 @@ pub(crate) fn command_name() -> String {
     )
 }
 
-/// Empties and removes every `praxisd-<pid>` base under `parent` whose
-/// daemon is gone.
+/// Empties and removes every `praxisd-*` base under `parent` whose lock can
+/// be taken: its daemon (and guardian) are gone.
 fn sweep_dead_daemons(parent: &Path, empty: Empty) {
     let Ok(entries) = fs::read_dir(parent) else {
         return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("praxisd-"))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
+        if !entry.file_name().to_string_lossy().starts_with("praxisd-") {
+            continue;
+        }
+        let path = entry.path();
+        // Not ours to judge when it cannot be opened or locked.
+        let Ok(file) = File::open(&path) else {
             continue;
         };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            sweep_and_remove(&entry.path(), empty);
+        if lock(&file, false).unwrap_or(false) {
+            sweep_and_remove(&path, empty);
         }
     }
 }

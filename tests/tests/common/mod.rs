@@ -57,6 +57,8 @@ pub struct Daemon {
     child: Option<Child>,
     /// Extra environment of the daemon (its own, for `--from-env` credentials).
     daemon_env: Vec<(String, String)>,
+    /// A program (and its arguments) praxisd is started under, if any.
+    wrapper: Vec<String>,
 }
 
 impl Daemon {
@@ -91,6 +93,17 @@ impl Daemon {
         files: &[(&str, &str)],
         env: &[(&str, &str)],
     ) -> Daemon {
+        Daemon::start_under(dir, files, env, &[])
+    }
+
+    /// Like [`Daemon::start_in`], with praxisd started as the last
+    /// argument of `wrapper` (such as `unshare` and its options).
+    pub fn start_under(
+        dir: tempfile::TempDir,
+        files: &[(&str, &str)],
+        env: &[(&str, &str)],
+        wrapper: &[&str],
+    ) -> Daemon {
         for sub in ["home/work", "run", "state", "config/praxis"] {
             std::fs::create_dir_all(dir.path().join(sub)).unwrap();
         }
@@ -104,14 +117,23 @@ impl Daemon {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            wrapper: wrapper.iter().map(|w| w.to_string()).collect(),
         };
         d.spawn();
         d
     }
 
     pub fn spawn(&mut self) {
-        let child = self
-            .cmd(&bin("praxisd"))
+        let praxisd = bin("praxisd");
+        let mut cmd = match self.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = self.cmd(Path::new(program));
+                c.args(args).arg(&praxisd);
+                c
+            }
+            None => self.cmd(&praxisd),
+        };
+        let child = cmd
             .envs(self.daemon_env.clone())
             .arg("--user")
             .stderr(Stdio::null())
@@ -123,6 +145,11 @@ impl Daemon {
             assert!(Instant::now() < deadline, "praxisd did not come up");
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// The pid of the process started (praxisd, or its wrapper).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("started").id()
     }
 
     /// A command in the scratch environment, in the workspace.

@@ -1,0 +1,252 @@
+//! A process made ahead, with a spare, that already sits in the next
+//! command's cgroups and waits for that command's plan.
+//!
+//! Moving a process into a cgroup waits for the kernel's cgroup lock to
+//! change hands, and after an idle moment that takes an RCU grace period
+//! (about 10 ms), in every hierarchy: v2 and the v1 `pids` and `memory`
+//! ones alike. A child that joined its cgroups after the clone paid it on
+//! every command an agent sends seconds apart. A launcher pays it while the
+//! daemon is idle: it is cloned sharing our memory and descriptor table,
+//! starts a session of its own, joins the cgroups, and blocks. When a
+//! command takes the spare, the plan's address goes down a pipe; the
+//! launcher takes a descriptor table of its own (so the command's
+//! descriptors are its, and ours can be closed) and goes on exactly as a
+//! freshly cloned child does after joining (`child::run`). The command's
+//! sandbox is the same either way; only where the join happens moves.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use crate::SandboxError;
+use crate::child::{self, Plan};
+use crate::spawner::{self, ChildStack, pipe_cloexec};
+
+/// What the launcher answers on its pipe.
+const FAILED: u8 = 0;
+/// In its session and its cgroups, waiting.
+const PLACED: u8 = 1;
+/// Holds a descriptor table of its own, running the plan.
+const UNSHARED: u8 = 2;
+
+/// What the launcher reads, in our memory (kept by [`Launcher`]).
+#[derive(Debug)]
+struct Start {
+    /// The `cgroup.procs` of each of the command's cgroups.
+    procs: Vec<RawFd>,
+    /// The pipe the plan's address comes down.
+    go: RawFd,
+    /// The pipe it answers on.
+    answer: RawFd,
+    parent_pid: libc::pid_t,
+}
+
+/// A launcher waiting in a command's cgroups. Dropped unused, it is killed
+/// and reaped.
+#[derive(Debug)]
+pub(crate) struct Launcher {
+    pid: libc::pid_t,
+    /// Its pidfd: polled with the answer pipe, which its death leaves open
+    /// (the write end is in the table it shares with us).
+    pidfd: OwnedFd,
+    go: (OwnedFd, OwnedFd),
+    answer: (OwnedFd, OwnedFd),
+    /// What it reads and the stack it runs on, held (never read here)
+    /// until it has exec'd or is gone; boxed, so its address stays put.
+    _start: Box<Start>,
+    _stack: ChildStack,
+    /// Handed over as a command's process: no longer ours to kill.
+    handed: bool,
+}
+
+/// Writes one byte (async-signal-safe).
+///
+/// # Safety
+/// `fd` must be open.
+unsafe fn tell(fd: RawFd, byte: u8) -> bool {
+    // SAFETY: writing one byte from a stack value.
+    unsafe { libc::write(fd, (&raw const byte).cast(), 1) == 1 }
+}
+
+/// The launcher's entry point after `clone`.
+extern "C" fn launcher_entry(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY (whole block): `arg` is the `Start` its `Launcher` keeps alive
+    // (and mapped, with this stack) until we have exec'd or are gone; every
+    // call is a raw system call or an async-signal-safe libc wrapper, and
+    // nothing allocates. Sharing the spawner thread's TLS, a failed call
+    // may set its errno: nothing there reads errno but after a failed clone.
+    unsafe {
+        let start = &*arg.cast::<Start>();
+        // Dies with the spawner thread, that is with the daemon.
+        let placed = libc::setsid() >= 0
+            && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) == 0
+            && libc::getppid() == start.parent_pid
+            && start
+                .procs
+                .iter()
+                .all(|&procs| libc::write(procs, c"0".as_ptr().cast(), 1) == 1);
+        if !tell(start.answer, if placed { PLACED } else { FAILED }) || !placed {
+            libc::_exit(1);
+        }
+        let mut addr = [0u8; size_of::<usize>()];
+        let mut got = 0;
+        while got < addr.len() {
+            let n = libc::read(start.go, addr[got..].as_mut_ptr().cast(), addr.len() - got);
+            if n <= 0 {
+                if n < 0 && *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                libc::_exit(0);
+            }
+            got += n as usize;
+        }
+        // A table of our own: the command's descriptors (open in the
+        // shared one now) stay ours when the daemon closes its copies.
+        if libc::unshare(libc::CLONE_FILES) != 0 {
+            tell(start.answer, FAILED);
+            libc::_exit(1);
+        }
+        tell(start.answer, UNSHARED);
+        let plan = usize::from_ne_bytes(addr) as *const Plan<'static>;
+        child::run(&*plan)
+    }
+}
+
+impl Launcher {
+    /// Clones a launcher and waits until it sits in the cgroups whose
+    /// `cgroup.procs` are `procs` (paying the move here, off the request path).
+    pub(crate) fn place(procs: &[RawFd]) -> Result<Launcher, SandboxError> {
+        let go = pipe_cloexec()?;
+        let answer = pipe_cloexec()?;
+        let start = Box::new(Start {
+            procs: procs.to_vec(),
+            go: go.0.as_raw_fd(),
+            answer: answer.1.as_raw_fd(),
+            // SAFETY: getpid has no preconditions.
+            parent_pid: unsafe { libc::getpid() },
+        });
+        let stack = ChildStack::new().map_err(|e| SandboxError::os("a launcher's stack", e))?;
+        let arg = (&raw const *start).cast_mut().cast();
+        // SAFETY: `launcher_entry` keeps to raw system calls; `start` and
+        // `stack` live in the `Launcher` made below, which kills and reaps
+        // the process before dropping them (or hands it over once exec'd).
+        let pid = unsafe { spawner::clone_alongside(launcher_entry, arg, &stack)? };
+        let pidfd = match spawner::pidfd_open(pid) {
+            Ok(fd) => fd,
+            Err(e) => {
+                // SAFETY: our own unreaped child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, std::ptr::null_mut(), 0);
+                }
+                return Err(e);
+            }
+        };
+        let launcher = Launcher {
+            pid,
+            pidfd,
+            go,
+            answer,
+            _start: start,
+            _stack: stack,
+            handed: false,
+        };
+        match launcher.answer()? {
+            PLACED => Ok(launcher),
+            _ => Err(SandboxError::os(
+                "placing a launcher in the command's cgroups",
+                io::Error::from_raw_os_error(libc::EPERM),
+            )),
+        }
+    }
+
+    /// The launcher's next answer; `FAILED` if it died first.
+    fn answer(&self) -> Result<u8, SandboxError> {
+        let mut fds = [
+            libc::pollfd {
+                fd: self.answer.0.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        loop {
+            // SAFETY: poll on two valid pollfds.
+            let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            if rc < 0 {
+                let err = io::Error::last_os_error();
+                if err.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(SandboxError::os("waiting for a launcher", err));
+            }
+            if fds[0].revents & libc::POLLIN != 0 {
+                let mut byte = FAILED;
+                // SAFETY: reading one byte into a stack value.
+                let n = unsafe { libc::read(self.answer.0.as_raw_fd(), (&raw mut byte).cast(), 1) };
+                return Ok(if n == 1 { byte } else { FAILED });
+            }
+            if fds[1].revents != 0 {
+                return Ok(FAILED);
+            }
+        }
+    }
+
+    /// Hands `plan` to the launcher and returns its pid once it has exec'd
+    /// or exited (the plan is read until then). `report` is our copy of the
+    /// write end of the plan's report pipe, closed once the launcher holds
+    /// its own, and `report_read` its read end.
+    pub(crate) fn start(
+        mut self,
+        plan: &Plan<'_>,
+        report: OwnedFd,
+        report_read: &OwnedFd,
+    ) -> Result<libc::pid_t, SandboxError> {
+        let addr = (plan as *const Plan<'_> as usize).to_ne_bytes();
+        // SAFETY: writing from a live stack buffer.
+        let n = unsafe { libc::write(self.go.1.as_raw_fd(), addr.as_ptr().cast(), addr.len()) };
+        if n != addr.len() as isize {
+            return Err(SandboxError::last_os("handing a plan to a launcher"));
+        }
+        if self.answer()? != UNSHARED {
+            return Err(SandboxError::os(
+                "a launcher taking its own descriptor table",
+                io::Error::from_raw_os_error(libc::ENOMEM),
+            ));
+        }
+        // From here on the process is the command's: its caller reaps it.
+        self.handed = true;
+        drop(report);
+        // The report pipe hangs up when the launcher execs or exits; until
+        // then it reads the plan (and runs on the stack dropped with self).
+        let mut pfd = libc::pollfd {
+            fd: report_read.as_raw_fd(),
+            events: 0,
+            revents: 0,
+        };
+        // SAFETY: poll on one valid pollfd; an interruption (or a lack of
+        // memory, the only other failure) polls again.
+        while unsafe { libc::poll(&mut pfd, 1, -1) } <= 0
+            || pfd.revents & (libc::POLLHUP | libc::POLLERR) == 0
+        {}
+        Ok(self.pid)
+    }
+}
+
+impl Drop for Launcher {
+    fn drop(&mut self) {
+        if !self.handed {
+            // SAFETY: our own unreaped child; its stack and `Start` outlive
+            // it (they are dropped after this).
+            unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+                while libc::waitpid(self.pid, std::ptr::null_mut(), 0) < 0
+                    && *libc::__errno_location() == libc::EINTR
+                {}
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! A command on a spare is started by a launcher made ahead, already in the
+//! command's own cgroups: it runs there with its limits, exactly as a
+//! command that joined them itself, and no cgroup move happened on its way
+//! to exec. (A test binary of its own: spares are a per-process setting.)
+
+mod common;
+
+use std::ffi::OsString;
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::Fixture;
+use praxis_sandbox::{Child, Limiting, Network, Profile, Spec, Stdio, Tracking};
+
+/// Starts `sleep 30` under `spec`.
+fn sleeper(spec: &Spec, cwd: &Path) -> Child {
+    let null = || -> OwnedFd { fs::File::open("/dev/null").unwrap().into() };
+    let stdio = Stdio {
+        stdin: null(),
+        stdout: null(),
+        stderr: null(),
+    };
+    let prepared = praxis_sandbox::prepare(spec).unwrap();
+    let argv: Vec<OsString> = ["/bin/sleep", "30"].map(OsString::from).to_vec();
+    praxis_sandbox::spawn(prepared, &argv, cwd, stdio).unwrap()
+}
+
+/// The cgroup `pid` is in for the hierarchy whose `/proc/PID/cgroup` line
+/// has this controller list (`""` for v2): the last component.
+fn cgroup_name(pid: i32, controllers: &str) -> String {
+    let text = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.split(':').nth(1) == Some(controllers))
+        .unwrap_or_else(|| panic!("no {controllers:?} line in {text}"));
+    line.rsplit('/').next().unwrap().to_owned()
+}
+
+fn read(path: PathBuf) -> String {
+    fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .trim()
+        .to_owned()
+}
+
+/// Checks that `child` sits in cgroups of its own carrying `spec`'s limits.
+fn in_own_cgroups_with_limits(child: &Child, spec: &Spec) {
+    let pid = child.pid();
+    let pids = spec.limits.pids.to_string();
+    let memory = spec.limits.memory_bytes.to_string();
+    if let Tracking::Cgroup(base) = praxis_sandbox::tracking() {
+        let name = cgroup_name(pid, "");
+        assert!(name.starts_with("cmd-"), "{name}");
+        let dir = base.dir.join(&name);
+        assert_eq!(child.cgroup(), Some(dir.as_path()));
+        assert_eq!(read(dir.join("cgroup.procs")), pid.to_string());
+        if *praxis_sandbox::limiting() == Limiting::CgroupV2 {
+            assert_eq!(read(dir.join("pids.max")), pids);
+            assert_eq!(read(dir.join("memory.max")), memory);
+        }
+    }
+    if let Limiting::CgroupV1(bases) = praxis_sandbox::limiting() {
+        for (controller, base, file, want) in [
+            ("pids", &bases.pids, "pids.max", &pids),
+            ("memory", &bases.memory, "memory.limit_in_bytes", &memory),
+        ] {
+            let name = cgroup_name(pid, controller);
+            assert!(name.starts_with("cmd-"), "{controller}: {name}");
+            let dir = base.join(&name);
+            assert_eq!(read(dir.join("cgroup.procs")), pid.to_string());
+            assert_eq!(&read(dir.join(file)), want, "{controller}");
+        }
+    }
+}
+
+#[test]
+fn a_command_on_a_spare_is_started_by_a_launcher_in_its_own_cgroups() {
+    if !praxis_sandbox::limiting().by_cgroup() {
+        println!(
+            "skipping: no cgroup per command here ({})",
+            praxis_sandbox::limiting()
+        );
+        return;
+    }
+    praxis_sandbox::keep_spares();
+    let fx = Fixture::new();
+    fs::create_dir_all(&fx.scratch_root).unwrap();
+    // Settled directories, so the carve is kept for later commands.
+    std::thread::sleep(Duration::from_millis(200));
+    let mut spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
+    spec.limits.pids = 77;
+    spec.limits.memory_bytes = 123 << 20;
+
+    // The first command has no spare: it joins its cgroups itself.
+    let mut first = sleeper(&spec, &fx.ws);
+    assert!(!first.placed_ahead());
+    in_own_cgroups_with_limits(&first, &spec);
+    first.terminate_group(Duration::from_secs(1)).unwrap();
+    drop(first);
+
+    // The spare made after it comes with a launcher; the next command
+    // with the same inputs is started by it.
+    praxis_sandbox::make_spare();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut second = loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let child = sleeper(&spec, &fx.ws);
+        if child.placed_ahead() || Instant::now() > deadline {
+            break child;
+        }
+        drop(child);
+        praxis_sandbox::make_spare();
+    };
+    assert!(
+        second.placed_ahead(),
+        "no command was started by a launcher"
+    );
+    in_own_cgroups_with_limits(&second, &spec);
+    // It leads its own session and process group, as a fresh child does.
+    let stat = fs::read_to_string(format!("/proc/{}/stat", second.pid())).unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    assert_eq!(fields[2], second.pid().to_string(), "process group");
+    assert_eq!(fields[3], second.pid().to_string(), "session");
+    second.terminate_group(Duration::from_secs(1)).unwrap();
+    drop(second);
+
+    // Turned off, the spare's launcher is killed and reaped with it.
+    praxis_sandbox::make_spare();
+    std::thread::sleep(Duration::from_millis(300));
+    praxis_sandbox::discard_spare();
+    // Children of any of our threads (the launcher is the spawner thread's).
+    let children: String = fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| fs::read_to_string(task.ok()?.path().join("children")).ok())
+        .collect();
+    assert_eq!(children.trim(), "", "a launcher was left behind");
+}
