@@ -69,7 +69,7 @@ unsafe fn tell(fd: RawFd, byte: u8) -> bool {
 
 /// The launcher's entry point after `clone`.
 extern "C" fn launcher_entry(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY (whole block): `arg` is the `Start` its `Launcher` keeps alive
+    // SAFETY: (whole block) `arg` is the `Start` its `Launcher` keeps alive
     // (and mapped, with this stack) until we have exec'd or are gone; every
     // call is a raw system call or an async-signal-safe libc wrapper, and
     // nothing allocates. Sharing the spawner thread's TLS, a failed call
