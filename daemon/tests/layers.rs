@@ -169,14 +169,6 @@ fn a_stage_names_no_other_stage() {
     );
 }
 
-/// Stages that still take the daemon's whole state, and why.
-const TAKES_THE_DAEMON: [&str; 1] = [
-    // The sandbox's spec reads the layout, the egress hub, the policy and
-    // the running children; its body is left as it is while the spawn path
-    // changes.
-    "execute",
-];
-
 #[test]
 fn a_stage_takes_what_it_uses() {
     let krate = daemon();
@@ -185,10 +177,6 @@ fn a_stage_takes_what_it_uses() {
         .edges
         .iter()
         .filter(|(m, _)| m.first().is_some_and(|f| f == "stage"))
-        .filter(|(m, _)| {
-            !m.get(1)
-                .is_some_and(|s| TAKES_THE_DAEMON.contains(&s.as_str()))
-        })
         .filter(|(_, (_, named))| named.contains(&state))
         .map(|(_, (file, _))| file.clone())
         .collect();

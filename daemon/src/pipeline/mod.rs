@@ -135,7 +135,15 @@ pub async fn run(
                             );
                         }
                     };
-                    execute::run(daemon, *permit, &trail, reader, writer, started, on_egress).await
+                    let resources = execute::Resources {
+                        config: &daemon.config,
+                        egress: daemon.egress.as_ref().map_err(String::as_str),
+                        children: &daemon.children,
+                    };
+                    execute::run(
+                        resources, *permit, &trail, reader, writer, started, on_egress,
+                    )
+                    .await
                 }
             };
             // The outcome is queued before the client hears the exit, so any

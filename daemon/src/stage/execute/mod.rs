@@ -22,7 +22,8 @@ use tokio::net::unix::OwnedReadHalf;
 use tokio::net::unix::pipe;
 use tokio::sync::oneshot;
 
-use crate::children::signal_group;
+use crate::children::{Children, signal_group};
+use crate::config::Config;
 use crate::conn::{self, Writer};
 use crate::egress::{self, EgressHub};
 use crate::errors;
@@ -30,13 +31,21 @@ use crate::paths::expand_home;
 use crate::pipeline::gate::{Brokered, Executed, Permit, Ran, Refusal, Trail, decision_frame};
 use crate::socket_relay;
 use crate::spawn::{self, Running, SpawnError, Waited};
-use crate::state::Daemon;
 
 mod output;
 mod refusals;
 
 use output::Output;
 use refusals::{Reach, Refusals};
+
+/// What the execute stage uses of the daemon: its configuration, the
+/// egress proxy (or why it is unavailable), and the registry of running
+/// children that the kill switch and shutdown reach.
+pub struct Resources<'a> {
+    pub config: &'a Config,
+    pub egress: Result<&'a Arc<EgressHub>, &'a str>,
+    pub children: &'a Arc<Children>,
+}
 
 /// How long output may keep arriving after the command's group was killed
 /// (without a cgroup, a process that left the group can hold a pipe open).
@@ -63,7 +72,7 @@ fn socket_env(permit: &Permit, relay_ports: &[u16]) -> Vec<(String, String)> {
 /// path lists from the policy, limits from the policy, identity from the
 /// peer; `egress` when the command goes out through the proxy; one relay
 /// port per granted socket.
-fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_sandbox::Spec {
+fn spec(config: &Config, permit: &Permit, egress: Option<&EgressHub>) -> praxis_sandbox::Spec {
     // The policy the permit was issued under, even if a reload happened since.
     let lists = permit.policy.sandbox_lists();
     let limits = permit.policy.limits();
@@ -71,16 +80,16 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
         list.iter().map(|p| expand_home(p, &permit.home)).collect()
     };
     let mut protected = expand(&lists.protected);
-    protected.push(daemon.config.layout.state_dir.clone());
-    protected.push(daemon.config.layout.config_dir.clone());
+    protected.push(config.layout.state_dir.clone());
+    protected.push(config.layout.config_dir.clone());
     let mut secrets = expand(&lists.secrets);
-    secrets.push(daemon.config.layout.state_dir.clone());
+    secrets.push(config.layout.state_dir.clone());
     let writable_caches = expand(&lists.writable_caches);
     // The allow-list of reads: the policy's trees, and the caches a
     // read-only command may still read from.
     let mut reads = lists.reads_in(&permit.home);
     reads.extend(writable_caches.iter().cloned());
-    reads.extend(daemon.config.sandbox_reads.iter().cloned());
+    reads.extend(config.sandbox_reads.iter().cloned());
     // What a command going out through the proxy reads to trust it.
     reads.extend(
         egress
@@ -149,9 +158,9 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
             nofile: limits.rlimit_nofile,
             cpu_secs: limits.rlimit_cpu_secs,
         },
-        limits: daemon.config.command_limits,
+        limits: config.command_limits,
         run_as,
-        scratch_root: daemon.config.layout.scratch_root(),
+        scratch_root: config.layout.scratch_root(),
         private_tmp: None,
     }
 }
@@ -159,11 +168,11 @@ fn spec(daemon: &Daemon, permit: &Permit, egress: Option<&EgressHub>) -> praxis_
 /// The session's private `/tmp` and `/var/tmp` (else the workspace's),
 /// made for the command's user if missing.
 fn private_tmp(
-    daemon: &Daemon,
+    config: &Config,
     spec: &praxis_sandbox::Spec,
     session: Option<&str>,
 ) -> Result<praxis_sandbox::PrivateTmp, String> {
-    let dir = crate::private_tmp::dir_for(&daemon.config.layout, session, &spec.workspace);
+    let dir = crate::private_tmp::dir_for(&config.layout, session, &spec.workspace);
     let owner = spec.run_as.as_ref().map(|r| (r.uid, r.gid));
     let (tmp, var_tmp) = crate::private_tmp::make(&dir, owner)
         .map_err(|e| format!("cannot make the private /tmp {}: {e}", dir.display()))?;
@@ -434,13 +443,13 @@ fn make_cache_home(permit: &Permit) {
 /// The proxy a command with network grants goes out through, and its
 /// permit: `Ok(None)` for a command without network.
 fn egress_for(
-    daemon: &Daemon,
+    resources: &Resources<'_>,
     permit: &Permit,
 ) -> Result<Option<(Arc<EgressHub>, praxis_egress::Permit)>, String> {
     if !permit.decision.network() {
         return Ok(None);
     }
-    let hub = daemon.egress.as_ref().map_err(|why| {
+    let hub = resources.egress.map_err(|why| {
         format!("the command needs network and the egress proxy is unavailable: {why}")
     })?;
     let bound: Vec<egress::BoundValue<'_>> = permit
@@ -457,14 +466,13 @@ fn egress_for(
                 })
         })
         .collect();
-    let policy = daemon.policy()?;
     Ok(Some((
         Arc::clone(hub),
         egress::permit(
             &permit.decision,
             &bound,
-            policy.loopback_ports(),
-            &daemon.config.praxis_ports(),
+            permit.policy.loopback_ports(),
+            &resources.config.praxis_ports(),
         )?,
     )))
 }
@@ -474,7 +482,7 @@ fn egress_for(
 /// connection its proxy handled; the exit frame is left to [`report_exit`],
 /// after the pipeline recorded the outcome.
 pub async fn run(
-    daemon: &Daemon,
+    resources: Resources<'_>,
     mut permit: Permit,
     trail: &Trail,
     reader: OwnedReadHalf,
@@ -488,12 +496,16 @@ pub async fn run(
         Ok(r) => r,
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };
-    let egress = match egress_for(daemon, &permit) {
+    let egress = match egress_for(&resources, &permit) {
         Ok(egress) => egress,
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };
-    let mut spec = spec(daemon, &permit, egress.as_ref().map(|(hub, _)| &**hub));
-    spec.private_tmp = match private_tmp(daemon, &spec, trail.session.as_deref()) {
+    let mut spec = spec(
+        resources.config,
+        &permit,
+        egress.as_ref().map(|(hub, _)| &**hub),
+    );
+    spec.private_tmp = match private_tmp(resources.config, &spec, trail.session.as_deref()) {
         Ok(private) => Some(private),
         Err(reason) => return not_started(writer, trail, &permit.decision, reason).await,
     };
@@ -556,7 +568,7 @@ pub async fn run(
         .collect();
     let network = proxy.is_some();
     let mut closed_at_cap: Vec<&str> = Vec::new();
-    let registration = daemon.children.register(running.pgid);
+    let registration = resources.children.register(running.pgid);
     let allow = Refusal {
         reason: permit.decision.reason.clone(),
         tier: permit.decision.tier,
@@ -587,7 +599,7 @@ pub async fn run(
     let mut exited = running.exited;
     let deadline = tokio::time::sleep(permit.timeout);
     tokio::pin!(deadline);
-    let grace = daemon.config.kill_grace;
+    let grace = resources.config.kill_grace;
     let mut waited: Option<Waited> = None;
     let mut ended_because: Option<String> = None;
     let mut timed_out = false;
