@@ -66,15 +66,14 @@ pub struct Decision {
 pub struct HostLink {
     client: Client,
     pub name: String,
-    /// Notifications on [`crate::CHANNEL`]: the payload names a table and
-    /// a scope (`kill *`, `decision NAME`).
-    pub notices: Notices,
 }
 
 impl HostLink {
     /// Connects as a host and listens; `configured` is `[fleet] host`,
-    /// which must be the name the login is registered under.
-    pub async fn connect(url: &str, configured: &str) -> Result<HostLink, HostError> {
+    /// which must be the name the login is registered under. The
+    /// notifications on [`crate::CHANNEL`] name a table and a scope
+    /// (`kill *`, `decision NAME`).
+    pub async fn connect(url: &str, configured: &str) -> Result<(HostLink, Notices), HostError> {
         let (client, notices) = link::connect(url).await?;
         let row = client
             .query_one("SELECT fleet.my_host(), session_user::text", &[])
@@ -92,16 +91,7 @@ impl HostLink {
         client
             .batch_execute(&format!("LISTEN {}", crate::CHANNEL))
             .await?;
-        Ok(HostLink {
-            client,
-            name,
-            notices,
-        })
-    }
-
-    /// Whether the connection is gone.
-    pub fn is_closed(&self) -> bool {
-        self.client.is_closed()
+        Ok((HostLink { client, name }, notices))
     }
 
     /// Records `report` and that the host is alive now; `started` on the
