@@ -14,7 +14,9 @@ pub enum HostError {
     Link(#[from] LinkError),
     #[error("fleet store: {0}")]
     Postgres(#[from] tokio_postgres::Error),
-    #[error("this login ({role}) is no registered host; run `praxis fleet init --host NAME` as the store's owner")]
+    #[error(
+        "this login ({role}) is no registered host; run `praxis fleet init --host NAME` as the store's owner"
+    )]
     Unregistered { role: String },
     #[error("this login is host {registered:?}, but [fleet] host is {configured:?}")]
     Mismatch {

@@ -171,7 +171,10 @@ impl OperatorLink {
                     .await?;
                 let all = self
                     .client
-                    .query_opt("SELECT 1 FROM fleet.kill WHERE scope = '*' AND engaged", &[])
+                    .query_opt(
+                        "SELECT 1 FROM fleet.kill WHERE scope = '*' AND engaged",
+                        &[],
+                    )
                     .await?;
                 Ok(all.is_some())
             }

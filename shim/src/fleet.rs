@@ -209,7 +209,9 @@ async fn dispatch(url: String, cmd: FleetCmd) -> Result<(), FleetCliError> {
                 host.as_deref().unwrap_or("every host")
             );
             if still {
-                println!("the fleet-wide kill order still holds it: `praxis fleet release` lifts that");
+                println!(
+                    "the fleet-wide kill order still holds it: `praxis fleet release` lifts that"
+                );
             }
         }
         FleetCmd::Pending { json: as_json } => {

@@ -205,11 +205,15 @@ fn the_fleet_kill_reaches_three_hosts_within_two_seconds_and_release_works() {
     // One host only.
     let out = fleet.operator(&["kill", "--reason", "just b", "--host", "b"]);
     assert!(out.status.success(), "{out:?}");
-    wait(Duration::from_secs(2), "b killed", || killed(&hosts[1]).is_some());
+    wait(Duration::from_secs(2), "b killed", || {
+        killed(&hosts[1]).is_some()
+    });
     assert!(killed(&hosts[0]).is_none() && killed(&hosts[2]).is_none());
     let out = fleet.operator(&["release", "--host", "b"]);
     assert!(out.status.success(), "{out:?}");
-    wait(Duration::from_secs(2), "b released", || killed(&hosts[1]).is_none());
+    wait(Duration::from_secs(2), "b released", || {
+        killed(&hosts[1]).is_none()
+    });
 }
 
 #[test]
@@ -230,7 +234,10 @@ fn a_hold_on_host_a_approved_from_another_machine_runs_once_on_a() {
     let hold = &listed[0];
     assert_eq!(hold["host"], "a", "{listed}");
     assert_eq!(hold["request_id"], request.as_str());
-    assert!(hold["command"].as_str().unwrap().contains("git push"), "{hold}");
+    assert!(
+        hold["command"].as_str().unwrap().contains("git push"),
+        "{hold}"
+    );
     assert!(!hold["reason"].as_str().unwrap().is_empty());
     assert!(hold["grants"].is_array());
 
@@ -295,7 +302,10 @@ fn a_host_role_can_neither_approve_its_own_hold_nor_touch_another_hosts_rows() {
     // And in plain SQL.
     let digest = fleet
         .pg
-        .psql(&as_a, &format!("SELECT digest FROM fleet.holds WHERE request_id = '{request}'"))
+        .psql(
+            &as_a,
+            &format!("SELECT digest FROM fleet.holds WHERE request_id = '{request}'"),
+        )
         .unwrap();
     assert_eq!(digest.len(), 64, "a reads its own hold: {digest}");
     let insert = format!(
@@ -373,5 +383,7 @@ fn with_the_store_down_local_work_goes_on() {
     assert!(killed(&a).is_none());
     // With the store back, b's own kill is released.
     fleet.pg.spawn();
-    wait(Duration::from_secs(10), "b released", || killed(&b).is_none());
+    wait(Duration::from_secs(10), "b released", || {
+        killed(&b).is_none()
+    });
 }

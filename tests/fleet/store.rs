@@ -160,7 +160,17 @@ impl Postgres {
     /// Runs `sql` over `url` with psql; its output, or psql's error.
     pub fn psql(&self, url: &str, sql: &str) -> Result<String, String> {
         let out = Command::new(self.bin.join("psql"))
-            .args([url, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .args([
+                url,
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                sql,
+            ])
             .output()
             .unwrap();
         if out.status.success() {

@@ -144,6 +144,8 @@ mod tests {
         assert!(parse("host = \"a\"").is_err());
         assert!(parse("url = \"x\"\nurl_file = \"/f\"").is_err());
         assert!(parse("url = \"x\"\nhost = \"A; drop\"").is_err());
-        assert!(parse("url = \"x\"\nhost = \"a\"\nkill_when_unreachable_after = \"soon\"").is_err());
+        assert!(
+            parse("url = \"x\"\nhost = \"a\"\nkill_when_unreachable_after = \"soon\"").is_err()
+        );
     }
 }

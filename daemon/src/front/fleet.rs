@@ -53,9 +53,7 @@ pub enum FleetLinkError {
     Local(String),
 }
 
-async fn bounded<T>(
-    work: impl Future<Output = Result<T, HostError>>,
-) -> Result<T, FleetLinkError> {
+async fn bounded<T>(work: impl Future<Output = Result<T, HostError>>) -> Result<T, FleetLinkError> {
     match timeout(EXCHANGE, work).await {
         Ok(done) => Ok(done?),
         Err(_) => Err(FleetLinkError::Silent),
@@ -112,10 +110,7 @@ async fn apply_orders(daemon: &Arc<Daemon>, link: &HostLink) -> Result<(), Fleet
     blocking(daemon, move |d| match order {
         Some(order) => engage(
             d,
-            format!(
-                "{FLEET_KILL}killed by {}: {}",
-                order.operator, order.reason
-            ),
+            format!("{FLEET_KILL}killed by {}: {}", order.operator, order.reason),
         ),
         None => release_own(d),
     })

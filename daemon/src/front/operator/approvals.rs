@@ -128,10 +128,7 @@ pub fn approve(
     let event = Event {
         approval_id: Some(id.clone()),
         decision: Some(String::from("ALLOW")),
-        reason: Some(format!(
-            "approved by {} for one run within {ttl}s",
-            by.name
-        )),
+        reason: Some(format!("approved by {} for one run within {ttl}s", by.name)),
         detail: Some(detail),
         ..operator_event(EventKind::Approved, by, request_id, &held)
     };
