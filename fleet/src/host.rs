@@ -12,7 +12,7 @@ use crate::link::{self, LinkError, Notices};
 pub enum HostError {
     #[error(transparent)]
     Link(#[from] LinkError),
-    #[error("fleet store: {0}")]
+    #[error("fleet store: {}", crate::link::chain(.0))]
     Postgres(#[from] tokio_postgres::Error),
     #[error(
         "this login ({role}) is no registered host; run `praxis fleet init --host NAME` as the store's owner"

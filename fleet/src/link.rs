@@ -24,12 +24,25 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub enum LinkError {
     #[error("fleet url: {0}")]
     Url(String),
-    #[error("fleet store: {0}")]
+    #[error("fleet store: {}", crate::link::chain(.0))]
     Postgres(#[from] tokio_postgres::Error),
     #[error("sslrootcert {path}: {why}")]
     RootCert { path: String, why: String },
     #[error("no usable root certificates on this system")]
     NoRoots,
+}
+
+/// An error with every cause behind it, on one line: the driver's own
+/// text ("db error", "error performing TLS handshake") says little alone.
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// How the connection is protected.

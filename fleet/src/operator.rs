@@ -15,7 +15,7 @@ pub const MAX_TTL_SECS: u64 = 7 * 24 * 3600;
 pub enum OperatorError {
     #[error(transparent)]
     Link(#[from] LinkError),
-    #[error("fleet store: {0}")]
+    #[error("fleet store: {}", crate::link::chain(.0))]
     Postgres(#[from] tokio_postgres::Error),
     #[error(transparent)]
     Name(#[from] SchemaError),

@@ -16,7 +16,7 @@ pub const OPERATOR_GROUP: &str = "praxis_fleet_operator";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
-    #[error("fleet store: {0}")]
+    #[error("fleet store: {}", crate::link::chain(.0))]
     Postgres(#[from] tokio_postgres::Error),
     #[error("{0:?} is not a host or operator name (a-z, 0-9, _ and -, at most 63)")]
     Name(String),

@@ -7,6 +7,7 @@ mod common;
 mod store;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -386,4 +387,61 @@ fn with_the_store_down_local_work_goes_on() {
     wait(Duration::from_secs(10), "b released", || {
         killed(&b).is_none()
     });
+}
+
+#[test]
+fn init_is_idempotent_and_tls_checks_the_stores_certificate_and_name() {
+    let (ca, cert, key) = store::certificates(&["localhost"]);
+    let pg = Postgres::start_tls(&cert, &key);
+    let init = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["fleet", "init", "--json", "--operator", "ops"];
+        args.extend_from_slice(extra);
+        let out = praxis(&pg.owner_url(), &args);
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let first = init(&[]);
+    assert_eq!(first["applied"], serde_json::json!([1]));
+    let password = first["created"][0]["password"].as_str().unwrap().to_owned();
+    // Again, with a host more: nothing is re-applied, the operator's
+    // password stands, the new host is made.
+    let again = init(&["--host", "late"]);
+    assert_eq!(again["applied"], serde_json::json!([]), "{again}");
+    assert_eq!(again["version"], first["version"]);
+    assert_eq!(
+        again["existing"],
+        serde_json::json!(["praxis_operator_ops"])
+    );
+    assert_eq!(again["created"][0]["role"], "praxis_host_late");
+
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca).unwrap();
+    let (other_ca, _, _) = store::certificates(&["localhost"]);
+    let other_file = dir.path().join("other.pem");
+    std::fs::write(&other_file, other_ca).unwrap();
+    let status = |host: &str, root: &Path| {
+        let params = format!("sslrootcert={}", root.display());
+        praxis(
+            &pg.tcp_url("praxis_operator_ops", &password, host, &params),
+            &["fleet", "status", "--json"],
+        )
+    };
+    // The store's own name, its own CA: verify-full passes.
+    let ok = status("localhost", &ca_file);
+    assert!(ok.status.success(), "{ok:?}");
+    // The right CA, a name the certificate does not carry: refused.
+    let wrong_name = status("127.0.0.1", &ca_file);
+    assert!(!wrong_name.status.success(), "{wrong_name:?}");
+    assert!(
+        String::from_utf8_lossy(&wrong_name.stderr).contains("not valid for name"),
+        "{wrong_name:?}"
+    );
+    // The right name, another CA: refused.
+    let wrong_ca = status("localhost", &other_file);
+    assert!(!wrong_ca.status.success(), "{wrong_ca:?}");
+    assert!(
+        String::from_utf8_lossy(&wrong_ca.stderr).contains("invalid peer certificate"),
+        "{wrong_ca:?}"
+    );
 }

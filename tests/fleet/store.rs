@@ -46,6 +46,27 @@ pub struct Postgres {
     bin: PathBuf,
     password: String,
     server: Option<Child>,
+    /// The loopback port it also listens on with TLS, if it does.
+    tls_port: Option<u16>,
+}
+
+/// A CA's PEM, and a server certificate for `names` signed by it (PEM, key PEM).
+pub fn certificates(names: &[&str]) -> (String, String, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::default();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "fleet test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let leaf = rcgen::CertificateParams::new(names)
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    (ca.pem(), leaf.pem(), key.serialize_pem())
 }
 
 fn as_server(c: &mut Command) -> &mut Command {
@@ -56,8 +77,17 @@ fn as_server(c: &mut Command) -> &mut Command {
 }
 
 impl Postgres {
-    /// A fresh cluster, started, with password logins only.
+    /// A fresh cluster, started, with password logins only, on a unix socket.
     pub fn start() -> Postgres {
+        Postgres::start_with(None)
+    }
+
+    /// Also on a loopback port with TLS, serving `cert` and `key` (PEM).
+    pub fn start_tls(cert: &str, key: &str) -> Postgres {
+        Postgres::start_with(Some((cert, key)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>) -> Postgres {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -66,8 +96,17 @@ impl Postgres {
         for sub in ["data", "sock"] {
             std::fs::create_dir(root.join(sub)).unwrap();
         }
+        if let Some((cert, key)) = tls {
+            std::fs::write(root.join("server.crt"), cert).unwrap();
+            std::fs::write(root.join("server.key"), key).unwrap();
+            let private = std::fs::Permissions::from_mode(0o600);
+            std::fs::set_permissions(root.join("server.key"), private).unwrap();
+        }
         if nix::unistd::geteuid().is_root() {
-            for file in ["data", "sock", "pw"] {
+            for file in ["data", "sock", "pw", "server.crt", "server.key"] {
+                if !root.join(file).exists() {
+                    continue;
+                }
                 let uid = Some(nix::unistd::Uid::from_raw(UNPRIVILEGED));
                 let gid = Some(nix::unistd::Gid::from_raw(UNPRIVILEGED));
                 nix::unistd::chown(&root.join(file), uid, gid).unwrap();
@@ -83,11 +122,16 @@ impl Postgres {
         .output()
         .unwrap();
         assert!(initdb.status.success(), "initdb: {initdb:?}");
+        let tls_port = tls.map(|_| {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            probe.local_addr().unwrap().port()
+        });
         let mut pg = Postgres {
             dir,
             bin,
             password,
             server: None,
+            tls_port,
         };
         pg.spawn();
         pg
@@ -100,25 +144,38 @@ impl Postgres {
     /// Starts the server and waits until it takes connections.
     pub fn spawn(&mut self) {
         let root = self.dir.path();
-        let server = as_server(
-            Command::new(self.bin.join("postgres"))
-                .args(["-D", "data", "-k"])
-                .arg(self.socket_dir())
-                .args(["-p", &PORT.to_string(), "-c", "listen_addresses="])
-                .args(["-c", "fsync=off", "-c", "max_connections=50"])
-                .current_dir(root)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null()),
-        )
-        .spawn()
-        .unwrap();
+        let mut command = Command::new(self.bin.join("postgres"));
+        command
+            .args(["-D", "data", "-k"])
+            .arg(self.socket_dir())
+            .args(["-c", "fsync=off", "-c", "max_connections=50"])
+            .current_dir(root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        match self.tls_port {
+            None => command.args(["-p", &PORT.to_string(), "-c", "listen_addresses="]),
+            Some(port) => command
+                .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+                .args(["-c", "ssl=on"])
+                .arg("-c")
+                .arg(format!(
+                    "ssl_cert_file={}",
+                    root.join("server.crt").display()
+                ))
+                .arg("-c")
+                .arg(format!(
+                    "ssl_key_file={}",
+                    root.join("server.key").display()
+                )),
+        };
+        let server = as_server(&mut command).spawn().unwrap();
         self.server = Some(server);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let ready = Command::new(self.bin.join("pg_isready"))
                 .arg("-h")
                 .arg(self.socket_dir())
-                .args(["-p", &PORT.to_string(), "-q"])
+                .args(["-p", &self.port().to_string(), "-q"])
                 .status()
                 .unwrap();
             if ready.success() {
@@ -145,12 +202,24 @@ impl Postgres {
         }
     }
 
-    /// A URL for `role` with `password`.
+    fn port(&self) -> u16 {
+        self.tls_port.unwrap_or(PORT)
+    }
+
+    /// A URL for `role` with `password`, on the unix socket.
     pub fn url(&self, role: &str, password: &str) -> String {
         format!(
-            "postgresql://{role}:{password}@/postgres?host={}&port={PORT}",
-            self.socket_dir().display()
+            "postgresql://{role}:{password}@/postgres?host={}&port={}",
+            self.socket_dir().display(),
+            self.port()
         )
+    }
+
+    /// A URL for `role` with `password` over TCP to `host` (which must
+    /// resolve to loopback), with `params`.
+    pub fn tcp_url(&self, role: &str, password: &str, host: &str, params: &str) -> String {
+        let port = self.tls_port.expect("started with TLS");
+        format!("postgresql://{role}:{password}@{host}:{port}/postgres?{params}")
     }
 
     pub fn owner_url(&self) -> String {
