@@ -33,6 +33,20 @@ pub struct Report {
     pub killed: bool,
     pub kill_reason: Option<String>,
     pub audit_seq: i64,
+    /// The hash of the record at `audit_seq`: the chain's anchor.
+    pub audit_head: String,
+}
+
+/// One audit record as the host's chain holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditRow {
+    pub seq: i64,
+    pub ts: String,
+    pub kind: String,
+    /// The whole record, as JSON.
+    pub record: Value,
+    pub prev_hash: String,
+    pub hash: String,
 }
 
 /// The kill order in force for a host: the latest engaged row of its scope
@@ -103,7 +117,8 @@ impl HostLink {
             .execute(
                 "UPDATE fleet.hosts SET version = $2, policy_revision = $3, killed = $4,
                      kill_reason = $5, audit_seq = $6, last_seen = now(),
-                     started_at = CASE WHEN $7 THEN now() ELSE started_at END
+                     started_at = CASE WHEN $7 THEN now() ELSE started_at END,
+                     audit_head = $8
                  WHERE name = $1",
                 &[
                     &self.name,
@@ -113,6 +128,7 @@ impl HostLink {
                     &report.kill_reason,
                     &report.audit_seq,
                     &started,
+                    &report.audit_head,
                 ],
             )
             .await?;
@@ -205,5 +221,47 @@ impl HostLink {
             )
             .await?;
         Ok(n == 1)
+    }
+
+    /// The last record of this host the store holds (0: none): where the
+    /// copy resumes.
+    pub async fn audit_copied(&self) -> Result<i64, HostError> {
+        let row = self
+            .client
+            .query_one(
+                "SELECT coalesce(max(seq), 0) FROM fleet.audit WHERE host = $1",
+                &[&self.name],
+            )
+            .await?;
+        Ok(row.get(0))
+    }
+
+    /// Copies `rows` in one statement; a row the store holds already is
+    /// left as it is, so a batch resent after an outage doubles nothing.
+    pub async fn copy_audit(&self, rows: &[AuditRow]) -> Result<(), HostError> {
+        let mut seqs = Vec::with_capacity(rows.len());
+        let mut ts = Vec::with_capacity(rows.len());
+        let mut kinds = Vec::with_capacity(rows.len());
+        let mut records = Vec::with_capacity(rows.len());
+        let mut prev = Vec::with_capacity(rows.len());
+        let mut hashes = Vec::with_capacity(rows.len());
+        for r in rows {
+            seqs.push(r.seq);
+            ts.push(r.ts.as_str());
+            kinds.push(r.kind.as_str());
+            records.push(r.record.clone());
+            prev.push(r.prev_hash.as_str());
+            hashes.push(r.hash.as_str());
+        }
+        self.client
+            .execute(
+                "INSERT INTO fleet.audit (host, seq, ts, kind, record, prev_hash, hash)
+                 SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::jsonb[],
+                                          $6::text[], $7::text[])
+                 ON CONFLICT (host, seq) DO NOTHING",
+                &[&self.name, &seqs, &ts, &kinds, &records, &prev, &hashes],
+            )
+            .await?;
+        Ok(())
     }
 }

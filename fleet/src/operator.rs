@@ -40,6 +40,8 @@ pub struct HostStatus {
     pub killed: bool,
     pub kill_reason: Option<String>,
     pub audit_seq: i64,
+    /// Its last record the store holds a copy of.
+    pub audit_copied: i64,
     /// Seconds since its last heartbeat; `None` if never seen.
     pub last_seen_secs: Option<f64>,
     /// Its holds waiting for a decision.
@@ -58,6 +60,20 @@ pub struct PendingHold {
     pub grants: Vec<String>,
     pub digest: String,
     pub age_secs: f64,
+}
+
+/// What `fleet audit verify` found of one host's copied chain.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChainCheck {
+    pub host: String,
+    /// Records copied.
+    pub records: i64,
+    /// The host's anchor: its last reported head.
+    pub anchor_seq: i64,
+    /// Whether the copy reaches the anchor and matches it there.
+    pub anchored: bool,
+    /// Each break found; none: the copy holds.
+    pub problems: Vec<String>,
 }
 
 /// The whole fleet's kill order, if any (`kill_status`).
@@ -88,7 +104,8 @@ impl OperatorLink {
                      (SELECT count(*) FROM fleet.holds o
                       WHERE o.host = h.name AND o.open
                         AND NOT EXISTS (SELECT 1 FROM fleet.decisions d
-                                        WHERE d.host = o.host AND d.request_id = o.request_id))
+                                        WHERE d.host = o.host AND d.request_id = o.request_id)),
+                     (SELECT coalesce(max(seq), 0) FROM fleet.audit a WHERE a.host = h.name)
                  FROM fleet.hosts h ORDER BY h.name",
                 &[],
             )
@@ -104,6 +121,7 @@ impl OperatorLink {
                 audit_seq: r.get(5),
                 last_seen_secs: r.get(6),
                 pending: r.get(7),
+                audit_copied: r.get(8),
             })
             .collect())
     }
@@ -275,5 +293,70 @@ impl OperatorLink {
             return Err(OperatorError::Decided(full));
         }
         Ok(full)
+    }
+
+    /// Checks each host's copied chain: every seq from 1 on, each record
+    /// naming the one before it, each record's own fields agreeing with its
+    /// columns, and the record at the host's anchor carrying its hash.
+    pub async fn verify_audit(&self) -> Result<Vec<ChainCheck>, OperatorError> {
+        let hosts = self
+            .client
+            .query(
+                "SELECT name, audit_seq, audit_head FROM fleet.hosts ORDER BY name",
+                &[],
+            )
+            .await?;
+        let mut checks = Vec::new();
+        for host in hosts {
+            let name: String = host.get(0);
+            let anchor_seq: i64 = host.get(1);
+            let anchor_hash: Option<String> = host.get(2);
+            let rows = self
+                .client
+                .query(
+                    "SELECT seq, prev_hash, hash, record FROM fleet.audit WHERE host = $1 ORDER BY seq",
+                    &[&name],
+                )
+                .await?;
+            let mut problems = Vec::new();
+            let mut previous: Option<(i64, String)> = None;
+            let mut anchored = false;
+            for row in &rows {
+                let seq: i64 = row.get(0);
+                let prev_hash: String = row.get(1);
+                let hash: String = row.get(2);
+                let record: serde_json::Value = row.get(3);
+                let expected = previous.as_ref().map_or(1, |p| p.0 + 1);
+                if seq != expected {
+                    problems.push(format!("records {expected} to {} are missing", seq - 1));
+                } else if let Some((_, before)) = &previous
+                    && *before != prev_hash
+                {
+                    problems.push(format!("record {seq} does not follow record {}", seq - 1));
+                }
+                let fields_agree = record["seq"] == seq
+                    && record["prev_hash"] == prev_hash.as_str()
+                    && record["hash"] == hash.as_str();
+                if !fields_agree {
+                    problems.push(format!("record {seq} disagrees with its own fields"));
+                }
+                if seq == anchor_seq {
+                    if anchor_hash.as_deref() == Some(hash.as_str()) {
+                        anchored = true;
+                    } else {
+                        problems.push(format!("record {seq} is not the host's anchor"));
+                    }
+                }
+                previous = Some((seq, hash));
+            }
+            checks.push(ChainCheck {
+                host: name,
+                records: i64::try_from(rows.len()).unwrap_or(i64::MAX),
+                anchor_seq,
+                anchored,
+                problems,
+            });
+        }
+        Ok(checks)
     }
 }

@@ -6,8 +6,10 @@
 use tokio_postgres::{Client, GenericClient};
 
 /// The numbered migrations, in order; each runs once, in a transaction.
-const MIGRATIONS: &[(i32, &str, &str)] =
-    &[(1, "control", include_str!("../migrations/0001_control.sql"))];
+const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (1, "control", include_str!("../migrations/0001_control.sql")),
+    (2, "audit", include_str!("../migrations/0002_audit.sql")),
+];
 
 /// Group roles: every host's login is a member of the first, every
 /// operator's of the second.

@@ -70,6 +70,9 @@ enum FleetCmd {
         #[arg(long)]
         note: Option<String>,
     },
+    /// Check every host's copied audit chain against its anchor.
+    #[command(subcommand)]
+    Audit(FleetAuditCmd),
     /// Deny a held request on its host.
     Deny {
         id: String,
@@ -78,8 +81,20 @@ enum FleetCmd {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum FleetAuditCmd {
+    /// Every host's copy: continuous from 1, each record naming the one
+    /// before, and ending at the host's reported head.
+    Verify {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 #[derive(Debug, thiserror::Error)]
 enum FleetCliError {
+    #[error("{0} host chain(s) do not verify")]
+    Broken(usize),
     #[error("no store URL: give --url, --url-file or PRAXIS_FLEET_URL")]
     NoUrl,
     #[error("{path}: {source}")]
@@ -180,7 +195,7 @@ async fn dispatch(url: String, cmd: FleetCmd) -> Result<(), FleetCliError> {
             } else {
                 for h in hosts {
                     println!(
-                        "{:<20} seen {:<10} revision {:<14} {} pending {} audit seq {}",
+                        "{:<20} seen {:<10} revision {:<14} {} pending {} audit seq {} (lag {})",
                         h.name,
                         ago(h.last_seen_secs),
                         h.policy_revision.as_deref().unwrap_or("-"),
@@ -190,7 +205,8 @@ async fn dispatch(url: String, cmd: FleetCmd) -> Result<(), FleetCliError> {
                             (false, _) => String::from("running"),
                         },
                         h.pending,
-                        h.audit_seq
+                        h.audit_seq,
+                        h.audit_seq - h.audit_copied
                     );
                 }
             }
@@ -233,6 +249,30 @@ async fn dispatch(url: String, cmd: FleetCmd) -> Result<(), FleetCliError> {
         FleetCmd::Approve { id, ttl, note } => {
             let full = link.decide(&id, true, ttl, note.as_deref()).await?;
             println!("approved {full}: its host lets the same request run once");
+        }
+        FleetCmd::Audit(FleetAuditCmd::Verify { json: as_json }) => {
+            let checks = link.verify_audit().await?;
+            if as_json {
+                println!("{}", json(&checks));
+            } else {
+                for c in &checks {
+                    let state = match (c.problems.is_empty(), c.anchored) {
+                        (true, true) => String::from("ok"),
+                        (true, false) => {
+                            String::from("ok so far (the copy has not reached the anchor)")
+                        }
+                        (false, _) => format!("BROKEN: {}", c.problems.join("; ")),
+                    };
+                    println!(
+                        "{:<20} {} records, anchor {}: {state}",
+                        c.host, c.records, c.anchor_seq
+                    );
+                }
+            }
+            let broken = checks.iter().filter(|c| !c.problems.is_empty()).count();
+            if broken > 0 {
+                return Err(FleetCliError::Broken(broken));
+            }
         }
         FleetCmd::Deny { id, note } => {
             let full = link.decide(&id, false, None, note.as_deref()).await?;

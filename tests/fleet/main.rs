@@ -401,7 +401,7 @@ fn init_is_idempotent_and_tls_checks_the_stores_certificate_and_name() {
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let first = init(&[]);
-    assert_eq!(first["applied"], serde_json::json!([1]));
+    assert_eq!(first["applied"], serde_json::json!([1, 2]));
     let password = first["created"][0]["password"].as_str().unwrap().to_owned();
     // Again, with a host more: nothing is re-applied, the operator's
     // password stands, the new host is made.
@@ -444,4 +444,104 @@ fn init_is_idempotent_and_tls_checks_the_stores_certificate_and_name() {
         String::from_utf8_lossy(&wrong_ca.stderr).contains("invalid peer certificate"),
         "{wrong_ca:?}"
     );
+}
+
+/// Host `host`'s records in the store: how many, and the highest seq.
+fn copied(fleet: &Fleet, host: &str) -> (usize, i64) {
+    let out = fleet
+        .pg
+        .psql(
+            &fleet.pg.owner_url(),
+            &format!("SELECT count(*) || ' ' || coalesce(max(seq), 0) FROM fleet.audit WHERE host = '{host}'"),
+        )
+        .unwrap();
+    let (n, max) = out.split_once(' ').unwrap();
+    (n.parse().unwrap(), max.parse().unwrap())
+}
+
+/// Waits until the store holds every record of `d`, once each.
+fn wait_copied(fleet: &Fleet, host: &str, d: &Daemon) {
+    let local = d.events().len();
+    wait(Duration::from_secs(10), "the audit copied", || {
+        copied(fleet, host) == (local, i64::try_from(local).unwrap())
+    });
+}
+
+#[test]
+fn every_record_of_three_hosts_is_copied_once_across_an_outage_and_verify_catches_an_edit() {
+    let mut fleet = Fleet::start(&["a", "b", "c"]);
+    let hosts: Vec<(&str, Daemon)> = ["a", "b", "c"]
+        .into_iter()
+        .map(|h| (h, fleet.host(h, "poll_secs = 1")))
+        .collect();
+    fleet.wait_joined(&["a", "b", "c"]);
+    for (_, d) in &hosts {
+        for _ in 0..3 {
+            assert!(d.run(&["--", "true"]).status.success());
+        }
+    }
+    for (name, d) in &hosts {
+        wait_copied(&fleet, name, d);
+    }
+    // The store goes away; work goes on and its records wait.
+    fleet.pg.stop();
+    let a = &hosts[0].1;
+    for _ in 0..5 {
+        assert!(a.run(&["--", "true"]).status.success());
+    }
+    fleet.pg.spawn();
+    for (name, d) in &hosts {
+        wait_copied(&fleet, name, d);
+    }
+    // Verify passes once every host has reported its head.
+    wait(Duration::from_secs(10), "verify passes", || {
+        fleet.operator(&["audit", "verify"]).status.success()
+    });
+    let out = fleet.operator(&["audit", "verify", "--json"]);
+    let checks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(checks.as_array().unwrap().len(), 3, "{checks}");
+
+    // A row edited in the store is found.
+    let owner = fleet.pg.owner_url();
+    fleet
+        .pg
+        .psql(
+            &owner,
+            "UPDATE fleet.audit SET hash = repeat('0', 64) WHERE host = 'b' AND seq = 2",
+        )
+        .unwrap();
+    let out = fleet.operator(&["audit", "verify"]);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("BROKEN"),
+        "{out:?}"
+    );
+    // So is one taken away.
+    fleet
+        .pg
+        .psql(
+            &owner,
+            "UPDATE fleet.audit SET hash = record->>'hash' WHERE host = 'b' AND seq = 2",
+        )
+        .unwrap();
+    assert!(fleet.operator(&["audit", "verify"]).status.success());
+    fleet
+        .pg
+        .psql(
+            &owner,
+            "DELETE FROM fleet.audit WHERE host = 'c' AND seq = 2",
+        )
+        .unwrap();
+    let out = fleet.operator(&["audit", "verify"]);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("missing"),
+        "{out:?}"
+    );
+    // A host cannot rewrite its own copy.
+    let rewrite = fleet.pg.psql(
+        &fleet.host_url("a"),
+        "UPDATE fleet.audit SET kind = 'x' WHERE seq = 1",
+    );
+    assert!(rewrite.unwrap_err().contains("permission denied"));
 }

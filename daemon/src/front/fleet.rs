@@ -2,7 +2,8 @@
 //! `[fleet]` names one. It is a front: orders come in by it (the fleet's
 //! kill switch, operators' decisions on holds) and go through the same
 //! stages and stores as a local operator's, and it reports the host
-//! (heartbeat, policy revision, kill state, audit position, open holds).
+//! (heartbeat, policy revision, kill state, audit position, open holds)
+//! and copies its audit chain to the store.
 //!
 //! Nothing on the request path waits for it: with the store down, ALLOW
 //! and STOP go on, and holds wait for a local or a later fleet decision.
@@ -13,7 +14,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use praxis_fleet::host::{Decision, Hold, HostError, HostLink, Report};
+use praxis_fleet::host::{AuditRow, Decision, Hold, HostError, HostLink, Report};
 use praxis_proto::OperatorReply;
 use tokio::time::timeout;
 
@@ -35,6 +36,9 @@ const EXCHANGE: Duration = Duration::from_secs(5);
 
 /// How often the open holds are compared with what the store was told.
 const HOLD_SYNC: Duration = Duration::from_secs(1);
+
+/// Most audit records copied in one statement.
+const AUDIT_BATCH: usize = 500;
 
 /// How long to wait between attempts to reach the store.
 const REDIAL: Duration = Duration::from_secs(1);
@@ -174,8 +178,50 @@ fn open_holds(daemon: &Daemon) -> Result<Vec<Hold>, String> {
         .collect())
 }
 
+/// The records after `seq`, a batch at most, as the store copies them.
+fn audit_after(daemon: &Daemon, seq: i64) -> Result<Vec<AuditRow>, String> {
+    let events = daemon
+        .audit
+        .after(seq, AUDIT_BATCH)
+        .map_err(|e| errors::one_line(&e))?;
+    Ok(events
+        .into_iter()
+        .map(|e| AuditRow {
+            seq: e.seq,
+            ts: e.ts.clone(),
+            kind: e.event.kind.as_str().to_owned(),
+            record: serde_json::to_value(&e).unwrap_or_default(),
+            prev_hash: e.prev_hash,
+            hash: e.hash,
+        })
+        .collect())
+}
+
+/// Copies what the store lacks of the audit chain after `copied`, a batch
+/// at a time; returns the new position.
+async fn copy_audit(
+    daemon: &Arc<Daemon>,
+    link: &HostLink,
+    mut copied: i64,
+) -> Result<i64, FleetLinkError> {
+    loop {
+        let rows = blocking(daemon, move |d| audit_after(d, copied))
+            .await?
+            .map_err(FleetLinkError::Local)?;
+        let Some(last) = rows.last().map(|r| r.seq) else {
+            return Ok(copied);
+        };
+        bounded(link.copy_audit(&rows)).await?;
+        copied = last;
+        if rows.len() < AUDIT_BATCH {
+            return Ok(copied);
+        }
+    }
+}
+
 fn report(daemon: &Daemon) -> Report {
     let kill = daemon.kill_switch.current();
+    let (audit_seq, audit_head) = daemon.audit.head();
     Report {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         policy_revision: daemon
@@ -184,7 +230,8 @@ fn report(daemon: &Daemon) -> Report {
             .unwrap_or_else(|why| format!("none: {why}")),
         killed: kill.is_some(),
         kill_reason: kill.map(|k| k.reason),
-        audit_seq: daemon.audit.head().0,
+        audit_seq,
+        audit_head,
     }
 }
 
@@ -208,6 +255,8 @@ async fn connected(
     tracing::info!("joined the fleet as {}", link.name);
     memory.last_contact = Instant::now();
     apply_orders(daemon, &link).await?;
+    // Resumed from what the store acknowledged, whatever was sent before.
+    let mut copied = bounded(link.audit_copied()).await?;
     let mut told: Option<Vec<Hold>> = None;
     let mut tick = tokio::time::interval(HOLD_SYNC);
     let mut last_beat: Option<Instant> = None;
@@ -226,6 +275,7 @@ async fn connected(
                     bounded(link.sync_holds(&holds)).await?;
                     told = Some(holds);
                 }
+                copied = copy_audit(daemon, &link, copied).await?;
                 if last_beat.is_none_or(|at| at.elapsed() >= fleet.poll) {
                     let report = blocking(daemon, report).await?;
                     bounded(link.heartbeat(&report, memory.first_beat)).await?;
