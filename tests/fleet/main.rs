@@ -545,3 +545,29 @@ fn every_record_of_three_hosts_is_copied_once_across_an_outage_and_verify_catche
     );
     assert!(rewrite.unwrap_err().contains("permission denied"));
 }
+
+#[test]
+fn a_frozen_store_stalls_nothing_and_loses_or_doubles_nothing() {
+    let fleet = Fleet::start(&["a"]);
+    let a = fleet.host("a", "poll_secs = 1");
+    fleet.wait_joined(&["a"]);
+    wait_copied(&fleet, "a", &a);
+    // Frozen past the link's 5 s limit: its connection is half-open.
+    fleet.pg.pause();
+    let frozen = Instant::now();
+    while frozen.elapsed() < Duration::from_secs(8) {
+        let start = Instant::now();
+        assert!(a.run(&["--", "true"]).status.success());
+        assert!(start.elapsed() < Duration::from_secs(2));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    fleet.pg.resume();
+    wait_copied(&fleet, "a", &a);
+    // The link dialled again: orders reach the host once more.
+    let out = fleet.operator(&["kill", "--reason", "after the freeze"]);
+    assert!(out.status.success(), "{out:?}");
+    wait(Duration::from_secs(7), "the kill arrived", || {
+        killed(&a).is_some()
+    });
+    assert!(fleet.operator(&["audit", "verify"]).status.success());
+}

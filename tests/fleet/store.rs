@@ -168,6 +168,8 @@ impl Postgres {
                     root.join("server.key").display()
                 )),
         };
+        // Its own process group, so that `pause` stops every backend too.
+        command.process_group(0);
         let server = as_server(&mut command).spawn().unwrap();
         self.server = Some(server);
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -186,9 +188,28 @@ impl Postgres {
         }
     }
 
+    /// Freezes the server and every backend (SIGSTOP to its group): its
+    /// connections stay open and answer nothing, as a half-open one does.
+    pub fn pause(&self) {
+        self.signal_group(nix::sys::signal::Signal::SIGSTOP);
+    }
+
+    pub fn resume(&self) {
+        self.signal_group(nix::sys::signal::Signal::SIGCONT);
+    }
+
+    fn signal_group(&self, signal: nix::sys::signal::Signal) {
+        let server = self.server.as_ref().expect("running");
+        let group = nix::unistd::Pid::from_raw(server.id() as i32);
+        nix::sys::signal::killpg(group, signal).unwrap();
+    }
+
     /// Stops the server (fast shutdown: clients are disconnected).
     pub fn stop(&mut self) {
         if let Some(mut server) = self.server.take() {
+            // A paused server cannot shut down.
+            let group = nix::unistd::Pid::from_raw(server.id() as i32);
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGCONT);
             let pid = nix::unistd::Pid::from_raw(server.id() as i32);
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
             let deadline = Instant::now() + Duration::from_secs(10);
