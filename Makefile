@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: build release install test lint fmt bench demo clean deb deb-check bench-process openclaw-plugin postgres
+.PHONY: build release install test lint fmt bench demo clean deb deb-check bench-process openclaw-plugin postgres bench-fleet
 
 build:
 	$(CARGO) build --workspace --bins
@@ -113,6 +113,11 @@ demo: release
 # writes bench/results/<date>.md and the README's Benchmarks table.
 bench-process: release
 	bash bench/whole_process.sh $(TARGET_DIR)/release
+
+# The fleet's figures against a real PostgreSQL: kill and approval
+# propagation (p50, p99), audit rows copied per second.
+bench-fleet: build postgres
+	$(CARGO) test -p praxis-e2e --test fleet -- --ignored --nocapture figures
 
 # Debian package in target/debian/: the three binaries, the systemd unit,
 # /etc/praxis config, man pages, completions, and the built OpenClaw plugin

@@ -4,6 +4,7 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+mod figures;
 mod store;
 
 use std::collections::BTreeMap;
@@ -121,9 +122,14 @@ fn killed(d: &Daemon) -> Option<String> {
 }
 
 fn git_push(d: &Daemon) -> Output {
+    git_push_in(d, "session-1")
+}
+
+/// `git push` in agent session `session` (each has its own retry budget).
+fn git_push_in(d: &Daemon, session: &str) -> Output {
     d.cmd(&bin("praxis-run"))
         .args(["--", "git", "push", "origin", "main"])
-        .env("PRAXIS_SESSION", "session-1")
+        .env("PRAXIS_SESSION", session)
         .stdin(Stdio::null())
         .output()
         .unwrap()
