@@ -235,6 +235,16 @@ fn report(daemon: &Daemon) -> Report {
     }
 }
 
+/// Whether a notice (`kill *`, `kill NAME`, `decision NAME`) is for the
+/// host `name`: every host hears every notice, and acts on its own.
+fn names_us(notice: &str, name: &str) -> bool {
+    match notice.split_once(' ') {
+        Some((_, scope)) => scope == "*" || scope == name,
+        // An unknown form: look, rather than miss an order.
+        None => true,
+    }
+}
+
 /// What the link remembers across connections.
 struct Memory {
     /// The last time the store answered.
@@ -266,8 +276,9 @@ async fn connected(
                 let Some(notice) = notice else {
                     return Err(FleetLinkError::Closed);
                 };
-                tracing::debug!("fleet notice: {notice}");
-                apply_orders(daemon, &link).await?;
+                if names_us(&notice, &link.name) {
+                    apply_orders(daemon, &link).await?;
+                }
             }
             _ = tick.tick() => {
                 let holds = blocking(daemon, open_holds).await?.map_err(FleetLinkError::Local)?;
@@ -318,5 +329,20 @@ pub async fn run(daemon: Arc<Daemon>, fleet: Fleet) {
             }
         }
         tokio::time::sleep(REDIAL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_us;
+
+    #[test]
+    fn a_host_acts_on_its_own_notices_and_the_fleets() {
+        assert!(names_us("kill *", "ci-1"));
+        assert!(names_us("kill ci-1", "ci-1"));
+        assert!(names_us("decision ci-1", "ci-1"));
+        assert!(!names_us("decision ci-2", "ci-1"));
+        assert!(!names_us("kill ci-10", "ci-1"));
+        assert!(names_us("unknown", "ci-1"));
     }
 }
