@@ -507,22 +507,21 @@ fn every_record_of_three_hosts_is_copied_once_across_an_outage_and_verify_catche
     let checks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(checks.as_array().unwrap().len(), 3, "{checks}");
 
-    // A row edited in the store is found.
+    // A row edited in the store, or taken away, is found.
     let owner = fleet.pg.owner_url();
-    fleet
-        .pg
-        .psql(
-            &owner,
-            "UPDATE fleet.audit SET hash = repeat('0', 64) WHERE host = 'b' AND seq = 2",
-        )
-        .unwrap();
-    let out = fleet.operator(&["audit", "verify"]);
-    assert!(!out.status.success(), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("BROKEN"),
-        "{out:?}"
+    let tamper_and_verify = |sql: &str, found: &str| {
+        fleet.pg.psql(&owner, sql).unwrap();
+        let out = fleet.operator(&["audit", "verify"]);
+        assert!(!out.status.success(), "{sql}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(found),
+            "{out:?}"
+        );
+    };
+    tamper_and_verify(
+        "UPDATE fleet.audit SET hash = repeat('0', 64) WHERE host = 'b' AND seq = 2",
+        "BROKEN",
     );
-    // So is one taken away.
     fleet
         .pg
         .psql(
@@ -531,18 +530,9 @@ fn every_record_of_three_hosts_is_copied_once_across_an_outage_and_verify_catche
         )
         .unwrap();
     assert!(fleet.operator(&["audit", "verify"]).status.success());
-    fleet
-        .pg
-        .psql(
-            &owner,
-            "DELETE FROM fleet.audit WHERE host = 'c' AND seq = 2",
-        )
-        .unwrap();
-    let out = fleet.operator(&["audit", "verify"]);
-    assert!(!out.status.success(), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("missing"),
-        "{out:?}"
+    tamper_and_verify(
+        "DELETE FROM fleet.audit WHERE host = 'c' AND seq = 2",
+        "missing",
     );
     // A host cannot rewrite its own copy.
     let rewrite = fleet.pg.psql(
