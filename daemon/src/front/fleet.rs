@@ -10,7 +10,7 @@
 //! Orders arrive by notification; a poll every `[fleet] poll_secs` catches
 //! what a lost notification missed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -153,25 +153,30 @@ fn decide(daemon: &Daemon, decision: &Decision) -> String {
 }
 
 /// The holds waiting here, as the store keeps them.
-fn open_holds(daemon: &Daemon) -> Result<Vec<Hold>, String> {
+/// `known`: the grants of the holds already told, by request id, which
+/// are not read from the audit log again.
+fn open_holds(daemon: &Daemon, known: &BTreeMap<String, Vec<String>>) -> Result<Vec<Hold>, String> {
     let items = approval_store::pending_items(&daemon.audit, clock::now_ms())
         .map_err(|e| errors::one_line(&e))?;
     Ok(items
         .into_iter()
         .map(|item| {
-            // The credentials the request asked for, as its records name them.
-            let grants: BTreeSet<String> = daemon
-                .audit
-                .by_request(&item.request_id)
-                .unwrap_or_default()
-                .into_iter()
-                .flat_map(|e| e.event.credentials.unwrap_or_default())
-                .collect();
+            let grants = known.get(&item.request_id).cloned().unwrap_or_else(|| {
+                // The credentials the request asked for, as its records name them.
+                let named: BTreeSet<String> = daemon
+                    .audit
+                    .by_request(&item.request_id)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .flat_map(|e| e.event.credentials.unwrap_or_default())
+                    .collect();
+                named.into_iter().collect()
+            });
             Hold {
                 command: item.command.join(" ; "),
                 request_id: item.request_id,
                 reason: item.reason,
-                grants: grants.into_iter().collect(),
+                grants,
                 digest: item.digest,
             }
         })
@@ -281,7 +286,14 @@ async fn connected(
                 }
             }
             _ = tick.tick() => {
-                let holds = blocking(daemon, open_holds).await?.map_err(FleetLinkError::Local)?;
+                let known: BTreeMap<String, Vec<String>> = told
+                    .iter()
+                    .flatten()
+                    .map(|h| (h.request_id.clone(), h.grants.clone()))
+                    .collect();
+                let holds = blocking(daemon, move |d| open_holds(d, &known))
+                    .await?
+                    .map_err(FleetLinkError::Local)?;
                 if told.as_ref() != Some(&holds) {
                     bounded(link.sync_holds(&holds)).await?;
                     told = Some(holds);
