@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: build release install test lint fmt bench demo clean deb deb-check bench-process openclaw-plugin
+.PHONY: build release install test lint fmt bench demo clean deb deb-check bench-process openclaw-plugin postgres bench-fleet
 
 build:
 	$(CARGO) build --workspace --bins
@@ -79,7 +79,21 @@ $(MCP_CLIENTS)/node_modules/.installed: $(MCP_CLIENTS)/package-lock.json
 
 NODE_PACKAGES := $(if $(shell command -v npm 2>/dev/null),$(OPENCLAW)/dist/index.js $(MCP_CLIENTS)/node_modules/.installed)
 
-test: build $(VENV)/installed $(NODE_PACKAGES)
+# The fleet tests start a real PostgreSQL server (initdb and postgres from
+# Debian's `postgresql`); installed here when missing and make runs as root.
+POSTGRES_BIN := $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb))
+
+postgres:
+	@if [ -z "$(POSTGRES_BIN)" ] && ! command -v pg_config >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
+	  else \
+	    echo "make: the fleet tests need PostgreSQL's server binaries (Debian: apt-get install postgresql)" >&2; exit 1; \
+	  fi; \
+	fi
+
+test: build postgres $(VENV)/installed $(NODE_PACKAGES)
 	PRAXIS_PYTHON=$(abspath $(VENV))/bin/python $(CARGO) test --workspace --no-fail-fast
 
 lint:
@@ -99,6 +113,11 @@ demo: release
 # writes bench/results/<date>.md and the README's Benchmarks table.
 bench-process: release
 	bash bench/whole_process.sh $(TARGET_DIR)/release
+
+# The fleet's figures against a real PostgreSQL: kill and approval
+# propagation (p50, p99), audit rows copied per second.
+bench-fleet: build postgres
+	$(CARGO) test -p praxis-e2e --test fleet -- --ignored --nocapture figures
 
 # Debian package in target/debian/: the three binaries, the systemd unit,
 # /etc/praxis config, man pages, completions, and the built OpenClaw plugin

@@ -9,6 +9,10 @@ use praxis_policy::{Destination, Tier};
 use praxis_proto::{CredentialBinding, CredentialSource, CredentialSpec, Layout, Mode};
 use serde::Deserialize;
 
+pub mod fleet;
+
+pub use fleet::{Fleet, FleetUrl};
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
@@ -55,6 +59,8 @@ struct File {
     sandbox: SandboxFile,
     #[serde(default)]
     tmp: TmpFile,
+    #[serde(default)]
+    fleet: fleet::FleetFile,
 }
 
 /// `[tmp]`: the private `/tmp` and `/var/tmp` of each session.
@@ -476,6 +482,8 @@ pub struct Config {
     pub api_tcp: Option<std::net::SocketAddr>,
     /// How long a session's private tmp dir is kept after its last use.
     pub tmp_retention: Duration,
+    /// The fleet store this host joins, if any.
+    pub fleet: Option<Fleet>,
 }
 
 /// Default lifetime of an approval.
@@ -575,7 +583,9 @@ impl Config {
                 "api.tcp must be a loopback address (127.0.0.0/8 or ::1), not {addr}"
             )));
         }
+        let fleet = file.fleet.into_fleet().map_err(invalid)?;
         Ok(Config {
+            fleet,
             api_tcp: file.api.tcp,
             tmp_retention: file.tmp.retention_hours.map_or(DEFAULT_TMP_RETENTION, |h| {
                 Duration::from_secs(h.saturating_mul(3600))

@@ -348,6 +348,9 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let serving = tokio::spawn(server::serve(Arc::clone(&daemon), listener, stop_rx));
     tokio::spawn(sweep_expired(Arc::clone(&daemon)));
+    if let Some(fleet) = daemon.config.fleet.clone() {
+        tokio::spawn(praxis_daemon::front::fleet::run(Arc::clone(&daemon), fleet));
+    }
     tokio::spawn(sweep_private_tmp(Arc::clone(&daemon)));
     let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;

@@ -10,6 +10,7 @@ pub mod deadline;
 pub mod doctor;
 pub mod exec;
 pub mod explain;
+pub mod fleet;
 pub mod hook;
 pub mod install;
 pub mod judge;

@@ -146,7 +146,7 @@ pub struct CredAdd {
 }
 
 /// Seconds in a duration such as `90`, `90s`, `10m`, `2h`, `1d`.
-fn parse_ttl(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_ttl(text: &str) -> Result<u64, String> {
     let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => text.split_at(i),
         None => (text, "s"),

@@ -3,6 +3,7 @@
 //! judgment-memory API that external judges call over HTTP
 //! ([`memory_api`]), and the operator's commands.
 
+pub mod fleet;
 pub mod hooks;
 pub mod memory_api;
 pub mod operator;

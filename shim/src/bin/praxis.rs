@@ -1,7 +1,7 @@
 //! `praxis`: the operator CLI.
 
 use clap::{CommandFactory, Parser, Subcommand};
-use praxis_shim::{explain, operator};
+use praxis_shim::{explain, fleet, operator};
 
 #[path = "praxis/generate.rs"]
 mod generate;
@@ -26,6 +26,8 @@ enum Cmd {
     Policy(explain::PolicyCmd),
     #[command(flatten)]
     Operator(operator::OperatorCmd),
+    /// The fleet store: many hosts' kill switch, holds and state (PostgreSQL).
+    Fleet(fleet::FleetArgs),
     /// Check this machine, the daemon, the policy, the agent runtimes' hooks,
     /// the credentials and the disk, with a fix for each failure.
     Doctor {
@@ -65,6 +67,7 @@ fn main() {
         Cmd::Explain(args) => explain::explain(args),
         Cmd::Policy(cmd) => explain::policy(cmd),
         Cmd::Operator(cmd) => operator::run(cmd),
+        Cmd::Fleet(args) => fleet::run(args),
         Cmd::Doctor { json } => praxis_shim::doctor::run(json),
         Cmd::Generate(args) => match generate::generate(Cli::command(), &args) {
             Ok(()) => 0,

@@ -42,11 +42,39 @@ fn not_pending(daemon: &Daemon, request_id: &str) -> String {
     }
 }
 
-fn operator_event(kind: EventKind, peer: &Peer, request_id: &str, held: &PendingRow) -> Event {
+/// Who approves or denies: a local operator's process, or an operator of
+/// the fleet store whose decision praxisd's fleet link relays.
+pub struct Approver {
+    pub uid: u32,
+    pub pid: Option<u32>,
+    /// As the audit reason names it: "uid 1000", "fleet operator praxis_operator_ana".
+    pub name: String,
+}
+
+impl Approver {
+    pub fn local(peer: &Peer) -> Approver {
+        Approver {
+            uid: peer.uid,
+            pid: peer.pid.and_then(|p| u32::try_from(p).ok()),
+            name: format!("uid {}", peer.uid),
+        }
+    }
+
+    /// A fleet operator, relayed by praxisd itself.
+    pub fn fleet(operator: &str) -> Approver {
+        Approver {
+            uid: nix::unistd::geteuid().as_raw(),
+            pid: Some(std::process::id()),
+            name: format!("fleet operator {operator}"),
+        }
+    }
+}
+
+fn operator_event(kind: EventKind, by: &Approver, request_id: &str, held: &PendingRow) -> Event {
     Event {
         request_id: Some(request_id.to_owned()),
-        uid: Some(peer.uid),
-        pid: peer.pid.and_then(|p| u32::try_from(p).ok()),
+        uid: Some(by.uid),
+        pid: by.pid,
         role: Some(held.role.clone()),
         tier: Some(held.tier.clone()),
         argv_redacted: Some(held.command.clone()),
@@ -68,7 +96,7 @@ fn audit_refusal(e: AuditError) -> OperatorReply {
 /// `praxis approve ID`: a one-shot approval of the request's digest.
 pub fn approve(
     daemon: &Daemon,
-    peer: &Peer,
+    by: &Approver,
     request_id: &str,
     ttl_secs: Option<u64>,
     note: Option<&str>,
@@ -100,18 +128,15 @@ pub fn approve(
     let event = Event {
         approval_id: Some(id.clone()),
         decision: Some(String::from("ALLOW")),
-        reason: Some(format!(
-            "approved by uid {} for one run within {ttl}s",
-            peer.uid
-        )),
+        reason: Some(format!("approved by {} for one run within {ttl}s", by.name)),
         detail: Some(detail),
-        ..operator_event(EventKind::Approved, peer, request_id, &held)
+        ..operator_event(EventKind::Approved, by, request_id, &held)
     };
     let op = store::approve_op(NewApproval {
         id: id.clone(),
         request_id: request_id.to_owned(),
         digest: held.digest,
-        approved_by: peer.uid,
+        approved_by: by.uid,
         created_ms: now,
         expires_ms: expires,
     });
@@ -126,7 +151,7 @@ pub fn approve(
 }
 
 /// `praxis deny ID`: closes a held request, or withdraws its unused approval.
-pub fn deny(daemon: &Daemon, peer: &Peer, request_id: &str, note: Option<&str>) -> OperatorReply {
+pub fn deny(daemon: &Daemon, by: &Approver, request_id: &str, note: Option<&str>) -> OperatorReply {
     let held = match store::pending_row(&daemon.audit, request_id) {
         Ok(Some(held)) => held,
         Ok(None) => return refused(not_pending(daemon, request_id)),
@@ -141,9 +166,9 @@ pub fn deny(daemon: &Daemon, peer: &Peer, request_id: &str, note: Option<&str>) 
     }
     let event = Event {
         decision: Some(String::from("STOP")),
-        reason: Some(format!("denied by uid {}", peer.uid)),
+        reason: Some(format!("denied by {}", by.name)),
         detail: (!detail.is_empty()).then_some(detail),
-        ..operator_event(EventKind::Denied, peer, request_id, &held)
+        ..operator_event(EventKind::Denied, by, request_id, &held)
     };
     let op = store::deny_op(request_id.to_owned(), held.digest);
     match daemon.audit.append_with(event, Durability::Full, op) {

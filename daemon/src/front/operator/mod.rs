@@ -401,7 +401,13 @@ pub async fn handle(
                 note,
                 remember,
             } => blocking(daemon, move |d| {
-                let approved = approvals::approve(d, &peer, &request_id, ttl_secs, note.as_deref());
+                let approved = approvals::approve(
+                    d,
+                    &approvals::Approver::local(&peer),
+                    &request_id,
+                    ttl_secs,
+                    note.as_deref(),
+                );
                 if matches!(approved, OperatorReply::Done { .. }) {
                     memory::approved(d, &peer, &request_id);
                 }
@@ -419,7 +425,12 @@ pub async fn handle(
             .await
             .pipe_one(),
             OperatorRequest::Deny { request_id, note } => blocking(daemon, move |d| {
-                approvals::deny(d, &peer, &request_id, note.as_deref())
+                approvals::deny(
+                    d,
+                    &approvals::Approver::local(&peer),
+                    &request_id,
+                    note.as_deref(),
+                )
             })
             .await
             .pipe_one(),

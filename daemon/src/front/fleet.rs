@@ -1,0 +1,360 @@
+//! The fleet link: this host's connection to the fleet store, when
+//! `[fleet]` names one. It is a front: orders come in by it (the fleet's
+//! kill switch, operators' decisions on holds) and go through the same
+//! stages and stores as a local operator's, and it reports the host
+//! (heartbeat, policy revision, kill state, audit position, open holds)
+//! and copies its audit chain to the store.
+//!
+//! Nothing on the request path waits for it: with the store down, ALLOW
+//! and STOP go on, and holds wait for a local or a later fleet decision.
+//! Orders arrive by notification; a poll every `[fleet] poll_secs` catches
+//! what a lost notification missed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use praxis_fleet::host::{AuditRow, Decision, Hold, HostError, HostLink, Report};
+use praxis_proto::OperatorReply;
+use tokio::time::timeout;
+
+use crate::config::Fleet;
+use crate::front::operator::approvals::{self, Approver};
+use crate::stage::kill_switch::{self, Engaged};
+use crate::state::Daemon;
+use crate::store::approvals as approval_store;
+use crate::store::audit::Maker;
+use crate::{clock, errors};
+
+/// How a kill the fleet engaged begins its reason, so the link releases
+/// only kills of its own making.
+const FLEET_KILL: &str = "fleet: ";
+
+/// The longest one exchange with the store may take: a store that stopped
+/// answering (a half-open connection) is dropped and dialled again.
+const EXCHANGE: Duration = Duration::from_secs(5);
+
+/// How often the open holds are compared with what the store was told.
+const HOLD_SYNC: Duration = Duration::from_secs(1);
+
+/// Most audit records copied in one statement.
+const AUDIT_BATCH: usize = 500;
+
+/// How long to wait between attempts to reach the store.
+const REDIAL: Duration = Duration::from_secs(1);
+
+#[derive(Debug, thiserror::Error)]
+pub enum FleetLinkError {
+    #[error(transparent)]
+    Host(#[from] HostError),
+    #[error("{0}")]
+    Url(String),
+    #[error("the store did not answer within {}s", EXCHANGE.as_secs())]
+    Silent,
+    #[error("the connection to the store closed")]
+    Closed,
+    #[error("{0}")]
+    Local(String),
+}
+
+async fn bounded<T>(work: impl Future<Output = Result<T, HostError>>) -> Result<T, FleetLinkError> {
+    match timeout(EXCHANGE, work).await {
+        Ok(done) => Ok(done?),
+        Err(_) => Err(FleetLinkError::Silent),
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    daemon: &Arc<Daemon>,
+    work: impl FnOnce(&Daemon) -> T + Send + 'static,
+) -> Result<T, FleetLinkError> {
+    let daemon = Arc::clone(daemon);
+    tokio::task::spawn_blocking(move || work(&daemon))
+        .await
+        .map_err(|e| FleetLinkError::Local(e.to_string()))
+}
+
+/// praxisd itself, acting on the fleet's order, as the maker of a change.
+fn itself() -> Maker {
+    Maker {
+        uid: nix::unistd::geteuid().as_raw(),
+        pid: Some(std::process::id()),
+    }
+}
+
+/// Engages the local kill switch for `reason` unless it is engaged.
+fn engage(daemon: &Daemon, reason: String) {
+    if daemon.kill_switch.current().is_some() {
+        return;
+    }
+    match daemon.kill_switch.engage(&reason, itself()) {
+        Ok(()) => kill_switch::on_engaged(&daemon.kill_switch, &daemon.audit, &Engaged { reason }),
+        Err(e) => tracing::error!("fleet kill: {}", errors::one_line(&e)),
+    }
+}
+
+/// Releases the local kill switch if the fleet engaged it.
+fn release_own(daemon: &Daemon) {
+    let ours = daemon
+        .kill_switch
+        .current()
+        .is_some_and(|e| e.reason.starts_with(FLEET_KILL));
+    if !ours {
+        return;
+    }
+    match daemon.kill_switch.release(itself()) {
+        Ok(()) => kill_switch::on_released(&daemon.kill_switch, &daemon.audit),
+        Err(e) => tracing::error!("fleet release: {}", errors::one_line(&e)),
+    }
+}
+
+/// Applies the kill order in force and every decision not yet applied.
+async fn apply_orders(daemon: &Arc<Daemon>, link: &HostLink) -> Result<(), FleetLinkError> {
+    let order = bounded(link.kill_order()).await?;
+    blocking(daemon, move |d| match order {
+        Some(order) => engage(
+            d,
+            format!("{FLEET_KILL}killed by {}: {}", order.operator, order.reason),
+        ),
+        None => release_own(d),
+    })
+    .await?;
+    for decision in bounded(link.decisions()).await? {
+        let request_id = decision.request_id.clone();
+        let outcome = blocking(daemon, move |d| decide(d, &decision)).await?;
+        bounded(link.applied(&request_id, &outcome)).await?;
+    }
+    Ok(())
+}
+
+/// One operator's decision, applied as a local operator's would be: an
+/// approval becomes the local one-shot approval of the same digest.
+fn decide(daemon: &Daemon, decision: &Decision) -> String {
+    let held = approval_store::pending_row(&daemon.audit, &decision.request_id);
+    match held {
+        Ok(Some(row)) if row.digest != decision.digest => {
+            return String::from("refused: the hold's digest differs from the one decided");
+        }
+        Err(e) => return format!("refused: {}", errors::one_line(&e)),
+        _ => {}
+    }
+    let by = Approver::fleet(&decision.operator);
+    let note = decision.note.as_deref();
+    let reply = if decision.approve {
+        approvals::approve(daemon, &by, &decision.request_id, decision.ttl_secs, note)
+    } else {
+        approvals::deny(daemon, &by, &decision.request_id, note)
+    };
+    match reply {
+        OperatorReply::Done { message } => message,
+        OperatorReply::Refused { reason } => format!("refused: {reason}"),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The holds waiting here, as the store keeps them.
+/// `known`: the grants of the holds already told, by request id, which
+/// are not read from the audit log again.
+fn open_holds(daemon: &Daemon, known: &BTreeMap<String, Vec<String>>) -> Result<Vec<Hold>, String> {
+    let items = approval_store::pending_items(&daemon.audit, clock::now_ms())
+        .map_err(|e| errors::one_line(&e))?;
+    Ok(items
+        .into_iter()
+        .map(|item| {
+            let grants = known.get(&item.request_id).cloned().unwrap_or_else(|| {
+                // The credentials the request asked for, as its records name them.
+                let named: BTreeSet<String> = daemon
+                    .audit
+                    .by_request(&item.request_id)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .flat_map(|e| e.event.credentials.unwrap_or_default())
+                    .collect();
+                named.into_iter().collect()
+            });
+            Hold {
+                command: item.command.join(" ; "),
+                request_id: item.request_id,
+                reason: item.reason,
+                grants,
+                digest: item.digest,
+            }
+        })
+        .collect())
+}
+
+/// The records after `seq`, a batch at most, as the store copies them.
+fn audit_after(daemon: &Daemon, seq: i64) -> Result<Vec<AuditRow>, String> {
+    let events = daemon
+        .audit
+        .after(seq, AUDIT_BATCH)
+        .map_err(|e| errors::one_line(&e))?;
+    Ok(events
+        .into_iter()
+        .map(|e| AuditRow {
+            seq: e.seq,
+            ts: e.ts.clone(),
+            kind: e.event.kind.as_str().to_owned(),
+            record: serde_json::to_value(&e).unwrap_or_default(),
+            prev_hash: e.prev_hash,
+            hash: e.hash,
+        })
+        .collect())
+}
+
+/// Copies what the store lacks of the audit chain after `copied`, a batch
+/// at a time; returns the new position.
+async fn copy_audit(
+    daemon: &Arc<Daemon>,
+    link: &HostLink,
+    mut copied: i64,
+) -> Result<i64, FleetLinkError> {
+    loop {
+        let rows = blocking(daemon, move |d| audit_after(d, copied))
+            .await?
+            .map_err(FleetLinkError::Local)?;
+        let Some(last) = rows.last().map(|r| r.seq) else {
+            return Ok(copied);
+        };
+        bounded(link.copy_audit(&rows)).await?;
+        copied = last;
+        if rows.len() < AUDIT_BATCH {
+            return Ok(copied);
+        }
+    }
+}
+
+fn report(daemon: &Daemon) -> Report {
+    let kill = daemon.kill_switch.current();
+    let (audit_seq, audit_head) = daemon.audit.head();
+    Report {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        policy_revision: daemon
+            .policy()
+            .map(|p| p.revision().to_owned())
+            .unwrap_or_else(|why| format!("none: {why}")),
+        killed: kill.is_some(),
+        kill_reason: kill.map(|k| k.reason),
+        audit_seq,
+        audit_head,
+    }
+}
+
+/// Whether a notice (`kill *`, `kill NAME`, `decision NAME`) is for the
+/// host `name`: every host hears every notice, and acts on its own.
+fn names_us(notice: &str, name: &str) -> bool {
+    match notice.split_once(' ') {
+        Some((_, scope)) => scope == "*" || scope == name,
+        // An unknown form: look, rather than miss an order.
+        None => true,
+    }
+}
+
+/// What the link remembers across connections.
+struct Memory {
+    /// The last time the store answered.
+    last_contact: Instant,
+    /// No heartbeat has gone out since praxisd started.
+    first_beat: bool,
+}
+
+/// One connection's life: register, then apply orders as they come and
+/// report on every tick, until the connection fails.
+async fn connected(
+    daemon: &Arc<Daemon>,
+    fleet: &Fleet,
+    memory: &mut Memory,
+) -> Result<(), FleetLinkError> {
+    let url = fleet.url.resolve().map_err(FleetLinkError::Url)?;
+    let (mut link, mut notices) = bounded(HostLink::connect(&url, &fleet.host)).await?;
+    tracing::info!("joined the fleet as {}", link.name);
+    memory.last_contact = Instant::now();
+    apply_orders(daemon, &link).await?;
+    // Resumed from what the store acknowledged, whatever was sent before.
+    let mut copied = bounded(link.audit_copied()).await?;
+    let mut told: Option<Vec<Hold>> = None;
+    let mut tick = tokio::time::interval(HOLD_SYNC);
+    let mut last_beat: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            notice = notices.recv() => {
+                let Some(notice) = notice else {
+                    return Err(FleetLinkError::Closed);
+                };
+                if names_us(&notice, &link.name) {
+                    apply_orders(daemon, &link).await?;
+                }
+            }
+            _ = tick.tick() => {
+                let known: BTreeMap<String, Vec<String>> = told
+                    .iter()
+                    .flatten()
+                    .map(|h| (h.request_id.clone(), h.grants.clone()))
+                    .collect();
+                let holds = blocking(daemon, move |d| open_holds(d, &known))
+                    .await?
+                    .map_err(FleetLinkError::Local)?;
+                if told.as_ref() != Some(&holds) {
+                    bounded(link.sync_holds(&holds)).await?;
+                    told = Some(holds);
+                }
+                copied = copy_audit(daemon, &link, copied).await?;
+                if last_beat.is_none_or(|at| at.elapsed() >= fleet.poll) {
+                    let report = blocking(daemon, report).await?;
+                    bounded(link.heartbeat(&report, memory.first_beat)).await?;
+                    memory.first_beat = false;
+                    apply_orders(daemon, &link).await?;
+                    last_beat = Some(Instant::now());
+                }
+            }
+        }
+        memory.last_contact = Instant::now();
+    }
+}
+
+/// The link, for praxisd's life: connects, and reconnects after any
+/// failure; trips the local kill switch after the store was unreachable
+/// for `[fleet] kill_when_unreachable_after`, when that is set.
+pub async fn run(daemon: Arc<Daemon>, fleet: Fleet) {
+    let mut memory = Memory {
+        last_contact: Instant::now(),
+        first_beat: true,
+    };
+    let mut said = String::new();
+    loop {
+        if let Err(e) = connected(&daemon, &fleet, &mut memory).await {
+            let why = errors::one_line(&e);
+            // Once per kind of failure, not once a second.
+            if why != said {
+                tracing::warn!("fleet store: {why}; local work goes on");
+                said = why;
+            }
+        }
+        if let Some(after) = fleet.kill_when_unreachable_after {
+            let silent = memory.last_contact.elapsed();
+            if silent >= after {
+                let reason = format!(
+                    "{FLEET_KILL}the fleet store was unreachable for {}s",
+                    silent.as_secs()
+                );
+                let _ = blocking(&daemon, move |d| engage(d, reason)).await;
+            }
+        }
+        tokio::time::sleep(REDIAL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_us;
+
+    #[test]
+    fn a_host_acts_on_its_own_notices_and_the_fleets() {
+        assert!(names_us("kill *", "ci-1"));
+        assert!(names_us("kill ci-1", "ci-1"));
+        assert!(names_us("decision ci-1", "ci-1"));
+        assert!(!names_us("decision ci-2", "ci-1"));
+        assert!(!names_us("kill ci-10", "ci-1"));
+        assert!(names_us("unknown", "ci-1"));
+    }
+}

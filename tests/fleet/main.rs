@@ -1,0 +1,569 @@
+//! The fleet store end to end: a real PostgreSQL server started here,
+//! three praxisd hosts in scratch homes, the operator's `praxis fleet`.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+mod figures;
+mod store;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Daemon, bin, signal_json};
+use store::Postgres;
+
+/// The store with the schema, hosts `hosts` and one operator, `ops`.
+struct Fleet {
+    pg: Postgres,
+    /// Login role -> password, as `fleet init` printed them.
+    passwords: BTreeMap<String, String>,
+}
+
+impl Fleet {
+    fn start(hosts: &[&str]) -> Fleet {
+        let pg = Postgres::start();
+        let mut args = vec!["fleet", "init", "--json", "--operator", "ops"];
+        for h in hosts {
+            args.extend(["--host", h]);
+        }
+        let out = praxis(&pg.owner_url(), &args);
+        assert!(out.status.success(), "{out:?}");
+        let done: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let passwords = done["created"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (
+                    l["role"].as_str().unwrap().to_owned(),
+                    l["password"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        Fleet { pg, passwords }
+    }
+
+    fn url_of(&self, role: &str) -> String {
+        self.pg.url(role, &self.passwords[role])
+    }
+
+    fn host_url(&self, host: &str) -> String {
+        self.url_of(&format!("praxis_host_{host}"))
+    }
+
+    fn operator_url(&self) -> String {
+        self.url_of("praxis_operator_ops")
+    }
+
+    /// A praxisd that joins the fleet as `host`, with `extra` lines in `[fleet]`.
+    fn host(&self, host: &str, extra: &str) -> Daemon {
+        let config = format!(
+            "[fleet]\nurl = \"{}\"\nhost = \"{host}\"\n{extra}\n",
+            self.host_url(host)
+        );
+        Daemon::start_with(&[("praxis.toml", &config)], &[])
+    }
+
+    /// `praxis fleet ARGS` as the operator, from a machine of its own.
+    fn operator(&self, args: &[&str]) -> Output {
+        let mut full = vec!["fleet"];
+        full.extend_from_slice(args);
+        praxis(&self.operator_url(), &full)
+    }
+
+    fn status(&self) -> serde_json::Value {
+        let out = self.operator(&["status", "--json"]);
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Waits until every host of `names` has sent a heartbeat.
+    fn wait_joined(&self, names: &[&str]) {
+        wait(Duration::from_secs(20), "every host joined", || {
+            let status = self.status();
+            names.iter().all(|n| {
+                status["hosts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|h| h["name"] == *n && !h["last_seen_secs"].is_null())
+            })
+        });
+    }
+}
+
+/// `praxis ARGS` with `PRAXIS_FLEET_URL=url`, outside any praxisd's scratch home.
+fn praxis(url: &str, args: &[&str]) -> Output {
+    Command::new(bin("praxis"))
+        .args(args)
+        .env("PRAXIS_FLEET_URL", url)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Polls `done` until it holds, failing after `limit`; returns how long it took.
+fn wait(limit: Duration, what: &str, mut done: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "not within {limit:?}: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    start.elapsed()
+}
+
+fn killed(d: &Daemon) -> Option<String> {
+    let out = d.praxis(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["kill_switch"].as_str().map(str::to_owned)
+}
+
+fn git_push(d: &Daemon) -> Output {
+    git_push_in(d, "session-1")
+}
+
+/// `git push` in agent session `session` (each has its own retry budget).
+fn git_push_in(d: &Daemon, session: &str) -> Output {
+    d.cmd(&bin("praxis-run"))
+        .args(["--", "git", "push", "origin", "main"])
+        .env("PRAXIS_SESSION", session)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn held_id(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    signal_json(out)["request_id"].as_str().unwrap().to_owned()
+}
+
+fn repo(d: &Daemon) {
+    common::unreachable_origin_repo(&d.work());
+}
+
+fn kinds(d: &Daemon, kind: &str) -> Vec<serde_json::Value> {
+    d.events_of_kind(kind)
+}
+
+#[test]
+fn the_fleet_kill_reaches_three_hosts_within_two_seconds_and_release_works() {
+    let fleet = Fleet::start(&["a", "b", "c"]);
+    // A slow poll: the kill must arrive by notification.
+    let hosts: Vec<Daemon> = ["a", "b", "c"]
+        .iter()
+        .map(|h| fleet.host(h, "poll_secs = 30"))
+        .collect();
+    fleet.wait_joined(&["a", "b", "c"]);
+
+    // Work in flight on host a, which the kill must end.
+    let mut running = hosts[0]
+        .cmd(&bin("praxis-run"))
+        .args(["--", "sleep", "30"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait(Duration::from_secs(10), "sleep started", || {
+        !kinds(&hosts[0], "started").is_empty()
+    });
+
+    let out = fleet.operator(&["kill", "--reason", "incident 42"]);
+    assert!(out.status.success(), "{out:?}");
+    let start = Instant::now();
+    for h in &hosts {
+        wait(Duration::from_secs(2), "the kill reached a host", || {
+            killed(h).is_some()
+        });
+    }
+    assert!(start.elapsed() < Duration::from_secs(2));
+    wait(Duration::from_secs(2), "in-flight work ended", || {
+        running.try_wait().unwrap().is_some()
+    });
+    for h in &hosts {
+        // Each host's own audit chain names the fleet operator.
+        wait(Duration::from_secs(2), "the kill recorded", || {
+            kinds(h, "kill").iter().any(|e| {
+                let reason = e["reason"].as_str().unwrap_or("");
+                reason.contains("praxis_operator_ops") && reason.contains("incident 42")
+            })
+        });
+        let refused = h.run(&["--", "true"]);
+        assert_eq!(refused.status.code(), Some(126), "{refused:?}");
+    }
+    let status = fleet.status();
+    assert_eq!(status["kill"][0]["engaged"], true, "{status}");
+
+    let out = fleet.operator(&["release"]);
+    assert!(out.status.success(), "{out:?}");
+    for h in &hosts {
+        wait(Duration::from_secs(2), "the release reached a host", || {
+            killed(h).is_none()
+        });
+        assert!(h.run(&["--", "true"]).status.success());
+        wait(Duration::from_secs(2), "the release recorded", || {
+            !kinds(h, "release").is_empty()
+        });
+    }
+
+    // One host only.
+    let out = fleet.operator(&["kill", "--reason", "just b", "--host", "b"]);
+    assert!(out.status.success(), "{out:?}");
+    wait(Duration::from_secs(2), "b killed", || {
+        killed(&hosts[1]).is_some()
+    });
+    assert!(killed(&hosts[0]).is_none() && killed(&hosts[2]).is_none());
+    let out = fleet.operator(&["release", "--host", "b"]);
+    assert!(out.status.success(), "{out:?}");
+    wait(Duration::from_secs(2), "b released", || {
+        killed(&hosts[1]).is_none()
+    });
+}
+
+#[test]
+fn a_hold_on_host_a_approved_from_another_machine_runs_once_on_a() {
+    let fleet = Fleet::start(&["a", "b"]);
+    let a = fleet.host("a", "poll_secs = 30");
+    let _b = fleet.host("b", "poll_secs = 30");
+    fleet.wait_joined(&["a", "b"]);
+    repo(&a);
+
+    let request = held_id(&git_push(&a));
+    let mut listed = serde_json::Value::Null;
+    wait(Duration::from_secs(5), "the hold is listed", || {
+        let out = fleet.operator(&["pending", "--json"]);
+        listed = serde_json::from_slice(&out.stdout).unwrap();
+        !listed.as_array().unwrap().is_empty()
+    });
+    let hold = &listed[0];
+    assert_eq!(hold["host"], "a", "{listed}");
+    assert_eq!(hold["request_id"], request.as_str());
+    assert!(
+        hold["command"].as_str().unwrap().contains("git push"),
+        "{hold}"
+    );
+    assert!(!hold["reason"].as_str().unwrap().is_empty());
+    assert!(hold["grants"].is_array());
+
+    let out = fleet.operator(&["approve", hold["id"].as_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let took = wait(Duration::from_secs(1), "the approval reached a", || {
+        !kinds(&a, "approved").is_empty()
+    });
+    eprintln!("approval round trip: {took:?}");
+    let approved = &kinds(&a, "approved")[0];
+    assert!(
+        approved["reason"]
+            .as_str()
+            .unwrap()
+            .contains("fleet operator praxis_operator_ops"),
+        "{approved}"
+    );
+    // Runs once: the same push runs now, and is held again after.
+    let ran = git_push(&a);
+    assert!(!matches!(ran.status.code(), Some(125 | 126)), "{ran:?}");
+    held_id(&git_push(&a));
+    // A decision is taken once.
+    let again = fleet.operator(&["approve", hold["id"].as_str().unwrap()]);
+    assert!(!again.status.success(), "{again:?}");
+
+    // A denial from the fleet closes the next hold.
+    let next = {
+        let pending = a.praxis(&["pending", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&pending.stdout).unwrap();
+        v[0]["request_id"].as_str().unwrap().to_owned()
+    };
+    wait(Duration::from_secs(5), "the next hold is listed", || {
+        let out = fleet.operator(&["pending", "--json"]);
+        String::from_utf8_lossy(&out.stdout).contains(&next)
+    });
+    assert!(fleet.operator(&["deny", &next]).status.success());
+    wait(Duration::from_secs(1), "the denial reached a", || {
+        !kinds(&a, "denied").is_empty()
+    });
+}
+
+#[test]
+fn a_host_role_can_neither_approve_its_own_hold_nor_touch_another_hosts_rows() {
+    let fleet = Fleet::start(&["a", "b"]);
+    let a = fleet.host("a", "");
+    let b = fleet.host("b", "");
+    fleet.wait_joined(&["a", "b"]);
+    repo(&a);
+    repo(&b);
+    let request = held_id(&git_push(&a));
+    held_id(&git_push(&b));
+    wait(Duration::from_secs(5), "both holds listed", || {
+        let out = fleet.operator(&["pending", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v.as_array().unwrap().len() == 2
+    });
+    let as_a = fleet.host_url("a");
+
+    // Through the CLI with the host's own login: refused by the store.
+    let out = praxis(&as_a, &["fleet", "approve", &format!("a/{request}")]);
+    assert!(!out.status.success(), "{out:?}");
+    // And in plain SQL.
+    let digest = fleet
+        .pg
+        .psql(
+            &as_a,
+            &format!("SELECT digest FROM fleet.holds WHERE request_id = '{request}'"),
+        )
+        .unwrap();
+    assert_eq!(digest.len(), 64, "a reads its own hold: {digest}");
+    let insert = format!(
+        "INSERT INTO fleet.decisions (host, request_id, approve, digest) VALUES ('a', '{request}', true, '{digest}')"
+    );
+    let refused = fleet.pg.psql(&as_a, &insert).unwrap_err();
+    assert!(refused.contains("permission denied"), "{refused}");
+
+    // b's rows: unseen, unchangeable, and a cannot write rows in b's name.
+    let seen = fleet
+        .pg
+        .psql(&as_a, "SELECT count(*) FROM fleet.holds WHERE host = 'b'")
+        .unwrap();
+    assert_eq!(seen, "0");
+    let seen = fleet
+        .pg
+        .psql(&as_a, "SELECT count(*) FROM fleet.hosts WHERE name = 'b'")
+        .unwrap();
+    assert_eq!(seen, "0");
+    let changed = fleet
+        .pg
+        .psql(
+            &as_a,
+            "UPDATE fleet.hosts SET killed = true, policy_revision = 'forged' WHERE name = 'b' RETURNING name",
+        )
+        .unwrap();
+    assert_eq!(changed, "");
+    let forged = fleet.pg.psql(
+        &as_a,
+        "INSERT INTO fleet.holds (host, request_id, command, reason, digest) VALUES ('b', 'forged', 'x', 'x', 'x')",
+    );
+    assert!(
+        forged.unwrap_err().contains("row-level security"),
+        "a wrote a hold in b's name"
+    );
+    let kill = fleet.pg.psql(
+        &as_a,
+        "INSERT INTO fleet.kill (scope, engaged, reason) VALUES ('b', true, 'x')",
+    );
+    assert!(kill.unwrap_err().contains("permission denied"));
+    let status = fleet.status();
+    let b_row = status["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "b")
+        .unwrap()
+        .clone();
+    assert_ne!(b_row["policy_revision"], "forged", "{b_row}");
+    assert_eq!(b_row["killed"], false, "{b_row}");
+    assert!(kinds(&a, "approved").is_empty());
+}
+
+#[test]
+fn with_the_store_down_local_work_goes_on() {
+    let mut fleet = Fleet::start(&["a", "b"]);
+    let a = fleet.host("a", "");
+    let b = fleet.host("b", "kill_when_unreachable_after = \"2s\"");
+    fleet.wait_joined(&["a", "b"]);
+    fleet.pg.stop();
+    // ALLOW and STOP need no fleet, and do not wait for it.
+    let start = Instant::now();
+    assert!(a.run(&["--", "true"]).status.success());
+    let stopped = a.run(&["--", "rm", "-rf", "/"]);
+    assert_eq!(stopped.status.code(), Some(126), "{stopped:?}");
+    assert!(start.elapsed() < Duration::from_secs(2));
+    // Holds wait for a local approval.
+    repo(&a);
+    let id = held_id(&git_push(&a));
+    assert!(a.praxis(&["approve", &id]).status.success());
+    // A host told to trip when the store is unreachable does, and says why;
+    // the other goes on.
+    wait(Duration::from_secs(6), "b tripped", || killed(&b).is_some());
+    assert!(killed(&b).unwrap().contains("unreachable"));
+    assert!(killed(&a).is_none());
+    // With the store back, b's own kill is released.
+    fleet.pg.spawn();
+    wait(Duration::from_secs(10), "b released", || {
+        killed(&b).is_none()
+    });
+}
+
+#[test]
+fn init_is_idempotent_and_tls_checks_the_stores_certificate_and_name() {
+    let (ca, cert, key) = store::certificates(&["localhost"]);
+    let pg = Postgres::start_tls(&cert, &key);
+    let init = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["fleet", "init", "--json", "--operator", "ops"];
+        args.extend_from_slice(extra);
+        let out = praxis(&pg.owner_url(), &args);
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let first = init(&[]);
+    assert_eq!(first["applied"], serde_json::json!([1, 2]));
+    let password = first["created"][0]["password"].as_str().unwrap().to_owned();
+    // Again, with a host more: nothing is re-applied, the operator's
+    // password stands, the new host is made.
+    let again = init(&["--host", "late"]);
+    assert_eq!(again["applied"], serde_json::json!([]), "{again}");
+    assert_eq!(again["version"], first["version"]);
+    assert_eq!(
+        again["existing"],
+        serde_json::json!(["praxis_operator_ops"])
+    );
+    assert_eq!(again["created"][0]["role"], "praxis_host_late");
+
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca).unwrap();
+    let (other_ca, _, _) = store::certificates(&["localhost"]);
+    let other_file = dir.path().join("other.pem");
+    std::fs::write(&other_file, other_ca).unwrap();
+    let status = |host: &str, root: &Path| {
+        let params = format!("sslrootcert={}", root.display());
+        praxis(
+            &pg.tcp_url("praxis_operator_ops", &password, host, &params),
+            &["fleet", "status", "--json"],
+        )
+    };
+    // The store's own name, its own CA: verify-full passes.
+    let ok = status("localhost", &ca_file);
+    assert!(ok.status.success(), "{ok:?}");
+    // The right CA, a name the certificate does not carry: refused.
+    let wrong_name = status("127.0.0.1", &ca_file);
+    assert!(!wrong_name.status.success(), "{wrong_name:?}");
+    assert!(
+        String::from_utf8_lossy(&wrong_name.stderr).contains("not valid for name"),
+        "{wrong_name:?}"
+    );
+    // The right name, another CA: refused.
+    let wrong_ca = status("localhost", &other_file);
+    assert!(!wrong_ca.status.success(), "{wrong_ca:?}");
+    assert!(
+        String::from_utf8_lossy(&wrong_ca.stderr).contains("invalid peer certificate"),
+        "{wrong_ca:?}"
+    );
+}
+
+/// Host `host`'s records in the store: how many, and the highest seq.
+fn copied(fleet: &Fleet, host: &str) -> (usize, i64) {
+    let out = fleet
+        .pg
+        .psql(
+            &fleet.pg.owner_url(),
+            &format!("SELECT count(*) || ' ' || coalesce(max(seq), 0) FROM fleet.audit WHERE host = '{host}'"),
+        )
+        .unwrap();
+    let (n, max) = out.split_once(' ').unwrap();
+    (n.parse().unwrap(), max.parse().unwrap())
+}
+
+/// Waits until the store holds every record of `d`, once each.
+fn wait_copied(fleet: &Fleet, host: &str, d: &Daemon) {
+    let local = d.events().len();
+    wait(Duration::from_secs(10), "the audit copied", || {
+        copied(fleet, host) == (local, i64::try_from(local).unwrap())
+    });
+}
+
+#[test]
+fn every_record_of_three_hosts_is_copied_once_across_an_outage_and_verify_catches_an_edit() {
+    let mut fleet = Fleet::start(&["a", "b", "c"]);
+    let hosts: Vec<(&str, Daemon)> = ["a", "b", "c"]
+        .into_iter()
+        .map(|h| (h, fleet.host(h, "poll_secs = 1")))
+        .collect();
+    fleet.wait_joined(&["a", "b", "c"]);
+    for (_, d) in &hosts {
+        for _ in 0..3 {
+            assert!(d.run(&["--", "true"]).status.success());
+        }
+    }
+    for (name, d) in &hosts {
+        wait_copied(&fleet, name, d);
+    }
+    // The store goes away; work goes on and its records wait.
+    fleet.pg.stop();
+    let a = &hosts[0].1;
+    for _ in 0..5 {
+        assert!(a.run(&["--", "true"]).status.success());
+    }
+    fleet.pg.spawn();
+    for (name, d) in &hosts {
+        wait_copied(&fleet, name, d);
+    }
+    // Verify passes once every host has reported its head.
+    wait(Duration::from_secs(10), "verify passes", || {
+        fleet.operator(&["audit", "verify"]).status.success()
+    });
+    let out = fleet.operator(&["audit", "verify", "--json"]);
+    let checks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(checks.as_array().unwrap().len(), 3, "{checks}");
+
+    // A row edited in the store, or taken away, is found.
+    let owner = fleet.pg.owner_url();
+    let tamper_and_verify = |sql: &str, found: &str| {
+        fleet.pg.psql(&owner, sql).unwrap();
+        let out = fleet.operator(&["audit", "verify"]);
+        assert!(!out.status.success(), "{sql}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(found),
+            "{out:?}"
+        );
+    };
+    tamper_and_verify(
+        "UPDATE fleet.audit SET hash = repeat('0', 64) WHERE host = 'b' AND seq = 2",
+        "BROKEN",
+    );
+    fleet
+        .pg
+        .psql(
+            &owner,
+            "UPDATE fleet.audit SET hash = record->>'hash' WHERE host = 'b' AND seq = 2",
+        )
+        .unwrap();
+    assert!(fleet.operator(&["audit", "verify"]).status.success());
+    tamper_and_verify(
+        "DELETE FROM fleet.audit WHERE host = 'c' AND seq = 2",
+        "missing",
+    );
+    // A host cannot rewrite its own copy.
+    let rewrite = fleet.pg.psql(
+        &fleet.host_url("a"),
+        "UPDATE fleet.audit SET kind = 'x' WHERE seq = 1",
+    );
+    assert!(rewrite.unwrap_err().contains("permission denied"));
+}
+
+#[test]
+fn a_frozen_store_stalls_nothing_and_loses_or_doubles_nothing() {
+    let fleet = Fleet::start(&["a"]);
+    let a = fleet.host("a", "poll_secs = 1");
+    fleet.wait_joined(&["a"]);
+    wait_copied(&fleet, "a", &a);
+    // Frozen past the link's 5 s limit: its connection is half-open.
+    fleet.pg.pause();
+    let frozen = Instant::now();
+    while frozen.elapsed() < Duration::from_secs(8) {
+        let start = Instant::now();
+        assert!(a.run(&["--", "true"]).status.success());
+        assert!(start.elapsed() < Duration::from_secs(2));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    fleet.pg.resume();
+    wait_copied(&fleet, "a", &a);
+    // The link dialled again: orders reach the host once more.
+    let out = fleet.operator(&["kill", "--reason", "after the freeze"]);
+    assert!(out.status.success(), "{out:?}");
+    wait(Duration::from_secs(7), "the kill arrived", || {
+        killed(&a).is_some()
+    });
+    assert!(fleet.operator(&["audit", "verify"]).status.success());
+}
