@@ -52,6 +52,8 @@ struct File {
     #[serde(default)]
     api: ApiFile,
     #[serde(default)]
+    console: ConsoleFile,
+    #[serde(default)]
     sandbox: SandboxFile,
     #[serde(default)]
     tmp: TmpFile,
@@ -124,6 +126,15 @@ struct ApiFile {
     /// A loopback address (`127.0.0.1:8787`, `[::1]:8787`) to also serve
     /// the judge API on over TCP, to holders of the bearer token only.
     tcp: Option<std::net::SocketAddr>,
+}
+
+/// `[console]`: the operator's web console.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConsoleFile {
+    /// The loopback address it listens on; port 0 (the default) takes a
+    /// free port at start.
+    listen: Option<std::net::SocketAddr>,
 }
 
 /// `[snapshots]`: what reversible commands keep for `praxis undo`.
@@ -474,9 +485,17 @@ pub struct Config {
     /// The loopback address the judge API is also served on, with a bearer
     /// token; None: the unix socket only.
     pub api_tcp: Option<std::net::SocketAddr>,
+    /// The loopback address of the operator's web console: as configured
+    /// until praxisd binds it, then the address bound (its port taken).
+    pub console: std::net::SocketAddr,
     /// How long a session's private tmp dir is kept after its last use.
     pub tmp_retention: Duration,
 }
+
+/// Where the console listens unless `[console] listen` says: host
+/// loopback, a free port.
+const DEFAULT_CONSOLE: std::net::SocketAddr =
+    std::net::SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
 
 /// Default lifetime of an approval.
 pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(15 * 60);
@@ -575,8 +594,15 @@ impl Config {
                 "api.tcp must be a loopback address (127.0.0.0/8 or ::1), not {addr}"
             )));
         }
+        let console = file.console.listen.unwrap_or(DEFAULT_CONSOLE);
+        if !console.ip().is_loopback() {
+            return Err(invalid(format!(
+                "console.listen must be a loopback address (127.0.0.0/8 or ::1), not {console}"
+            )));
+        }
         Ok(Config {
             api_tcp: file.api.tcp,
+            console,
             tmp_retention: file.tmp.retention_hours.map_or(DEFAULT_TMP_RETENTION, |h| {
                 Duration::from_secs(h.saturating_mul(3600))
             }),
@@ -605,12 +631,14 @@ impl Config {
         self.layout.mode
     }
 
-    /// Praxis' own ports on this machine (the judge API's TCP port): no
-    /// command reaches them, whatever `[loopback]` opens.
+    /// Praxis' own ports on this machine (the judge API's TCP port, the
+    /// console's): no command reaches them, whatever `[loopback]` opens.
     pub fn praxis_ports(&self) -> Vec<u16> {
         self.api_tcp
             .iter()
+            .chain([&self.console])
             .map(std::net::SocketAddr::port)
+            .filter(|&port| port != 0)
             .collect()
     }
 

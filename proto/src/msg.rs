@@ -292,6 +292,8 @@ pub enum OperatorRequest {
     },
     /// Judge, recall and governance metrics from the memory store.
     MemoryStats,
+    /// A one-time login to the web console for this operator.
+    ConsoleLogin,
 }
 
 /// Where the daemon reads a brokered credential's value when a command needs it.
@@ -507,6 +509,11 @@ pub enum OperatorReply {
         var_tmp: String,
         exists: bool,
         bytes: u64,
+    },
+    /// The console's login URL: it holds a one-time token that opens a
+    /// session as the operator who asked.
+    Console {
+        url: String,
     },
 }
 

@@ -92,6 +92,8 @@ pub enum OperatorCmd {
     Session(crate::session::SessionCmd),
     /// Stop a user-mode praxisd cleanly (running commands end first).
     Stop,
+    /// The web console: print a one-time login URL and open a browser.
+    Console(crate::console::ConsoleArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -604,6 +606,7 @@ pub fn run(cmd: OperatorCmd) -> i32 {
         OperatorCmd::Cred(cmd) => cred(cmd),
         OperatorCmd::Install(cmd) => crate::install::run(cmd),
         OperatorCmd::Undo(args) => crate::undo::run(args),
+        OperatorCmd::Console(args) => crate::console::run(args),
         OperatorCmd::Session(cmd) => crate::session::run(cmd),
         OperatorCmd::Kill { reason, release } => kill(reason, release),
         OperatorCmd::Stop => match client::operator(OperatorRequest::Stop, |_| {}) {
