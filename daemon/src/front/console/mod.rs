@@ -84,7 +84,8 @@ pub async fn serve<B: Backend>(console: Arc<Console<B>>, listener: TcpListener) 
 type Reply = Response<Full<Bytes>>;
 
 /// Headers every answer carries: no framing, no inline or foreign code,
-/// no caching, no referrer (a login URL holds a token).
+/// no caching, no referrer to other sites (a form post carries its own
+/// origin, which is checked).
 fn hardened(mut response: Reply) -> Reply {
     let headers = response.headers_mut();
     for (name, value) in [
@@ -94,7 +95,7 @@ fn hardened(mut response: Reply) -> Reply {
         ),
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        (header::REFERRER_POLICY, "same-origin"),
         (header::CACHE_CONTROL, "no-store"),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
