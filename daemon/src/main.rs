@@ -342,8 +342,8 @@ async fn run(daemon: Arc<Daemon>, console: std::net::TcpListener) -> Result<i32,
     }
 
     // The operator's web console, on host loopback.
-    let console_listener = tokio::net::TcpListener::from_std(console)
-        .map_err(|e| format!("console listener: {e}"))?;
+    let console_listener =
+        tokio::net::TcpListener::from_std(console).map_err(|e| format!("console listener: {e}"))?;
     daemon.console.listening_on(daemon.config.console);
     tokio::spawn(console::serve(
         Arc::new(console::Console {

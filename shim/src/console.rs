@@ -32,7 +32,9 @@ pub fn run(args: ConsoleArgs) -> i32 {
         println!("{url}");
         return 0;
     }
-    println!("The Praxis console, for you alone (the link logs in once, within 10 minutes):\n\n    {url}\n");
+    println!(
+        "The Praxis console, for you alone (the link logs in once, within 10 minutes):\n\n    {url}\n"
+    );
     if may_open_browser() {
         let opened = Command::new("xdg-open")
             .arg(&url)

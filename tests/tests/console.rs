@@ -85,7 +85,11 @@ fn http(host: &str, method: &str, path: &str, extra: &[(&str, &str)], body: &str
     let chunked = headers.iter().any(|(n, v)| {
         n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
     });
-    let body = if chunked { dechunk(rest) } else { rest.to_owned() };
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_owned()
+    };
     Answer {
         status,
         headers,
@@ -219,7 +223,10 @@ impl Browser {
     }
 
     fn url(&self) -> String {
-        self.call("GET", "/url", &json!({})).as_str().unwrap().to_owned()
+        self.call("GET", "/url", &json!({}))
+            .as_str()
+            .unwrap()
+            .to_owned()
     }
 
     fn source(&self) -> String {
@@ -248,7 +255,11 @@ impl Browser {
 
     fn type_into(&self, css: &str, text: &str) {
         let id = self.find(css);
-        self.call("POST", &format!("/element/{id}/value"), &json!({ "text": text }));
+        self.call(
+            "POST",
+            &format!("/element/{id}/value"),
+            &json!({ "text": text }),
+        );
     }
 
     fn screenshot(&self, name: &str) -> PathBuf {
@@ -343,7 +354,13 @@ fn an_operator_approves_a_held_command_in_the_browser_and_the_audit_shows_its_ch
             &rest[..rest.find('"').unwrap()]
         })
         .collect();
-    for kind in ["decided", "approved", "approval_consumed", "started", "finished"] {
+    for kind in [
+        "decided",
+        "approved",
+        "approval_consumed",
+        "started",
+        "finished",
+    ] {
         assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
     }
     assert!(chain.contains("HOLD"));
@@ -359,12 +376,19 @@ fn an_operator_approves_a_held_command_in_the_browser_and_the_audit_shows_its_ch
     browser.screenshot("kill-tripped");
     let refused = d.run(&["--", "true"]);
     assert_eq!(refused.status.code(), Some(126), "{refused:?}");
-    assert!(signal_json(&refused)["reason"].as_str().unwrap().contains("incident 7"));
+    assert!(
+        signal_json(&refused)["reason"]
+            .as_str()
+            .unwrap()
+            .contains("incident 7")
+    );
     let killed = d.events_of_kind("kill");
     assert_eq!(killed[0]["uid"], nix::unistd::geteuid().as_raw());
     browser.click("input[name=confirm]");
     browser.click("main button[type=submit]");
-    wait_for("the released state", || browser.source().contains("Released"));
+    wait_for("the released state", || {
+        browser.source().contains("Released")
+    });
     assert_eq!(d.run(&["--", "true"]).status.code(), Some(0));
 
     browser.go(&format!("{base}/sessions"));
@@ -382,7 +406,10 @@ fn the_console_refuses_requests_without_a_session_or_a_csrf_token() {
         assert_eq!(http(&host, "GET", path, &[], "").status, 401, "{path}");
     }
     let decide = format!("request_id={id}&host=x&action=approve");
-    assert_eq!(http(&host, "POST", "/pending/decide", &[], &decide).status, 401);
+    assert_eq!(
+        http(&host, "POST", "/pending/decide", &[], &decide).status,
+        401
+    );
     let wrong = login.replace("token=", "token=0");
     assert_eq!(http(&host, "GET", &wrong, &[], "").status, 401);
 
@@ -402,7 +429,10 @@ fn the_console_refuses_requests_without_a_session_or_a_csrf_token() {
     assert_eq!(entered.status, 303);
     assert_eq!(entered.header("location"), Some("/pending"));
     let cookie = entered.header("set-cookie").unwrap().to_owned();
-    assert!(cookie.contains("; HttpOnly") && cookie.contains("; SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.contains("; HttpOnly") && cookie.contains("; SameSite=Strict"),
+        "{cookie}"
+    );
     assert_eq!(http(&host, "GET", &login, &[], "").status, 401, "spent");
     let session = cookie.split(';').next().unwrap().to_owned();
 
@@ -449,7 +479,13 @@ fn the_console_refuses_requests_without_a_session_or_a_csrf_token() {
     );
     assert_eq!(foreign.status, 403, "a foreign origin even with the token");
     let wrong_token = format!("{form}&csrf={}", "0".repeat(64));
-    let guessed = http(&host, "POST", "/pending/decide", &[("Cookie", &session)], &wrong_token);
+    let guessed = http(
+        &host,
+        "POST",
+        "/pending/decide",
+        &[("Cookie", &session)],
+        &wrong_token,
+    );
     assert_eq!(guessed.status, 403);
     assert!(d.events_of_kind("approved").is_empty());
 
@@ -466,9 +502,18 @@ fn the_console_refuses_requests_without_a_session_or_a_csrf_token() {
     assert_eq!(d.events_of_kind("approved").len(), 1);
 
     // Logged out, the cookie opens nothing.
-    let out = http(&host, "POST", "/logout", &[("Cookie", &session)], &format!("csrf={csrf}"));
+    let out = http(
+        &host,
+        "POST",
+        "/logout",
+        &[("Cookie", &session)],
+        &format!("csrf={csrf}"),
+    );
     assert_eq!(out.status, 200);
-    assert_eq!(http(&host, "GET", "/pending", &[("Cookie", &session)], "").status, 401);
+    assert_eq!(
+        http(&host, "GET", "/pending", &[("Cookie", &session)], "").status,
+        401
+    );
 }
 
 #[test]
@@ -480,7 +525,10 @@ fn the_console_is_unreachable_from_inside_a_command() {
         "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), 3)\n    print('reached')\nexcept OSError as e:\n    print('unreachable', e)\n"
     );
     // On the host, the probe reaches it.
-    let outside = Command::new("python3").args(["-c", &probe]).output().unwrap();
+    let outside = Command::new("python3")
+        .args(["-c", &probe])
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&outside.stdout).trim(), "reached");
 
     // An agent cannot ask for a login.
@@ -504,7 +552,10 @@ fn the_console_is_unreachable_from_inside_a_command() {
     let proxied = d.run(&["--", "curl", "-sS", &url]);
     assert_eq!(proxied.status.code(), Some(125), "{proxied:?}");
     let reason = signal_json(&proxied)["reason"].as_str().unwrap().to_owned();
-    assert!(reason.contains(&format!("port {port}")) && reason.contains("Praxis' own"), "{reason}");
+    assert!(
+        reason.contains(&format!("port {port}")) && reason.contains("Praxis' own"),
+        "{reason}"
+    );
     // The token was never spent from inside: it still logs in.
     assert_eq!(http(&host, "GET", &login, &[], "").status, 303);
 }

@@ -49,7 +49,12 @@ impl Backend for Local {
         vec![self.host.clone()]
     }
 
-    async fn ask(&self, host: &str, operator: Peer, request: OperatorRequest) -> Vec<OperatorReply> {
+    async fn ask(
+        &self,
+        host: &str,
+        operator: Peer,
+        request: OperatorRequest,
+    ) -> Vec<OperatorReply> {
         if host != self.host {
             return vec![OperatorReply::Refused {
                 reason: format!("no host `{host}` here (this is {})", self.host),

@@ -226,7 +226,11 @@ impl<B: Backend> Console<B> {
     }
 
     /// Asks every host, each reply tagged with its host.
-    async fn ask_all(&self, visit: &Visit, request: &OperatorRequest) -> Vec<(String, OperatorReply)> {
+    async fn ask_all(
+        &self,
+        visit: &Visit,
+        request: &OperatorRequest,
+    ) -> Vec<(String, OperatorReply)> {
         let mut all = Vec::new();
         for host in self.backend.hosts() {
             let replies = self
@@ -328,7 +332,11 @@ impl<B: Backend> Console<B> {
                             None => None,
                             Some(Ok(ttl)) => Some(ttl),
                             Some(Err(_)) => {
-                                return self.told(visit, "/pending", "the TTL is a number of seconds");
+                                return self.told(
+                                    visit,
+                                    "/pending",
+                                    "the TTL is a number of seconds",
+                                );
                             }
                         };
                         OperatorRequest::Approve {

@@ -346,7 +346,7 @@ pub fn sessions(sessions: &Tagged, snapshots: &Tagged) -> Markup {
                                 td { (host) }
                                 td { a href={ "/audit/request?host=" (host) "&id=" (s.request_id) } { (s.request_id) } }
                                 td { code { (s.workspace) } } td { (s.files) } td { (s.bytes) }
-                                td { (s.expires_at) } td { (s.restored_at.clone().unwrap_or_default()) }
+                                td { (s.expires_at) } td { (s.restored_at.map(|t| t.to_string()).unwrap_or_default()) }
                             }
                         }
                     }
