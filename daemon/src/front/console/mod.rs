@@ -273,19 +273,6 @@ impl<B: Backend> Console<B> {
                 let events = self.ask_all(visit, &request).await;
                 frame("Audit", pages::audit(query, &verify, &events))
             }
-            "/audit/request" => {
-                let (Some(host), Some(id)) = (query.get("host"), query.get("id")) else {
-                    return refusal(StatusCode::BAD_REQUEST, "which host and request?");
-                };
-                let request = OperatorRequest::AuditShow {
-                    request_id: id.to_owned(),
-                };
-                let events = self
-                    .backend
-                    .ask(host, visit.session.operator, request)
-                    .await;
-                frame("Request", pages::request(host, id, &events))
-            }
             "/kill" => {
                 let status = self.ask_all(visit, &OperatorRequest::Status).await;
                 frame("Kill switch", pages::kill(&visit.session, &status))
@@ -295,18 +282,29 @@ impl<B: Backend> Console<B> {
                 let snapshots = self.ask_all(visit, &OperatorRequest::UndoList).await;
                 frame("Sessions", pages::sessions(&sessions, &snapshots))
             }
-            "/sessions/show" => {
+            "/audit/request" | "/sessions/show" => {
+                // One thing on one host: a request's chain, or a session's
+                // timeline.
                 let (Some(host), Some(id)) = (query.get("host"), query.get("id")) else {
-                    return refusal(StatusCode::BAD_REQUEST, "which host and session?");
+                    return refusal(StatusCode::BAD_REQUEST, "which host, and which id?");
                 };
-                let request = OperatorRequest::SessionShow {
-                    session: id.to_owned(),
+                let (title, request) = if path == "/audit/request" {
+                    let request_id = id.to_owned();
+                    ("Request", OperatorRequest::AuditShow { request_id })
+                } else {
+                    let session = id.to_owned();
+                    ("Session", OperatorRequest::SessionShow { session })
                 };
-                let events = self
+                let replies = self
                     .backend
                     .ask(host, visit.session.operator, request)
                     .await;
-                frame("Session", pages::session(host, id, &events))
+                let body = if path == "/audit/request" {
+                    pages::request(host, id, &replies)
+                } else {
+                    pages::session(host, id, &replies)
+                };
+                frame(title, body)
             }
             _ => refusal(StatusCode::NOT_FOUND, "no such page"),
         }
