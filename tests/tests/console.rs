@@ -366,8 +366,42 @@ fn an_operator_approves_a_held_command_in_the_browser_and_the_audit_shows_its_ch
     assert!(chain.contains("HOLD"));
     browser.screenshot("audit-request");
 
-    // The kill switch: tripped with a reason and a confirmation, then released.
+    // Approve and remember proposes a lesson; confirmed on the Review page
+    // as an instruction, it allows the next such push with its memory.
     let base = url.split("/login").next().unwrap().to_owned();
+    browser.go(&format!("{base}/pending"));
+    browser.click(&format!(
+        "article[data-request=\"{again}\"] button[value=remember]"
+    ));
+    wait_for("the remembered approval", || {
+        browser.source().contains(&format!("approved {again}"))
+    });
+    ran(&push(&d));
+    browser.go(&format!("{base}/review"));
+    let queue = browser.source();
+    assert!(queue.contains("git push"), "{queue}");
+    assert!(queue.contains("would"), "the replay: {queue}");
+    browser.screenshot("review");
+    browser.click("article.review input[name=as_instruction]");
+    browser.click("article.review button[type=submit]");
+    wait_for("the confirmation", || {
+        browser.source().contains("the queue is empty")
+    });
+    // In a new session: the first two spent this one's retry budget.
+    let allowed = d
+        .cmd(&bin("praxis-run"))
+        .args(["--", "git", "push", "origin", "main"])
+        .env("PRAXIS_SESSION", "after-review")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    ran(&allowed);
+    let decided = d.events_of_kind("decided");
+    let last = decided.last().unwrap();
+    assert_eq!(last["decision"], "ALLOW", "{last}");
+    assert!(last["detail"]["memory_used"].is_array(), "{last}");
+
+    // The kill switch: tripped with a reason and a confirmation, then released.
     browser.go(&format!("{base}/kill"));
     browser.type_into("input[name=reason]", "incident 7");
     browser.click("input[name=confirm]");

@@ -282,6 +282,10 @@ impl<B: Backend> Console<B> {
                 let snapshots = self.ask_all(visit, &OperatorRequest::UndoList).await;
                 frame("Sessions", pages::sessions(&sessions, &snapshots))
             }
+            "/review" => {
+                let queue = self.ask_all(visit, &OperatorRequest::Review).await;
+                frame("Review", pages::review(&visit.session, &queue))
+            }
             "/audit/request" | "/sessions/show" => {
                 // One thing on one host: a request's chain, or a session's
                 // timeline.
@@ -368,6 +372,17 @@ impl<B: Backend> Console<B> {
                 };
                 (request, "/kill")
             }
+            "/review" => {
+                let Some(item_id) = field("item_id") else {
+                    return refusal(StatusCode::BAD_REQUEST, "which item?");
+                };
+                let action = match review_action(&field) {
+                    Ok(action) => action,
+                    Err(why) => return self.told(visit, "/review", &why),
+                };
+                let item_id = item_id.to_owned();
+                (OperatorRequest::ReviewAct { item_id, action }, "/review")
+            }
             _ => return refusal(StatusCode::NOT_FOUND, "no such action"),
         };
         let Some(host) = field("host") else {
@@ -393,4 +408,41 @@ impl<B: Backend> Console<B> {
         self.logins.flash(&visit.id, message.to_owned());
         see_other(back)
     }
+}
+
+/// A review action as `praxis review` sends it, from the Review page's
+/// form: the action's name and only the fields that action takes.
+fn review_action<'a>(
+    field: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<serde_json::Value, String> {
+    let action = field("action").ok_or("choose an action")?;
+    let mut object = serde_json::Map::new();
+    object.insert("action".into(), action.into());
+    let mut take = |names: &[&str]| {
+        for name in names {
+            if let Some(value) = field(name) {
+                object.insert((*name).into(), value.into());
+            }
+        }
+    };
+    match action {
+        "confirm" => {
+            let fresh_for = match field("fresh_days").map(str::parse::<i64>) {
+                None => None,
+                Some(Ok(days)) => Some(days.saturating_mul(86_400)),
+                Some(Err(_)) => return Err(String::from("fresh for: a number of days")),
+            };
+            object.insert(
+                "as_instruction".into(),
+                (field("as_instruction") == Some("yes")).into(),
+            );
+            object.insert("fresh_for".into(), fresh_for.into());
+        }
+        "edit" => take(&["summary", "content"]),
+        "restrict" => take(&["project_id", "visibility", "role"]),
+        "merge" => take(&["into"]),
+        "evidence-only" | "stale" | "reject" | "escalate" => {}
+        other => return Err(format!("no review action `{other}`")),
+    }
+    Ok(serde_json::Value::Object(object))
 }

@@ -41,7 +41,7 @@ pub fn frame(title: &str, session: &Session, flash: Option<&str>, body: Markup) 
                 a.skip href="#main" { "Skip to content" }
                 header {
                     nav aria-label="Pages" {
-                        @for (href, name) in [("/pending", "Pending"), ("/audit", "Audit"), ("/sessions", "Sessions"), ("/kill", "Kill switch")] {
+                        @for (href, name) in [("/pending", "Pending"), ("/audit", "Audit"), ("/sessions", "Sessions"), ("/review", "Review"), ("/kill", "Kill switch")] {
                             a href=(href) aria-current=[(name == title).then_some("page")] { (name) }
                         }
                     }
@@ -361,6 +361,73 @@ pub fn session(host: &str, id: &str, replies: &[OperatorReply]) -> Markup {
     html! {
         p { "Session " code { (id) } " on " (host) ": tool calls, boundaries, windows, steers and checkpoints." }
         (event_rows(events(replies).map(|e| (host, e))))
+    }
+}
+
+/// The judgment-memory review queue: each item's proposed memory, its
+/// evidence, the replay of its lesson over recent holds, and every review
+/// action.
+pub fn review(session: &Session, queue: &Tagged) -> Markup {
+    let at = |v: &Value, pointer: &str| -> String {
+        match v.pointer(pointer) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        }
+    };
+    html! {
+        p { "Proposed memories wait here until a human confirms, edits, narrows or rejects them. Nothing unconfirmed relaxes a HOLD." }
+        @for (host, reply) in queue {
+            @match reply {
+                OperatorReply::Refused { reason } => (refused(host, reason)),
+                OperatorReply::Json { value } => {
+                    @let items = value.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+                    @if items.is_empty() { p.empty { (host) ": the queue is empty." } }
+                    @for item in &items {
+                        @let id = at(item, "/item_id");
+                        article.review data-item=(id) {
+                            h2 { (at(item, "/proposed_memory/summary")) }
+                            dl {
+                                dt { "Item" } dd { code { (id) } }
+                                dt { "Host" } dd { (host) }
+                                dt { "Status" } dd { (at(item, "/review_status")) ", priority " (at(item, "/priority")) }
+                                dt { "Provenance" } dd { (at(item, "/provenance")) ", confidence " (at(item, "/confidence")) }
+                                dt { "Suggested use" } dd { (at(item, "/suggested_use_policy")) }
+                                dt { "Scope" } dd { code { (at(item, "/affected_scope")) } }
+                                dt { "Replay" } dd.replay {
+                                    (at(item, "/future_actions/sentence"))
+                                    ul { @for example in item.pointer("/future_actions/examples").and_then(Value::as_array).into_iter().flatten() {
+                                        li { code { (example.as_str().unwrap_or("")) } }
+                                    } }
+                                }
+                            }
+                            details { summary { "Evidence (the source event)" } pre { (serde_json::to_string_pretty(&item["source_event"]).unwrap_or_default()) } }
+                            details { summary { "The whole item" } pre { (serde_json::to_string_pretty(item).unwrap_or_default()) } }
+                            form method="post" action="/review" {
+                                input type="hidden" name="csrf" value=(session.csrf);
+                                input type="hidden" name="host" value=(host);
+                                input type="hidden" name="item_id" value=(id);
+                                label { "Action " select name="action" {
+                                    @for (value, name) in [("confirm", "Confirm"), ("edit", "Edit"), ("evidence-only", "Evidence only"), ("restrict", "Restrict scope"), ("stale", "Mark stale"), ("merge", "Merge into"), ("reject", "Reject"), ("escalate", "Escalate to admin")] {
+                                        option value=(value) { (name) }
+                                    }
+                                } }
+                                label { input type="checkbox" name="as_instruction" value="yes"; " as an instruction (confirm)" }
+                                label { "Fresh for (days, confirm) " input type="number" name="fresh_days" min="1"; }
+                                label { "Summary (edit) " input type="text" name="summary"; }
+                                label { "Content (edit) " input type="text" name="content"; }
+                                label { "Project (restrict) " input type="text" name="project_id"; }
+                                label { "Visibility (restrict) " input type="text" name="visibility"; }
+                                label { "Role (restrict) " input type="text" name="role"; }
+                                label { "Into item (merge) " input type="text" name="into"; }
+                                button type="submit" { "Apply" }
+                            }
+                        }
+                    }
+                },
+                _ => {},
+            }
+        }
     }
 }
 
