@@ -740,6 +740,21 @@ mod tests {
     }
 
     #[test]
+    fn the_console_listens_on_loopback_only_and_its_port_is_praxis_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |text: &str| std::fs::write(tmp.path().join(CONFIG_FILE), text).unwrap();
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.console, "127.0.0.1:0".parse().unwrap());
+        assert!(c.praxis_ports().is_empty(), "no port before it is bound");
+        write("[console]\nlisten = \"127.0.0.1:8740\"\n[api]\ntcp = \"127.0.0.1:8787\"\n");
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.praxis_ports(), vec![8787, 8740]);
+        write("[console]\nlisten = \"0.0.0.0:8740\"\n");
+        let err = Config::load(layout(tmp.path())).unwrap_err().to_string();
+        assert!(err.contains("console.listen must be a loopback"), "{err}");
+    }
+
+    #[test]
     fn unknown_keys_are_errors() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join(CONFIG_FILE), "kill_fiel = \"/x\"\n").unwrap();
