@@ -6,6 +6,7 @@
 
 pub mod console;
 pub mod hooks;
+pub mod http;
 pub mod memory_api;
 pub mod operator;
 pub mod server;

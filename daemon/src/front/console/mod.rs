@@ -19,26 +19,22 @@ mod pages;
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use maud::Markup;
 use praxis_proto::{OperatorReply, OperatorRequest};
 use tokio::net::TcpListener;
 
 use self::backend::Backend;
 use self::form::Form;
+use crate::front::http;
 use crate::logins::{Logins, Session};
 
 /// Largest form body read.
 const MAX_BODY: usize = 16 * 1024;
-
-/// How long a connection may take to send its request head.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The session cookie's name.
 const COOKIE: &str = "praxis_console";
@@ -58,8 +54,7 @@ pub async fn serve<B: Backend>(console: Arc<Console<B>>, listener: TcpListener) 
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(e) => {
-                tracing::warn!("console accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                http::accept_failed("console", &e).await;
                 continue;
             }
         };
@@ -69,14 +64,7 @@ pub async fn serve<B: Backend>(console: Arc<Console<B>>, listener: TcpListener) 
                 let console = Arc::clone(&console);
                 async move { Ok::<_, Infallible>(hardened(console.answer(request).await)) }
             });
-            let served = hyper::server::conn::http1::Builder::new()
-                .header_read_timeout(READ_TIMEOUT)
-                .timer(hyper_util::rt::TokioTimer::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
-                tracing::debug!("console connection ended: {e}");
-            }
+            http::serve_connection("console", stream, service).await;
         });
     }
 }

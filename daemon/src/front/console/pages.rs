@@ -88,13 +88,10 @@ pub fn pending(session: &Session, held: &Tagged) -> Markup {
 }
 
 pub fn pending_rows(session: &Session, held: &Tagged) -> Markup {
-    let items: Vec<(&str, &PendingItem)> = held
-        .iter()
-        .flat_map(|(host, reply)| match reply {
-            OperatorReply::Pending { items } => items.iter().map(|i| (host.as_str(), i)).collect(),
-            _ => Vec::new(),
-        })
-        .collect();
+    let items: Vec<(&str, &PendingItem)> = each(held, |r| match r {
+        OperatorReply::Pending { items } => Some(items.as_slice()),
+        _ => None,
+    });
     html! {
         @for (host, reply) in held {
             @if let OperatorReply::Refused { reason } = reply { (refused(host, reason)) }
@@ -220,11 +217,11 @@ fn verify_state(verify: &Tagged) -> Markup {
 
 pub fn audit(query: &Form, verify: &Tagged, events: &Tagged) -> Markup {
     let field = |name: &str| query.get(name).unwrap_or("").to_owned();
-    let mut rows: Vec<(&str, &Value)> = events
-        .iter()
-        .flat_map(|(host, reply)| events_of(reply).iter().map(move |e| (host.as_str(), e)))
-        .filter(|(_, e)| matches(query, e))
-        .collect();
+    let mut rows: Vec<(&str, &Value)> = each(events, |r| match r {
+        OperatorReply::Events { events } => Some(events.as_slice()),
+        _ => None,
+    });
+    rows.retain(|(_, e)| matches(query, e));
     rows.reverse();
     rows.truncate(500);
     html! {
@@ -247,13 +244,6 @@ pub fn audit(query: &Form, verify: &Tagged, events: &Tagged) -> Markup {
         }
         p { (rows.len()) " events, newest first." }
         (event_rows(rows.into_iter()))
-    }
-}
-
-fn events_of(reply: &OperatorReply) -> &[Value] {
-    match reply {
-        OperatorReply::Events { events } => events,
-        _ => &[],
     }
 }
 
@@ -316,21 +306,41 @@ pub fn kill(session: &Session, status: &Tagged) -> Markup {
     }
 }
 
+/// Every item of every host's reply that `pick` finds, with its host.
+fn each<'a, T>(
+    tagged: &'a Tagged,
+    pick: impl Fn(&'a OperatorReply) -> Option<&'a [T]>,
+) -> Vec<(&'a str, &'a T)> {
+    tagged
+        .iter()
+        .flat_map(|(host, reply)| {
+            pick(reply)
+                .unwrap_or_default()
+                .iter()
+                .map(move |item| (host.as_str(), item))
+        })
+        .collect()
+}
+
 pub fn sessions(sessions: &Tagged, snapshots: &Tagged) -> Markup {
+    let sessions = each(sessions, |r| match r {
+        OperatorReply::Sessions { items } => Some(items.as_slice()),
+        _ => None,
+    });
+    let snapshots = each(snapshots, |r| match r {
+        OperatorReply::Snapshots { items } => Some(items.as_slice()),
+        _ => None,
+    });
     html! {
         table {
             thead { tr { th { "Host" } th { "Session" } th { "Runtime" } th { "Actions" } th { "Windows" } th { "Checkpoints" } th { "Phase" } } }
             tbody {
-                @for (host, reply) in sessions {
-                    @if let OperatorReply::Sessions { items } = reply {
-                        @for s in items {
-                            tr {
-                                td { (host) }
-                                td { a href={ "/sessions/show?host=" (host) "&id=" (s.session) } { (s.session) } }
-                                td { (s.runtime) } td { (s.actions) } td { (s.windows) } td { (s.checkpoints) }
-                                td { (s.phase.clone().unwrap_or_default()) }
-                            }
-                        }
+                @for (host, s) in sessions {
+                    tr {
+                        td { (host) }
+                        td { a href={ "/sessions/show?host=" (host) "&id=" (s.session) } { (s.session) } }
+                        td { (s.runtime) } td { (s.actions) } td { (s.windows) } td { (s.checkpoints) }
+                        td { (s.phase.clone().unwrap_or_default()) }
                     }
                 }
             }
@@ -339,16 +349,12 @@ pub fn sessions(sessions: &Tagged, snapshots: &Tagged) -> Markup {
         table {
             thead { tr { th { "Host" } th { "Request" } th { "Workspace" } th { "Files" } th { "Bytes" } th { "Expires" } th { "Restored" } } }
             tbody {
-                @for (host, reply) in snapshots {
-                    @if let OperatorReply::Snapshots { items } = reply {
-                        @for s in items {
-                            tr {
-                                td { (host) }
-                                td { a href={ "/audit/request?host=" (host) "&id=" (s.request_id) } { (s.request_id) } }
-                                td { code { (s.workspace) } } td { (s.files) } td { (s.bytes) }
-                                td { (s.expires_at) } td { (s.restored_at.map(|t| t.to_string()).unwrap_or_default()) }
-                            }
-                        }
+                @for (host, s) in snapshots {
+                    tr {
+                        td { (host) }
+                        td { a href={ "/audit/request?host=" (host) "&id=" (s.request_id) } { (s.request_id) } }
+                        td { code { (s.workspace) } } td { (s.files) } td { (s.bytes) }
+                        td { (s.expires_at) } td { (s.restored_at.map(|t| t.to_string()).unwrap_or_default()) }
                     }
                 }
             }
