@@ -213,7 +213,11 @@ pub enum OperatorRequest {
     Kill {
         reason: Option<String>,
     },
-    Release,
+    Release {
+        /// Why, for the audit log.
+        #[serde(default)]
+        reason: Option<String>,
+    },
     Reload,
     AuditVerify,
     /// Checks the chain and that it holds event `seq` with hash `hash`, a

@@ -19,11 +19,12 @@ use praxis_proto::Layout;
 pub enum OperatorCmd {
     /// Engage the kill switch (refuse new work, end running work), or release it.
     Kill {
-        /// Why, for the audit log and for every agent that is refused.
+        /// Why, for the audit log (and, when engaging, for every agent that
+        /// is refused).
         #[arg(long)]
         reason: Option<String>,
         /// Release the kill switch: new work is judged again.
-        #[arg(long, conflicts_with = "reason")]
+        #[arg(long)]
         release: bool,
     },
     /// Show the daemon's mode, socket, policy revision, self-test, process tracking, kill switch and counts.
@@ -232,7 +233,9 @@ fn kill_file(layout: &Layout) -> std::path::PathBuf {
 /// removed) here, and a daemon that starts later finds it.
 fn kill(reason: Option<String>, release: bool) -> i32 {
     let request = if release {
-        OperatorRequest::Release
+        OperatorRequest::Release {
+            reason: reason.clone(),
+        }
     } else {
         OperatorRequest::Kill {
             reason: reason.clone(),

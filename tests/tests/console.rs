@@ -418,11 +418,18 @@ fn an_operator_approves_a_held_command_in_the_browser_and_the_audit_shows_its_ch
     );
     let killed = d.events_of_kind("kill");
     assert_eq!(killed[0]["uid"], nix::unistd::geteuid().as_raw());
+    browser.type_into("input[name=reason]", "incident 7 resolved");
     browser.click("input[name=confirm]");
     browser.click("main button[type=submit]");
     wait_for("the released state", || {
         browser.source().contains("Released")
     });
+    wait_for("the release's record", || {
+        !d.events_of_kind("release").is_empty()
+    });
+    let released = d.events_of_kind("release");
+    assert_eq!(released[0]["reason"], "incident 7 resolved");
+    assert_eq!(released[0]["uid"], nix::unistd::geteuid().as_raw());
     assert_eq!(d.run(&["--", "true"]).status.code(), Some(0));
 
     browser.go(&format!("{base}/sessions"));

@@ -348,14 +348,16 @@ impl<B: Backend> Console<B> {
                 if field("confirm") != Some("yes") {
                     return self.told(visit, "/kill", "not changed: tick the confirmation first");
                 }
+                let Some(reason) = field("reason").map(str::to_owned) else {
+                    return self.told(visit, "/kill", "not changed: give a reason");
+                };
                 let request = match field("action") {
-                    Some("trip") => match field("reason") {
-                        Some(reason) => OperatorRequest::Kill {
-                            reason: Some(reason.to_owned()),
-                        },
-                        None => return self.told(visit, "/kill", "not tripped: give a reason"),
+                    Some("trip") => OperatorRequest::Kill {
+                        reason: Some(reason),
                     },
-                    Some("release") => OperatorRequest::Release,
+                    Some("release") => OperatorRequest::Release {
+                        reason: Some(reason),
+                    },
                     _ => return refusal(StatusCode::BAD_REQUEST, "trip or release?"),
                 };
                 (request, "/kill")

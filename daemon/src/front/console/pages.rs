@@ -287,12 +287,8 @@ pub fn kill(session: &Session, status: &Tagged) -> Markup {
                     form method="post" action="/kill" {
                         input type="hidden" name="csrf" value=(session.csrf);
                         input type="hidden" name="host" value=(host);
-                        @if report.kill_switch.is_none() {
-                            input type="hidden" name="action" value="trip";
-                            label { "Reason " input type="text" name="reason" required; }
-                        } @else {
-                            input type="hidden" name="action" value="release";
-                        }
+                        input type="hidden" name="action" value=(if report.kill_switch.is_none() { "trip" } else { "release" });
+                        label { "Reason " input type="text" name="reason" required; }
                         label { input type="checkbox" name="confirm" value="yes" required; " I confirm" }
                         button type="submit" {
                             @if report.kill_switch.is_none() { "Trip the kill switch" } @else { "Release the kill switch" }

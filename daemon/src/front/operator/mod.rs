@@ -93,7 +93,7 @@ pub fn outside_only(request: &OperatorRequest) -> bool {
     matches!(
         request,
         OperatorRequest::Kill { .. }
-            | OperatorRequest::Release
+            | OperatorRequest::Release { .. }
             | OperatorRequest::Reload
             | OperatorRequest::Pending
             | OperatorRequest::Approve { .. }
@@ -354,8 +354,8 @@ pub async fn answer(
             .await
             .pipe_one()
         }
-        OperatorRequest::Release => {
-            blocking(daemon, move |d| match d.kill_switch.release(maker(&peer)) {
+        OperatorRequest::Release { reason } => blocking(daemon, move |d| {
+            match d.kill_switch.release(maker(&peer), reason) {
                 Ok(()) => {
                     kill_switch::on_released(&d.kill_switch, &d.audit);
                     OperatorReply::Done {
@@ -365,10 +365,10 @@ pub async fn answer(
                 Err(e) => OperatorReply::Refused {
                     reason: errors::one_line(&e),
                 },
-            })
-            .await
-            .pipe_one()
-        }
+            }
+        })
+        .await
+        .pipe_one(),
         OperatorRequest::Reload => blocking(daemon, move |d| {
             match reload::reload(d, "operator", Some(maker(&peer))) {
                 Ok(revision) => OperatorReply::Done {
