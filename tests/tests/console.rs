@@ -480,6 +480,32 @@ fn the_console_refuses_requests_without_a_session_or_a_csrf_token() {
     let page = http(&host, "GET", "/pending", &[("Cookie", &session)], "");
     assert_eq!(page.status, 200);
     assert!(page.body.contains(&id));
+    // The Audit page searches by decision and program.
+    let cookie_header = [("Cookie", session.as_str())];
+    let found = http(
+        &host,
+        "GET",
+        "/audit?decision=HOLD&program=git",
+        &cookie_header,
+        "",
+    );
+    assert!(
+        found.body.contains(&id) && found.body.contains("chain verified"),
+        "{}",
+        found.body
+    );
+    let none = http(
+        &host,
+        "GET",
+        "/audit?decision=HOLD&program=curl",
+        &cookie_header,
+        "",
+    );
+    assert!(
+        none.body.contains("<p>0 events, newest first.</p>"),
+        "{}",
+        none.body
+    );
     let csrf = page
         .body
         .split("name=\"csrf\" value=\"")
