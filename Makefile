@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: build release install test lint fmt bench demo clean deb deb-check bench-process openclaw-plugin postgres bench-fleet
+.PHONY: build release install test lint fmt bench demo clean deb deb-check bench-process openclaw-plugin postgres bench-fleet browser
 
 build:
 	$(CARGO) build --workspace --bins
@@ -93,7 +93,18 @@ postgres:
 	  fi; \
 	fi
 
-test: build postgres $(VENV)/installed $(NODE_PACKAGES)
+# The headless browser tests/tests/console.rs drives the web console with:
+# Debian's Chromium and its WebDriver, installed when missing and make runs
+# as root on Debian; elsewhere the test says it is skipped.
+BROWSER := $(if $(wildcard /usr/bin/chromedriver),,browser)
+
+browser:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }; \
+	else echo "make: no chromium-driver; the console's browser test is skipped (Debian: apt-get install chromium chromium-driver)"; fi
+
+test: build postgres $(VENV)/installed $(NODE_PACKAGES) $(BROWSER)
 	PRAXIS_PYTHON=$(abspath $(VENV))/bin/python $(CARGO) test --workspace --no-fail-fast
 
 lint:

@@ -56,6 +56,8 @@ struct File {
     #[serde(default)]
     api: ApiFile,
     #[serde(default)]
+    console: ConsoleFile,
+    #[serde(default)]
     sandbox: SandboxFile,
     #[serde(default)]
     tmp: TmpFile,
@@ -130,6 +132,15 @@ struct ApiFile {
     /// A loopback address (`127.0.0.1:8787`, `[::1]:8787`) to also serve
     /// the judge API on over TCP, to holders of the bearer token only.
     tcp: Option<std::net::SocketAddr>,
+}
+
+/// `[console]`: the operator's web console.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConsoleFile {
+    /// The loopback address it listens on; port 0 (the default) takes a
+    /// free port at start.
+    listen: Option<std::net::SocketAddr>,
 }
 
 /// `[snapshots]`: what reversible commands keep for `praxis undo`.
@@ -480,11 +491,19 @@ pub struct Config {
     /// The loopback address the judge API is also served on, with a bearer
     /// token; None: the unix socket only.
     pub api_tcp: Option<std::net::SocketAddr>,
+    /// The loopback address of the operator's web console: as configured
+    /// until praxisd binds it, then the address bound (its port taken).
+    pub console: std::net::SocketAddr,
     /// How long a session's private tmp dir is kept after its last use.
     pub tmp_retention: Duration,
     /// The fleet store this host joins, if any.
     pub fleet: Option<Fleet>,
 }
+
+/// Where the console listens unless `[console] listen` says: host
+/// loopback, a free port.
+const DEFAULT_CONSOLE: std::net::SocketAddr =
+    std::net::SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
 
 /// Default lifetime of an approval.
 pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(15 * 60);
@@ -584,9 +603,16 @@ impl Config {
             )));
         }
         let fleet = file.fleet.into_fleet().map_err(invalid)?;
+        let console = file.console.listen.unwrap_or(DEFAULT_CONSOLE);
+        if !console.ip().is_loopback() {
+            return Err(invalid(format!(
+                "console.listen must be a loopback address (127.0.0.0/8 or ::1), not {console}"
+            )));
+        }
         Ok(Config {
             fleet,
             api_tcp: file.api.tcp,
+            console,
             tmp_retention: file.tmp.retention_hours.map_or(DEFAULT_TMP_RETENTION, |h| {
                 Duration::from_secs(h.saturating_mul(3600))
             }),
@@ -615,12 +641,14 @@ impl Config {
         self.layout.mode
     }
 
-    /// Praxis' own ports on this machine (the judge API's TCP port): no
-    /// command reaches them, whatever `[loopback]` opens.
+    /// Praxis' own ports on this machine (the judge API's TCP port, the
+    /// console's): no command reaches them, whatever `[loopback]` opens.
     pub fn praxis_ports(&self) -> Vec<u16> {
         self.api_tcp
             .iter()
+            .chain([&self.console])
             .map(std::net::SocketAddr::port)
+            .filter(|&port| port != 0)
             .collect()
     }
 
@@ -719,6 +747,21 @@ mod tests {
             let err = Config::load(layout(tmp.path())).unwrap_err().to_string();
             assert!(err.contains("loopback"), "{outside}: {err}");
         }
+    }
+
+    #[test]
+    fn the_console_listens_on_loopback_only_and_its_port_is_praxis_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |text: &str| std::fs::write(tmp.path().join(CONFIG_FILE), text).unwrap();
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.console, "127.0.0.1:0".parse().unwrap());
+        assert!(c.praxis_ports().is_empty(), "no port before it is bound");
+        write("[console]\nlisten = \"127.0.0.1:8740\"\n[api]\ntcp = \"127.0.0.1:8787\"\n");
+        let c = Config::load(layout(tmp.path())).unwrap();
+        assert_eq!(c.praxis_ports(), vec![8787, 8740]);
+        write("[console]\nlisten = \"0.0.0.0:8740\"\n");
+        let err = Config::load(layout(tmp.path())).unwrap_err().to_string();
+        assert!(err.contains("console.listen must be a loopback"), "{err}");
     }
 
     #[test]

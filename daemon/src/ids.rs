@@ -31,6 +31,19 @@ fn id(prefix: &str) -> String {
     format!("{prefix}-{ms:012x}-{}", hex::encode(random))
 }
 
+/// A new secret: 32 bytes of the kernel's CSPRNG, hex. Unlike an id's
+/// random part, a secret is never made without them.
+pub fn secret() -> std::io::Result<String> {
+    let mut random = [0u8; 32];
+    // SAFETY: the buffer is valid for writes of its whole length for the
+    // call, and getrandom writes at most that many bytes into it.
+    let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    if usize::try_from(got).ok() != Some(random.len()) {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(hex::encode(random))
+}
+
 /// Hex SHA-256 of the canonical raw request: the command (argv elements or
 /// the shell string), the cwd and the role, each length-prefixed so no two
 /// requests share an encoding. This is what the audit store keeps instead of

@@ -31,6 +31,7 @@ pub mod egress;
 pub mod errors;
 pub mod front;
 pub mod ids;
+pub mod logins;
 pub mod paths;
 pub mod pinned;
 pub mod pipeline;

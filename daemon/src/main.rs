@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use nix::fcntl::{Flock, FlockArg};
 use praxis_daemon::config::Config;
-use praxis_daemon::front::server;
+use praxis_daemon::front::{console, server};
 use praxis_daemon::stage::kill_switch;
 use praxis_daemon::state::Daemon;
 use praxis_daemon::store::audit::{self, AuditStore, Durability, Event, EventKind};
@@ -200,7 +200,15 @@ fn start(layout: Layout) -> Result<i32, String> {
         return Ok(0);
     };
 
-    let config = Config::load(layout.clone()).map_err(|e| errors::one_line(&e))?;
+    let mut config = Config::load(layout.clone()).map_err(|e| errors::one_line(&e))?;
+    // The console's port is taken now, so that the policy knows it as one
+    // of Praxis' own from the first request on.
+    let console = std::net::TcpListener::bind(config.console)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| format!("cannot bind the console on {}: {e}", config.console))?;
+    config.console = console
+        .local_addr()
+        .map_err(|e| format!("console address: {e}"))?;
     // Pending requests, approvals, the retry budget and credential references
     // live beside the events, so they change in the events' transactions.
     let store =
@@ -255,10 +263,10 @@ fn start(layout: Layout) -> Result<i32, String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let daemon = Arc::new(Daemon::new(config, policy, store, self_test));
-    runtime.block_on(run(daemon))
+    runtime.block_on(run(daemon, console))
 }
 
-async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
+async fn run(daemon: Arc<Daemon>, console: std::net::TcpListener) -> Result<i32, String> {
     let layout = daemon.config.layout.clone();
     let mut detail = serde_json::Map::new();
     detail.insert("mode".into(), layout.mode.as_str().into());
@@ -332,6 +340,18 @@ async fn run(daemon: Arc<Daemon>) -> Result<i32, String> {
             token,
         ));
     }
+
+    // The operator's web console, on host loopback.
+    let console_listener =
+        tokio::net::TcpListener::from_std(console).map_err(|e| format!("console listener: {e}"))?;
+    daemon.console.listening_on(daemon.config.console);
+    tokio::spawn(console::serve(
+        Arc::new(console::Console {
+            backend: console::backend::Local::new(Arc::clone(&daemon)),
+            logins: Arc::clone(&daemon.console),
+        }),
+        console_listener,
+    ));
 
     // We hold the instance lock, so a socket file left here is stale.
     let _ = fs::remove_file(&layout.socket);

@@ -67,6 +67,8 @@ pub struct Daemon {
     pub credential_rows: RowCache,
     /// Where program names resolve, kept while nothing it depended on changed.
     pub programs: ProgramCache,
+    /// The web console's address and its operators' logins.
+    pub console: Arc<crate::logins::Logins>,
 }
 
 /// The shipped secret rules, compiled and checked against their examples.
@@ -119,6 +121,7 @@ impl Daemon {
             redactor: base_redactor(),
             credential_rows: RowCache::default(),
             programs: ProgramCache::default(),
+            console: Arc::new(crate::logins::Logins::new()),
         }
     }
 

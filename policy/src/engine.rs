@@ -1310,7 +1310,7 @@ impl Policy {
         j.not_relaxable = true;
         j.reason = if ctx.praxis_ports.contains(&port) {
             format!(
-                "`{closed}` is port {port} of this machine, Praxis' own API: never reachable from a command"
+                "`{closed}` is port {port} of this machine, Praxis' own API or console: never reachable from a command"
             )
         } else {
             format!(

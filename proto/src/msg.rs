@@ -213,7 +213,11 @@ pub enum OperatorRequest {
     Kill {
         reason: Option<String>,
     },
-    Release,
+    Release {
+        /// Why, for the audit log.
+        #[serde(default)]
+        reason: Option<String>,
+    },
     Reload,
     AuditVerify,
     /// Checks the chain and that it holds event `seq` with hash `hash`, a
@@ -292,6 +296,8 @@ pub enum OperatorRequest {
     },
     /// Judge, recall and governance metrics from the memory store.
     MemoryStats,
+    /// A one-time login to the web console for this operator.
+    ConsoleLogin,
 }
 
 /// Where the daemon reads a brokered credential's value when a command needs it.
@@ -507,6 +513,11 @@ pub enum OperatorReply {
         var_tmp: String,
         exists: bool,
         bytes: u64,
+    },
+    /// The console's login URL: it holds a one-time token that opens a
+    /// session as the operator who asked.
+    Console {
+        url: String,
     },
 }
 

@@ -5,6 +5,7 @@ pub mod api;
 pub mod args;
 pub mod cancel;
 pub mod client;
+pub mod console;
 pub mod contract;
 pub mod deadline;
 pub mod doctor;

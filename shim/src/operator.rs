@@ -19,11 +19,12 @@ use praxis_proto::Layout;
 pub enum OperatorCmd {
     /// Engage the kill switch (refuse new work, end running work), or release it.
     Kill {
-        /// Why, for the audit log and for every agent that is refused.
+        /// Why, for the audit log (and, when engaging, for every agent that
+        /// is refused).
         #[arg(long)]
         reason: Option<String>,
         /// Release the kill switch: new work is judged again.
-        #[arg(long, conflicts_with = "reason")]
+        #[arg(long)]
         release: bool,
     },
     /// Show the daemon's mode, socket, policy revision, self-test, process tracking, kill switch and counts.
@@ -92,6 +93,8 @@ pub enum OperatorCmd {
     Session(crate::session::SessionCmd),
     /// Stop a user-mode praxisd cleanly (running commands end first).
     Stop,
+    /// The web console: print a one-time login URL and open a browser.
+    Console(crate::console::ConsoleArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -230,7 +233,9 @@ fn kill_file(layout: &Layout) -> std::path::PathBuf {
 /// removed) here, and a daemon that starts later finds it.
 fn kill(reason: Option<String>, release: bool) -> i32 {
     let request = if release {
-        OperatorRequest::Release
+        OperatorRequest::Release {
+            reason: reason.clone(),
+        }
     } else {
         OperatorRequest::Kill {
             reason: reason.clone(),
@@ -604,6 +609,7 @@ pub fn run(cmd: OperatorCmd) -> i32 {
         OperatorCmd::Cred(cmd) => cred(cmd),
         OperatorCmd::Install(cmd) => crate::install::run(cmd),
         OperatorCmd::Undo(args) => crate::undo::run(args),
+        OperatorCmd::Console(args) => crate::console::run(args),
         OperatorCmd::Session(cmd) => crate::session::run(cmd),
         OperatorCmd::Kill { reason, release } => kill(reason, release),
         OperatorCmd::Stop => match client::operator(OperatorRequest::Stop, |_| {}) {

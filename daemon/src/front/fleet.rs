@@ -102,7 +102,10 @@ fn release_own(daemon: &Daemon) {
     if !ours {
         return;
     }
-    match daemon.kill_switch.release(itself()) {
+    match daemon
+        .kill_switch
+        .release(itself(), Some(String::from("released by the fleet")))
+    {
         Ok(()) => kill_switch::on_released(&daemon.kill_switch, &daemon.audit),
         Err(e) => tracing::error!("fleet release: {}", errors::one_line(&e)),
     }

@@ -37,6 +37,8 @@ pub struct KillSwitch {
     /// Who is changing the file through praxisd, until the change is
     /// audited (by whichever of the handler and the watcher sees it first).
     maker: Mutex<Option<Maker>>,
+    /// Why the release in progress was made, if its maker said.
+    release_reason: Mutex<Option<String>>,
     running: Arc<Children>,
     /// Between SIGTERM and SIGKILL of the work it ends.
     grace: Duration,
@@ -63,6 +65,7 @@ impl KillSwitch {
             file,
             engaged: AtomicBool::new(false),
             maker: Mutex::new(None),
+            release_reason: Mutex::new(None),
             running,
             grace,
         }
@@ -127,8 +130,12 @@ impl KillSwitch {
     }
 
     /// Removes the file, released by `by`; already absent is fine.
-    pub fn release(&self, by: Maker) -> Result<(), KillSwitchError> {
+    pub fn release(&self, by: Maker, reason: Option<String>) -> Result<(), KillSwitchError> {
         self.claim(by);
+        *self
+            .release_reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = reason;
         match std::fs::remove_file(&self.file) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(KillSwitchError::Io {
                 path: self.file.display().to_string(),
@@ -186,7 +193,16 @@ pub fn on_released(switch: &KillSwitch, audit: &AuditStore) {
     if !switch.engaged.swap(false, Ordering::SeqCst) {
         return;
     }
-    let event = Event::new(EventKind::Release).made_by(switch.take_maker());
+    let reason = switch
+        .release_reason
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    let event = Event {
+        reason,
+        ..Event::new(EventKind::Release)
+    }
+    .made_by(switch.take_maker());
     if let Err(e) = audit.append(event, Durability::Full) {
         tracing::error!(
             "audit of kill switch release failed: {}",

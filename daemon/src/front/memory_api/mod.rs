@@ -22,12 +22,10 @@ pub mod token;
 use std::convert::Infallible;
 use std::os::fd::AsFd;
 use std::sync::Arc;
-use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use praxis_memory::contract::{self, JudgeDecision, JudgeVerdict, RecallRequest};
 use praxis_memory::event::{Event as MemoryEvent, EventKind as MemoryEventKind};
 use praxis_memory::intake::{IntakeLimits, screen};
@@ -40,6 +38,7 @@ use tokio::net::{TcpListener, UnixListener};
 use self::token::ApiToken;
 use crate::conn::Peer;
 use crate::errors;
+use crate::front::http;
 use crate::front::operator::{self, memory as ops};
 use crate::pinned::{PinError, PinnedPeer};
 use crate::state::Daemon;
@@ -47,9 +46,6 @@ use crate::store::memory::{self, Maker, now};
 
 /// Largest request body read; larger is refused before it is parsed.
 const MAX_BODY: usize = 64 * 1024;
-
-/// How long a connection may take to send its request.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Who sent a request.
 #[derive(Clone, Debug)]
@@ -102,8 +98,7 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(e) => {
-                tracing::warn!("API accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                http::accept_failed("API", &e).await;
                 continue;
             }
         };
@@ -132,10 +127,7 @@ pub async fn serve_tcp(daemon: Arc<Daemon>, listener: TcpListener, token: ApiTok
     loop {
         match listener.accept().await {
             Ok((stream, _)) => connection(&daemon, owner.clone(), Some(Arc::clone(&token)), stream),
-            Err(e) => {
-                tracing::warn!("API accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            Err(e) => http::accept_failed("API", &e).await,
         }
     }
 }
@@ -159,14 +151,7 @@ where
                 Ok::<_, Infallible>(answer)
             }
         });
-        let served = hyper::server::conn::http1::Builder::new()
-            .header_read_timeout(READ_TIMEOUT)
-            .timer(hyper_util::rt::TokioTimer::new())
-            .serve_connection(TokioIo::new(stream), service)
-            .await;
-        if let Err(e) = served {
-            tracing::debug!("API connection ended: {e}");
-        }
+        http::serve_connection("API", stream, service).await;
     });
 }
 

@@ -93,7 +93,7 @@ pub fn outside_only(request: &OperatorRequest) -> bool {
     matches!(
         request,
         OperatorRequest::Kill { .. }
-            | OperatorRequest::Release
+            | OperatorRequest::Release { .. }
             | OperatorRequest::Reload
             | OperatorRequest::Pending
             | OperatorRequest::Approve { .. }
@@ -108,6 +108,7 @@ pub fn outside_only(request: &OperatorRequest) -> bool {
             | OperatorRequest::ReviewAct { .. }
             | OperatorRequest::Inspect { .. }
             | OperatorRequest::MemoryStats
+            | OperatorRequest::ConsoleLogin
     )
 }
 
@@ -290,6 +291,29 @@ pub async fn handle(
     request: OperatorRequest,
     writer: &mut Writer,
 ) {
+    let replies = match admit(daemon, &peer, process, &request) {
+        Err(refused) => {
+            record_refused(daemon, &peer, &request, &refused).await;
+            vec![OperatorReply::Refused {
+                reason: refused.reason,
+            }]
+        }
+        Ok(peer) => answer(daemon, peer, request).await,
+    };
+    for reply in replies {
+        if writer.send(&ServerMsg::Operator { reply }).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Answers `request` from `peer`, an operator already admitted for it: by
+/// [`admit`] on the socket, or by the console for a logged-in session.
+pub async fn answer(
+    daemon: &Arc<Daemon>,
+    peer: Peer,
+    request: OperatorRequest,
+) -> Vec<OperatorReply> {
     // A read sees every record queued before it, such as that of an ALLOW
     // answered a moment ago whose commit followed the answer.
     if matches!(
@@ -306,186 +330,179 @@ pub async fn handle(
     ) {
         daemon.audit.settled().await;
     }
-    let replies: Vec<OperatorReply> = match admit(daemon, &peer, process, &request) {
-        Err(refused) => {
-            record_refused(daemon, &peer, &request, &refused).await;
-            vec![OperatorReply::Refused {
-                reason: refused.reason,
-            }]
-        }
-        Ok(peer) => match request {
-            OperatorRequest::Status => vec![OperatorReply::Status(Box::new(status(daemon)))],
-            OperatorRequest::Kill { reason } => {
-                let reason = reason.unwrap_or_else(|| format!("engaged by uid {}", peer.uid));
-                blocking(daemon, move |d| {
-                    match d.kill_switch.engage(&reason, maker(&peer)) {
-                        Ok(()) => {
-                            kill_switch::on_engaged(
-                                &d.kill_switch,
-                                &d.audit,
-                                &kill_switch::Engaged { reason },
-                            );
-                            OperatorReply::Done {
-                                message: String::from("kill switch engaged"),
-                            }
-                        }
-                        Err(e) => OperatorReply::Refused {
-                            reason: errors::one_line(&e),
-                        },
-                    }
-                })
-                .await
-                .pipe_one()
-            }
-            OperatorRequest::Release => {
-                blocking(daemon, move |d| match d.kill_switch.release(maker(&peer)) {
+    match request {
+        OperatorRequest::Status => vec![OperatorReply::Status(Box::new(status(daemon)))],
+        OperatorRequest::Kill { reason } => {
+            let reason = reason.unwrap_or_else(|| format!("engaged by uid {}", peer.uid));
+            blocking(daemon, move |d| {
+                match d.kill_switch.engage(&reason, maker(&peer)) {
                     Ok(()) => {
-                        kill_switch::on_released(&d.kill_switch, &d.audit);
+                        kill_switch::on_engaged(
+                            &d.kill_switch,
+                            &d.audit,
+                            &kill_switch::Engaged { reason },
+                        );
                         OperatorReply::Done {
-                            message: String::from("kill switch released"),
+                            message: String::from("kill switch engaged"),
                         }
                     }
                     Err(e) => OperatorReply::Refused {
                         reason: errors::one_line(&e),
                     },
-                })
+                }
+            })
+            .await
+            .pipe_one()
+        }
+        OperatorRequest::Release { reason } => blocking(daemon, move |d| {
+            match d.kill_switch.release(maker(&peer), reason) {
+                Ok(()) => {
+                    kill_switch::on_released(&d.kill_switch, &d.audit);
+                    OperatorReply::Done {
+                        message: String::from("kill switch released"),
+                    }
+                }
+                Err(e) => OperatorReply::Refused {
+                    reason: errors::one_line(&e),
+                },
+            }
+        })
+        .await
+        .pipe_one(),
+        OperatorRequest::Reload => blocking(daemon, move |d| {
+            match reload::reload(d, "operator", Some(maker(&peer))) {
+                Ok(revision) => OperatorReply::Done {
+                    message: format!("policy reloaded, revision {revision}"),
+                },
+                Err(why) => OperatorReply::Refused {
+                    reason: format!("reload refused, last good policy kept: {why}"),
+                },
+            }
+        })
+        .await
+        .pipe_one(),
+        OperatorRequest::AuditVerify => blocking(daemon, |d| verified(d.audit.verify()))
+            .await
+            .pipe_one(),
+        OperatorRequest::AuditVerifyAnchor { seq, hash } => blocking(daemon, move |d| {
+            verified(
+                d.audit
+                    .verify_against(i64::try_from(seq).unwrap_or(i64::MAX), &hash),
+            )
+        })
+        .await
+        .pipe_one(),
+        OperatorRequest::AuditAnchor => {
+            let (seq, hash) = daemon.audit.head();
+            vec![OperatorReply::Done {
+                message: format!("{seq} {hash}"),
+            }]
+        }
+        OperatorRequest::AuditTail { count } => {
+            blocking(daemon, move |d| audit_reply(d.audit.tail(count as usize))).await
+        }
+        OperatorRequest::AuditAfter { seq, limit } => {
+            let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+            blocking(daemon, move |d| {
+                audit_reply(d.audit.after(seq, limit as usize))
+            })
+            .await
+        }
+        OperatorRequest::AuditShow { request_id } => {
+            blocking(daemon, move |d| show(d, &request_id)).await
+        }
+        OperatorRequest::Pending => blocking(daemon, approvals::pending).await.pipe_one(),
+        OperatorRequest::Approve {
+            request_id,
+            ttl_secs,
+            note,
+            remember,
+        } => blocking(daemon, move |d| {
+            let approved = approvals::approve(
+                d,
+                &approvals::Approver::local(&peer),
+                &request_id,
+                ttl_secs,
+                note.as_deref(),
+            );
+            if matches!(approved, OperatorReply::Done { .. }) {
+                memory::approved(d, &peer, &request_id);
+            }
+            match approved {
+                OperatorReply::Done { message } if remember => {
+                    let learned = memory::remember(d, &peer, &request_id)
+                        .unwrap_or_else(|why| format!("not remembered: {why}"));
+                    OperatorReply::Done {
+                        message: format!("{message}\n{learned}"),
+                    }
+                }
+                other => other,
+            }
+        })
+        .await
+        .pipe_one(),
+        OperatorRequest::Deny { request_id, note } => blocking(daemon, move |d| {
+            approvals::deny(
+                d,
+                &approvals::Approver::local(&peer),
+                &request_id,
+                note.as_deref(),
+            )
+        })
+        .await
+        .pipe_one(),
+        OperatorRequest::CredAdd(spec) => {
+            blocking(daemon, move |d| credentials::add(d, &peer, spec))
                 .await
                 .pipe_one()
-            }
-            OperatorRequest::Reload => blocking(daemon, move |d| {
-                match reload::reload(d, "operator", Some(maker(&peer))) {
-                    Ok(revision) => OperatorReply::Done {
-                        message: format!("policy reloaded, revision {revision}"),
-                    },
-                    Err(why) => OperatorReply::Refused {
-                        reason: format!("reload refused, last good policy kept: {why}"),
-                    },
-                }
-            })
-            .await
-            .pipe_one(),
-            OperatorRequest::AuditVerify => blocking(daemon, |d| verified(d.audit.verify()))
-                .await
-                .pipe_one(),
-            OperatorRequest::AuditVerifyAnchor { seq, hash } => blocking(daemon, move |d| {
-                verified(
-                    d.audit
-                        .verify_against(i64::try_from(seq).unwrap_or(i64::MAX), &hash),
-                )
-            })
-            .await
-            .pipe_one(),
-            OperatorRequest::AuditAnchor => {
-                let (seq, hash) = daemon.audit.head();
-                vec![OperatorReply::Done {
-                    message: format!("{seq} {hash}"),
-                }]
-            }
-            OperatorRequest::AuditTail { count } => {
-                blocking(daemon, move |d| audit_reply(d.audit.tail(count as usize))).await
-            }
-            OperatorRequest::AuditAfter { seq, limit } => {
-                let seq = i64::try_from(seq).unwrap_or(i64::MAX);
-                blocking(daemon, move |d| {
-                    audit_reply(d.audit.after(seq, limit as usize))
-                })
-                .await
-            }
-            OperatorRequest::AuditShow { request_id } => {
-                blocking(daemon, move |d| show(d, &request_id)).await
-            }
-            OperatorRequest::Pending => blocking(daemon, approvals::pending).await.pipe_one(),
-            OperatorRequest::Approve {
-                request_id,
-                ttl_secs,
-                note,
-                remember,
-            } => blocking(daemon, move |d| {
-                let approved = approvals::approve(
-                    d,
-                    &approvals::Approver::local(&peer),
-                    &request_id,
-                    ttl_secs,
-                    note.as_deref(),
-                );
-                if matches!(approved, OperatorReply::Done { .. }) {
-                    memory::approved(d, &peer, &request_id);
-                }
-                match approved {
-                    OperatorReply::Done { message } if remember => {
-                        let learned = memory::remember(d, &peer, &request_id)
-                            .unwrap_or_else(|why| format!("not remembered: {why}"));
-                        OperatorReply::Done {
-                            message: format!("{message}\n{learned}"),
-                        }
-                    }
-                    other => other,
-                }
-            })
-            .await
-            .pipe_one(),
-            OperatorRequest::Deny { request_id, note } => blocking(daemon, move |d| {
-                approvals::deny(
-                    d,
-                    &approvals::Approver::local(&peer),
-                    &request_id,
-                    note.as_deref(),
-                )
-            })
-            .await
-            .pipe_one(),
-            OperatorRequest::CredAdd(spec) => {
-                blocking(daemon, move |d| credentials::add(d, &peer, spec))
-                    .await
-                    .pipe_one()
-            }
-            OperatorRequest::CredList => blocking(daemon, credentials::list).await.pipe_one(),
-            OperatorRequest::CredRevoke { name } => {
-                blocking(daemon, move |d| credentials::revoke(d, &peer, &name))
-                    .await
-                    .pipe_one()
-            }
-            OperatorRequest::Undo { request_id, force } => {
-                blocking(daemon, move |d| undo(d, &peer, &request_id, force))
-                    .await
-                    .pipe_one()
-            }
-            OperatorRequest::UndoList => blocking(daemon, undo_list).await.pipe_one(),
-            OperatorRequest::Stop => vec![stop(daemon)],
-            OperatorRequest::SessionList => blocking(daemon, sessions::list).await.pipe_one(),
-            OperatorRequest::SessionShow { session } => {
-                blocking(daemon, move |d| {
-                    let mut replies = vec![sessions::private_tmp(d, &session)];
-                    replies.extend(audit_reply(d.audit.by_session(&session)));
-                    replies
-                })
-                .await
-            }
-            OperatorRequest::Review => blocking(daemon, memory::queue).await.pipe_one(),
-            OperatorRequest::ReviewAct { item_id, action } => {
-                blocking(daemon, move |d| memory::act(d, &peer, &item_id, action))
-                    .await
-                    .pipe_one()
-            }
-            OperatorRequest::Inspect { memory_id } => {
-                blocking(daemon, move |d| memory::inspect(d, &memory_id))
-                    .await
-                    .pipe_one()
-            }
-            OperatorRequest::MemoryStats => blocking(daemon, memory::stats).await.pipe_one(),
-            OperatorRequest::AuditExport { since } => {
-                blocking(daemon, move |d| match since {
-                    Some(ts) => audit_reply(d.audit.since(&ts)),
-                    None => audit_reply(d.audit.after(0, usize::MAX)),
-                })
-                .await
-            }
-        },
-    };
-    for reply in replies {
-        if writer.send(&ServerMsg::Operator { reply }).await.is_err() {
-            return;
         }
+        OperatorRequest::CredList => blocking(daemon, credentials::list).await.pipe_one(),
+        OperatorRequest::CredRevoke { name } => {
+            blocking(daemon, move |d| credentials::revoke(d, &peer, &name))
+                .await
+                .pipe_one()
+        }
+        OperatorRequest::Undo { request_id, force } => {
+            blocking(daemon, move |d| undo(d, &peer, &request_id, force))
+                .await
+                .pipe_one()
+        }
+        OperatorRequest::UndoList => blocking(daemon, undo_list).await.pipe_one(),
+        OperatorRequest::Stop => vec![stop(daemon)],
+        OperatorRequest::SessionList => blocking(daemon, sessions::list).await.pipe_one(),
+        OperatorRequest::SessionShow { session } => {
+            blocking(daemon, move |d| {
+                let mut replies = vec![sessions::private_tmp(d, &session)];
+                replies.extend(audit_reply(d.audit.by_session(&session)));
+                replies
+            })
+            .await
+        }
+        OperatorRequest::Review => blocking(daemon, memory::queue).await.pipe_one(),
+        OperatorRequest::ReviewAct { item_id, action } => {
+            blocking(daemon, move |d| memory::act(d, &peer, &item_id, action))
+                .await
+                .pipe_one()
+        }
+        OperatorRequest::Inspect { memory_id } => {
+            blocking(daemon, move |d| memory::inspect(d, &memory_id))
+                .await
+                .pipe_one()
+        }
+        OperatorRequest::MemoryStats => blocking(daemon, memory::stats).await.pipe_one(),
+        OperatorRequest::AuditExport { since } => {
+            blocking(daemon, move |d| match since {
+                Some(ts) => audit_reply(d.audit.since(&ts)),
+                None => audit_reply(d.audit.after(0, usize::MAX)),
+            })
+            .await
+        }
+        OperatorRequest::ConsoleLogin => vec![match daemon.console.mint(peer) {
+            Ok(url) => OperatorReply::Console { url },
+            Err(e) => OperatorReply::Refused {
+                reason: errors::one_line(&e),
+            },
+        }],
     }
 }
 
