@@ -389,6 +389,18 @@ struct Parsed<'a> {
 }
 
 fn parse_args<'a>(args: &'a [Word], value_flags: &[String]) -> Parsed<'a> {
+    parse_program_args(args, value_flags, &[], &[])
+}
+
+/// [`parse_args`] for a program-table entry: words matching `dash_operands`
+/// are operands, and a long flag that only begins options of `long_options`
+/// is each of them.
+fn parse_program_args<'a>(
+    args: &'a [Word],
+    value_flags: &[String],
+    dash_operands: &[String],
+    long_options: &[String],
+) -> Parsed<'a> {
     let takes_value = |f: &str| value_flags.iter().any(|v| v == f);
     let mut out = Parsed {
         flags: Vec::new(),
@@ -401,7 +413,12 @@ fn parse_args<'a>(args: &'a [Word], value_flags: &[String]) -> Parsed<'a> {
         let word = &args[i];
         let t = word.text.as_str();
         i += 1;
-        if only_operands || word.dynamic || t.len() < 2 || !t.starts_with('-') {
+        if only_operands
+            || word.dynamic
+            || t.len() < 2
+            || !t.starts_with('-')
+            || dash_operands.iter().any(|p| table::glob_match(p, t))
+        {
             out.operands.push(word);
             continue;
         }
@@ -415,6 +432,17 @@ fn parse_args<'a>(args: &'a [Word], value_flags: &[String]) -> Parsed<'a> {
                 Some((n, v)) => (&t[..n.len() + 2], Some(v)),
                 None => (t, None),
             };
+            let spelled: Vec<&str> = if long_options.iter().any(|o| o == name) {
+                Vec::new()
+            } else {
+                long_options
+                    .iter()
+                    .filter(|o| o.starts_with(name))
+                    .map(String::as_str)
+                    .collect()
+            };
+            let name = spelled.first().copied().unwrap_or(name);
+            out.flags.extend(spelled.iter().skip(1).map(|s| (*s).to_owned()));
             out.flags.push(name.to_owned());
             match value {
                 Some(v) => out.values.push((name.to_owned(), v)),
@@ -648,7 +676,12 @@ impl Classifier<'_, '_> {
     }
 
     fn table_entry(&self, program: &str, entry: &Program, args: &[Word], facts: &mut Facts) {
-        let parsed = parse_args(args, &entry.takes_value);
+        let parsed = parse_program_args(
+            args,
+            &entry.takes_value,
+            &entry.dash_operands,
+            &entry.long_options,
+        );
         let sub = entry
             .subs
             .iter()

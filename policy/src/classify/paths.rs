@@ -87,7 +87,8 @@ impl PathClass {
     }
 }
 
-/// A path list entry: absolute or under home, optionally ending in a `*` prefix glob.
+/// A path list entry: absolute or under home, optionally ending in a `*` prefix
+/// glob; a component that is only `*` stands for any one name (`/proc/*/environ`).
 #[derive(Clone, Debug)]
 pub struct PathPattern {
     under_home: bool,
@@ -111,8 +112,10 @@ impl PathPattern {
             Some(r) => (r, true),
             None => (rest.trim_end_matches('/'), false),
         };
-        if rest.contains(['*', '?', '[']) {
-            return Err(format!("path `{entry}` may only glob with a trailing `*`"));
+        if rest.split('/').any(|c| c != "*" && c.contains(['*', '?', '['])) {
+            return Err(format!(
+                "path `{entry}` may only glob with a trailing `*` or a `*` component"
+            ));
         }
         Ok(PathPattern {
             under_home,
@@ -123,6 +126,9 @@ impl PathPattern {
 
     /// Whether `path` (normalized, absolute) is this entry or inside it.
     pub fn covers(&self, path: &str, home: &str) -> bool {
+        if self.rest.split('/').any(|c| c == "*") {
+            return self.could_name(path, home);
+        }
         let rest_of = |base: &str| -> Option<usize> {
             // `base` is "" for `/`-rooted entries, home otherwise.
             let p = path.strip_prefix(base)?;
@@ -148,6 +154,42 @@ impl PathPattern {
 }
 
 impl PathPattern {
+    /// Whether the pathname pattern `pattern` (normalized, absolute; `*`, `?`
+    /// and `[…]` in its components) could name this entry, something inside
+    /// it, or a directory that holds it: each of its components could be the
+    /// entry's component at that place.
+    pub fn could_name(&self, pattern: &str, home: &str) -> bool {
+        if self.under_home && home.is_empty() {
+            return false;
+        }
+        let base = if self.under_home { home } else { "" };
+        let entry = format!("{base}/{}", self.rest);
+        let mut wanted: Vec<&str> = entry.split('/').filter(|c| !c.is_empty()).collect();
+        if self.prefix && self.rest.ends_with('/') {
+            // `/etc/*`: anything strictly inside `/etc`.
+            wanted.push("");
+        } else if !self.prefix && wanted.is_empty() {
+            return true;
+        }
+        let given: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
+        if given.len() < wanted.len() && !given.last().is_some_and(|c| has_glob(c)) {
+            return false;
+        }
+        let last = wanted.len() - 1;
+        given.iter().zip(&wanted).enumerate().all(|(i, (g, w))| {
+            let w = if self.prefix && i == last {
+                format!("{w}*")
+            } else {
+                (*w).to_owned()
+            };
+            if has_glob(g) || has_glob(&w) {
+                patterns_meet(g, &w)
+            } else {
+                *g == w
+            }
+        })
+    }
+
     /// Whether this entry lies strictly inside directory `dir` (normalized, absolute).
     pub fn lies_within(&self, dir: &str, home: &str) -> bool {
         if self.under_home && home.is_empty() {
@@ -210,6 +252,74 @@ fn has_glob(component: &str) -> bool {
     component.contains(['*', '?', '['])
 }
 
+/// Whether some name matches both pathname patterns `a` and `b` (`*`, `?`,
+/// `[…]`; everything else literal). A bracket is taken as any one character,
+/// so the answer errs towards yes.
+fn patterns_meet(a: &str, b: &str) -> bool {
+    fn token(s: &[char]) -> (Option<char>, usize) {
+        match s[0] {
+            '?' => (None, 1),
+            '[' => match s.iter().skip(2).position(|&c| c == ']') {
+                Some(end) => (None, end + 3),
+                None => (Some('['), 1),
+            },
+            c => (Some(c), 1),
+        }
+    }
+    fn meet(a: &[char], b: &[char]) -> bool {
+        match (a.first(), b.first()) {
+            (None, None) => true,
+            (Some('*'), _) => meet(&a[1..], b) || (!b.is_empty() && meet(a, &b[token(b).1..])),
+            (_, Some('*')) => meet(b, a),
+            (None, _) | (_, None) => false,
+            _ => {
+                let ((ca, la), (cb, lb)) = (token(a), token(b));
+                (ca.is_none() || cb.is_none() || ca == cb) && meet(&a[la..], &b[lb..])
+            }
+        }
+    }
+    // The shell's patterns name a leading dot only with a dot.
+    let hidden = |s: &str| s.starts_with('.');
+    if hidden(a) != hidden(b) && !(a.is_empty() || b.is_empty()) {
+        return false;
+    }
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    meet(&a, &b)
+}
+
+/// Whether a word's text (absolute, with globs or braces) could name an entry of `list`.
+fn could_name_one_of(list: &[PathPattern], text: &str, home: &str) -> bool {
+    brace_alternatives(text).iter().any(|alt| {
+        let alt = normalize(alt);
+        list.iter().any(|p| p.could_name(&alt, home))
+    })
+}
+
+/// The words a brace expression stands for (`~/.{ssh,aws}/x`: two), at most
+/// `LIMIT`; a text without one stands for itself.
+fn brace_alternatives(text: &str) -> Vec<String> {
+    const LIMIT: usize = 64;
+    let mut out = vec![text.to_owned()];
+    let mut done = Vec::new();
+    while let Some(word) = out.pop() {
+        let open = word.find('{');
+        let close = open.and_then(|o| word[o..].find('}').map(|c| o + c));
+        let (Some(open), Some(close)) = (open, close) else {
+            done.push(word);
+            continue;
+        };
+        let inner = &word[open + 1..close];
+        if !inner.contains(',') || done.len() + out.len() >= LIMIT {
+            done.push(word);
+            continue;
+        }
+        for alt in inner.split(',') {
+            out.push(format!("{}{alt}{}", &word[..open], &word[close + 1..]));
+        }
+    }
+    done
+}
+
 impl PathLists {
     /// Locates and classifies a path word. `deleting` marks accesses that remove
     /// the path, so an ancestor of a protected name counts as protected.
@@ -238,8 +348,13 @@ impl PathLists {
                 return unknown(classes);
             }
             format!("{}{}", frame.home, &literal[1..])
-        } else if literal.starts_with('~') {
-            // `~user`: another user's home.
+        } else if let Some(user) = literal.strip_prefix('~') {
+            // `~user`: another user's home, where ever it lies; itself or
+            // all of it is a home.
+            let named = user.split_once('/').map_or("", |(_, rest)| rest);
+            if matches!(named, "" | "*") {
+                classes |= PathClass::Home.bit();
+            }
             return unknown(classes);
         } else if literal.starts_with('/') {
             literal.to_owned()
@@ -249,6 +364,17 @@ impl PathLists {
                 None => return unknown(classes | PathClass::Dynamic.bit()),
             }
         };
+        // A glob or brace that could name a secret or a system file names it.
+        if word.glob || word.dynamic {
+            for (list, class) in [
+                (&self.secrets, PathClass::Secret),
+                (&self.critical, PathClass::Critical),
+            ] {
+                if could_name_one_of(list, &absolute, frame.home) {
+                    classes |= class.bit();
+                }
+            }
+        }
         // A glob component: judge the directory it enumerates. `*` takes all of
         // it; a filtered glob (`*.o`) only some entries, so not the directory
         // itself (but still anything in a system tree).

@@ -376,6 +376,14 @@ pub struct ProgramSpec {
     /// The program needs an interactive terminal.
     #[serde(default)]
     pub interactive: bool,
+    /// Words that begin with `-` but are operands (`*` globs): `chmod`'s
+    /// symbolic modes (`-x`, `-rwx`).
+    #[serde(default)]
+    pub dash_operands: Vec<String>,
+    /// The program takes any unambiguous prefix of a long option (`git push
+    /// --forc`): a prefix given is judged as every listed option it begins.
+    #[serde(default)]
+    pub long_option_prefixes: bool,
     #[serde(default)]
     pub note: String,
     /// Flags that make any run of it a dry run: read-only (T0), unless
