@@ -535,6 +535,10 @@ pub struct RuleSpec {
     /// Last resort: a regex over the canonical command text.
     #[serde(default)]
     pub regex: Option<String>,
+    /// The rule does not match a command whose canonical text matches this
+    /// regex (a narrow exception).
+    #[serde(default)]
+    pub not_regex: Option<String>,
     #[serde(default)]
     pub tier: Option<TierSpec>,
     #[serde(default)]
