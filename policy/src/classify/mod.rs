@@ -224,6 +224,32 @@ pub struct Language {
     pub write_calls: AhoCorasick,
     pub write_modes: AhoCorasick,
     pub in_place_flags: Vec<String>,
+    pub stdin_data_modules: Vec<String>,
+    pub interactive_flags: Vec<String>,
+}
+
+impl Language {
+    /// Whether `cmd`, this language's interpreter as classified in `facts`,
+    /// takes code from standard input: no inline code and no script but `-`
+    /// or standard input itself, a module not known to read data there, or
+    /// an interactive flag.
+    fn code_from_stdin(&self, cmd: &SimpleCommand, facts: &Facts) -> bool {
+        if cmd.args.iter().any(|a| self.interactive_flags.contains(&a.text)) {
+            return true;
+        }
+        if facts.has(Fact::InlineCode) {
+            return false;
+        }
+        let Some(first) = facts.operands.first() else {
+            return true;
+        };
+        let module = cmd
+            .args
+            .windows(2)
+            .any(|w| w[0].text == "-m" && w[1].text == *first);
+        matches!(first.as_str(), "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+            || (module && !self.stdin_data_modules.contains(first))
+    }
 }
 
 /// `[argument_paths]`, compiled.
@@ -330,6 +356,8 @@ impl Tables {
                 write_calls: automaton(&lang.write_calls)?,
                 write_modes: automaton(&lang.write_modes)?,
                 in_place_flags: lang.in_place_flags.clone(),
+                stdin_data_modules: lang.stdin_data_modules.clone(),
+                interactive_flags: lang.interactive_flags.clone(),
             });
         }
         Ok((languages, language_of))
@@ -1623,7 +1651,8 @@ impl Classifier<'_, '_> {
                     .iter()
                     .filter_map(|&j| script.commands.get(j))
                     .collect();
-                if sources.iter().any(|s| self.tables.emits_fetched(s)) {
+                let code_from_stdin = lang.is_none_or(|l| l.code_from_stdin(cmd, facts));
+                if code_from_stdin && sources.iter().any(|s| self.tables.emits_fetched(s)) {
                     facts.set(Fact::FetchToInterpreter);
                 } else if let Some(lang) = lang {
                     let reads_stdin = facts.operands.is_empty()

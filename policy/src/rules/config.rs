@@ -280,6 +280,13 @@ pub struct LanguageSpec {
     /// Flags with which the file operands after the code are rewritten (`perl -pi`).
     #[serde(default)]
     pub in_place_flags: Vec<String>,
+    /// Modules (`-m NAME`) that read standard input as data, not code.
+    #[serde(default)]
+    pub stdin_data_modules: Vec<String>,
+    /// Flags after which the interpreter reads code from standard input
+    /// even when given a script (`-i`).
+    #[serde(default)]
+    pub interactive_flags: Vec<String>,
 }
 
 /// How a program's operands (non-flag arguments) are used.
