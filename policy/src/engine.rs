@@ -1486,6 +1486,12 @@ impl Policy {
         if !self.rules.rules.iter().any(Rule::wants_existence) {
             return Vec::new();
         }
+        self.paths_named(analysis, context)
+    }
+
+    /// Every path the request names (absolute, as named), to be resolved
+    /// through symbolic links into [`Context::links`].
+    pub fn paths_named(&self, analysis: &Analysis, context: &Context) -> Vec<PathBuf> {
         let facts = classify_script(
             &analysis.script,
             &self.tables,
@@ -1849,6 +1855,7 @@ impl Dirs {
             private_tmpdir: false,
             git_remotes: &ctx.git_remotes,
             tools: &ctx.tools,
+            links: &ctx.links,
         }
     }
 }

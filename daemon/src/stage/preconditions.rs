@@ -212,6 +212,16 @@ pub fn gather(
         .into_iter()
         .filter(|p| on_host(p, &tmp_dir, own).exists())
         .collect();
+    // Paths that lead elsewhere through symbolic links: judged as what they
+    // lead to as well (a link in the workspace to a secret).
+    context.links = policy
+        .paths_named(analysis, &context)
+        .into_iter()
+        .filter_map(|named| {
+            let target = host::link_target(&on_host(&named, &tmp_dir, own))?;
+            Some((named, target))
+        })
+        .collect();
     // Programs named by a path in a writable tree (`/tmp/a.out` in the
     // private /tmp too): a project's own tool?
     context.tools = policy

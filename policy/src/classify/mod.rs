@@ -234,7 +234,11 @@ impl Language {
     /// or standard input itself, a module not known to read data there, or
     /// an interactive flag.
     fn code_from_stdin(&self, cmd: &SimpleCommand, facts: &Facts) -> bool {
-        if cmd.args.iter().any(|a| self.interactive_flags.contains(&a.text)) {
+        if cmd
+            .args
+            .iter()
+            .any(|a| self.interactive_flags.contains(&a.text))
+        {
             return true;
         }
         if facts.has(Fact::InlineCode) {
@@ -247,8 +251,10 @@ impl Language {
             .args
             .windows(2)
             .any(|w| w[0].text == "-m" && w[1].text == *first);
-        matches!(first.as_str(), "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
-            || (module && !self.stdin_data_modules.contains(first))
+        matches!(
+            first.as_str(),
+            "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0"
+        ) || (module && !self.stdin_data_modules.contains(first))
     }
 }
 
@@ -470,7 +476,8 @@ fn parse_program_args<'a>(
                     .collect()
             };
             let name = spelled.first().copied().unwrap_or(name);
-            out.flags.extend(spelled.iter().skip(1).map(|s| (*s).to_owned()));
+            out.flags
+                .extend(spelled.iter().skip(1).map(|s| (*s).to_owned()));
             out.flags.push(name.to_owned());
             match value {
                 Some(v) => out.values.push((name.to_owned(), v)),

@@ -3,7 +3,7 @@
 //! resolved on the text, `~` through [`crate::Context::home`].
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::lexical::{is_within, normalize};
 use crate::shell::Word;
@@ -112,7 +112,10 @@ impl PathPattern {
             Some(r) => (r, true),
             None => (rest.trim_end_matches('/'), false),
         };
-        if rest.split('/').any(|c| c != "*" && c.contains(['*', '?', '['])) {
+        if rest
+            .split('/')
+            .any(|c| c != "*" && c.contains(['*', '?', '[']))
+        {
             return Err(format!(
                 "path `{entry}` may only glob with a trailing `*` or a `*` component"
             ));
@@ -237,6 +240,9 @@ pub struct Frame<'a> {
     /// Programs named by a path that the host found to be a project's own
     /// tool ([`crate::Context::tools`]).
     pub tools: &'a BTreeMap<PathBuf, String>,
+    /// Named paths that lead to another file through symbolic links
+    /// ([`crate::Context::links`]).
+    pub links: &'a BTreeMap<PathBuf, PathBuf>,
 }
 
 /// A resolved path argument.
@@ -246,6 +252,14 @@ pub struct Located {
     pub path: Option<String>,
     pub classes: Classes,
 }
+
+/// The classes a path takes over from the file a link of it leads to.
+const FOLLOWED: Classes = PathClass::Secret.bit()
+    | PathClass::Critical.bit()
+    | PathClass::Praxis.bit()
+    | PathClass::BlockDevice.bit()
+    | PathClass::Autorun.bit()
+    | PathClass::Protected.bit();
 
 /// Whether an unquoted glob character is in this component.
 fn has_glob(component: &str) -> bool {
@@ -366,11 +380,12 @@ impl PathLists {
         };
         // A glob or brace that could name a secret or a system file names it.
         if word.glob || word.dynamic {
+            let whole = format!("{absolute}{}", &text[literal.len()..]);
             for (list, class) in [
                 (&self.secrets, PathClass::Secret),
                 (&self.critical, PathClass::Critical),
             ] {
-                if could_name_one_of(list, &absolute, frame.home) {
+                if could_name_one_of(list, &whole, frame.home) {
                     classes |= class.bit();
                 }
             }
@@ -395,6 +410,11 @@ impl PathLists {
         };
         let path = normalize(&absolute);
         let mut found = self.classes_of(&path, contents, frame, deleting);
+        // Through a link, the file it leads to is read or written (deleting
+        // one removes the link itself).
+        if !deleting && let Some(target) = frame.links.get(Path::new(&path)) {
+            found |= self.classes_of(&target.to_string_lossy(), contents, frame, false) & FOLLOWED;
+        }
         if filtered {
             found &=
                 !(PathClass::Root.bit() | PathClass::Home.bit() | PathClass::WorkspaceRoot.bit());
@@ -566,6 +586,7 @@ mod tests {
             private_tmpdir: true,
             git_remotes: &BTreeMap::new(),
             tools: &BTreeMap::new(),
+            links: &BTreeMap::new(),
         };
         PathClass::names(lists().locate(&word(text), &frame, deleting).classes)
     }
@@ -634,6 +655,7 @@ mod tests {
             private_tmpdir: true,
             git_remotes: &BTreeMap::new(),
             tools: &BTreeMap::new(),
+            links: &BTreeMap::new(),
         };
         let located =
             |text: &str| PathClass::names(lists().locate(&word(text), &home_in_tmp, false).classes);

@@ -326,7 +326,13 @@ mod tests {
         assert_eq!(text("\"$HOME\"/.bashrc"), "~/.bashrc");
         assert_eq!(text("~root/x"), "~root/x");
         assert!(!canon("$HOME").word.dynamic);
-        for raw in ["${HOME%/}", "${HOME%%/}", "${HOME:-/tmp}", "${HOME:?}", "\"${HOME%/}\"/"] {
+        for raw in [
+            "${HOME%/}",
+            "${HOME%%/}",
+            "${HOME:-/tmp}",
+            "${HOME:?}",
+            "\"${HOME%/}\"/",
+        ] {
             assert_eq!(text(raw).trim_end_matches('/'), "~", "{raw}");
             assert!(!canon(raw).word.dynamic, "{raw}");
         }
