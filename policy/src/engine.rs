@@ -659,7 +659,15 @@ impl Policy {
             sandbox: SandboxLists {
                 writable_caches: p.writable_caches.clone(),
                 protected: p.protected.clone(),
-                secrets: p.secrets.clone(),
+                // An entry with a `*` component (`/proc/*/environ`) is the
+                // judge's: other processes' files are kept from a command
+                // by ptrace scoping, not by a read rule.
+                secrets: p
+                    .secrets
+                    .iter()
+                    .filter(|s| !s.split('/').any(|c| c == "*"))
+                    .cloned()
+                    .collect(),
                 reads: read_trees(&patterns, &p.system_reads, &p.home_reads)?,
             },
             limits,

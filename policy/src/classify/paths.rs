@@ -572,8 +572,9 @@ mod tests {
     fn word(text: &str) -> Word {
         Word {
             text: text.into(),
-            dynamic: text.contains('$'),
-            glob: text.contains(['*', '?']),
+            // The parser marks a brace word dynamic: its value is several words.
+            dynamic: text.contains(['$', '{']),
+            glob: text.contains(['*', '?', '[']),
         }
     }
 
@@ -683,6 +684,35 @@ mod tests {
         assert_eq!(classes("build/$x", true), vec!["workspace", "dynamic"]);
         let home_dynamic = classes("~/$x", true);
         assert!(home_dynamic.contains(&"home") && home_dynamic.contains(&"dynamic"));
+    }
+
+    #[test]
+    fn a_pattern_that_could_name_a_secret_names_it() {
+        let secret = |text: &str| classes(text, false).contains(&"secret");
+        for text in [
+            "~/.ssh/id_*", "~/.ssh/id_[rd]sa", "~/.ss?/config", "~/.{ssh,aws}/x", "~/.s*",
+            "/etc/s[h]adow", "/etc/{passwd,shadow}", "~/.*/known_hosts",
+        ] {
+            assert!(secret(text), "{text}");
+        }
+        for text in ["~/*", "~/.cache/*", "src/*.rs", "/etc/*.conf", "{a,b}.txt", "~/.sshx*"] {
+            assert!(!secret(text), "{text}");
+        }
+        let environ = PathPattern::parse("/proc/*/environ").unwrap();
+        assert!(environ.covers("/proc/1/environ", ""));
+        assert!(!environ.covers("/proc/1/status", ""));
+        assert!(environ.could_name("/proc/[0-9]*/environ", ""));
+        assert!(PathPattern::parse("/proc/x*y/environ").is_err());
+        assert!(patterns_meet("id_[rd]sa", "id_rsa") && !patterns_meet("id_[rd]sa*", ".x"));
+        assert_eq!(brace_alternatives("a{b,c}d{e,f}").len(), 4);
+    }
+
+    #[test]
+    fn another_users_home_is_a_home() {
+        for text in ["~root", "~root/", "~dev/*"] {
+            assert!(classes(text, true).contains(&"home"), "{text}");
+        }
+        assert!(!classes("~dev/project/build", true).contains(&"home"));
     }
 
     #[test]
