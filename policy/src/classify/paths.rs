@@ -95,6 +95,8 @@ pub struct PathPattern {
     /// Without the leading `~` or `/`, and without a trailing `*`.
     rest: String,
     prefix: bool,
+    /// A component is `*`: matched component by component.
+    any_component: bool,
 }
 
 impl PathPattern {
@@ -124,12 +126,13 @@ impl PathPattern {
             under_home,
             rest: rest.to_owned(),
             prefix,
+            any_component: rest.split('/').any(|c| c == "*"),
         })
     }
 
     /// Whether `path` (normalized, absolute) is this entry or inside it.
     pub fn covers(&self, path: &str, home: &str) -> bool {
-        if self.rest.split('/').any(|c| c == "*") {
+        if self.any_component {
             return self.could_name(path, home);
         }
         let rest_of = |base: &str| -> Option<usize> {
@@ -166,8 +169,11 @@ impl PathPattern {
             return false;
         }
         let base = if self.under_home { home } else { "" };
-        let entry = format!("{base}/{}", self.rest);
-        let mut wanted: Vec<&str> = entry.split('/').filter(|c| !c.is_empty()).collect();
+        let mut wanted: Vec<&str> = base
+            .split('/')
+            .chain(self.rest.split('/'))
+            .filter(|c| !c.is_empty())
+            .collect();
         if self.prefix && self.rest.ends_with('/') {
             // `/etc/*`: anything strictly inside `/etc`.
             wanted.push("");
@@ -379,7 +385,7 @@ impl PathLists {
             }
         };
         // A glob or brace that could name a secret or a system file names it.
-        if word.glob || word.dynamic {
+        if word.glob || (word.dynamic && text.contains('{')) {
             let whole = format!("{absolute}{}", &text[literal.len()..]);
             for (list, class) in [
                 (&self.secrets, PathClass::Secret),
@@ -690,12 +696,25 @@ mod tests {
     fn a_pattern_that_could_name_a_secret_names_it() {
         let secret = |text: &str| classes(text, false).contains(&"secret");
         for text in [
-            "~/.ssh/id_*", "~/.ssh/id_[rd]sa", "~/.ss?/config", "~/.{ssh,aws}/x", "~/.s*",
-            "/etc/s[h]adow", "/etc/{passwd,shadow}", "~/.*/known_hosts",
+            "~/.ssh/id_*",
+            "~/.ssh/id_[rd]sa",
+            "~/.ss?/config",
+            "~/.{ssh,aws}/x",
+            "~/.s*",
+            "/etc/s[h]adow",
+            "/etc/{passwd,shadow}",
+            "~/.*/known_hosts",
         ] {
             assert!(secret(text), "{text}");
         }
-        for text in ["~/*", "~/.cache/*", "src/*.rs", "/etc/*.conf", "{a,b}.txt", "~/.sshx*"] {
+        for text in [
+            "~/*",
+            "~/.cache/*",
+            "src/*.rs",
+            "/etc/*.conf",
+            "{a,b}.txt",
+            "~/.sshx*",
+        ] {
             assert!(!secret(text), "{text}");
         }
         let environ = PathPattern::parse("/proc/*/environ").unwrap();
