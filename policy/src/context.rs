@@ -88,6 +88,10 @@ pub struct Context {
     /// path to the program name it is judged as. Any other such program is
     /// judged as the workspace's own code.
     pub tools: BTreeMap<PathBuf, String>,
+    /// Paths the request names (of [`crate::Policy::paths_named`]) that the
+    /// host resolves, through symbolic links, to another file: the path as
+    /// named to the file it leads to. A link to a secret reads the secret.
+    pub links: BTreeMap<PathBuf, PathBuf>,
 }
 
 /// The config file of the repository whose work tree is `work_tree`, as

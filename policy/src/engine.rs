@@ -659,7 +659,15 @@ impl Policy {
             sandbox: SandboxLists {
                 writable_caches: p.writable_caches.clone(),
                 protected: p.protected.clone(),
-                secrets: p.secrets.clone(),
+                // An entry with a `*` component (`/proc/*/environ`) is the
+                // judge's: other processes' files are kept from a command
+                // by ptrace scoping, not by a read rule.
+                secrets: p
+                    .secrets
+                    .iter()
+                    .filter(|s| !s.split('/').any(|c| c == "*"))
+                    .cloned()
+                    .collect(),
                 reads: read_trees(&patterns, &p.system_reads, &p.home_reads)?,
             },
             limits,
@@ -1486,6 +1494,12 @@ impl Policy {
         if !self.rules.rules.iter().any(Rule::wants_existence) {
             return Vec::new();
         }
+        self.paths_named(analysis, context)
+    }
+
+    /// Every path the request names (absolute, as named), to be resolved
+    /// through symbolic links into [`Context::links`].
+    pub fn paths_named(&self, analysis: &Analysis, context: &Context) -> Vec<PathBuf> {
         let facts = classify_script(
             &analysis.script,
             &self.tables,
@@ -1849,6 +1863,7 @@ impl Dirs {
             private_tmpdir: false,
             git_remotes: &ctx.git_remotes,
             tools: &ctx.tools,
+            links: &ctx.links,
         }
     }
 }

@@ -174,6 +174,22 @@ pub fn own_tool(path: &Path) -> Option<String> {
     (in_package && same_name && fs::metadata(&target).is_ok_and(|m| m.is_file())).then_some(name)
 }
 
+/// Where `path` leads through symbolic links (of any of its components),
+/// when that is another file: None for a path that is its own file or does
+/// not exist.
+pub fn link_target(path: &Path) -> Option<PathBuf> {
+    let target = fs::canonicalize(path).ok()?;
+    (target != path).then_some(target)
+}
+
+/// [`link_target`] of each path, for those that lead elsewhere.
+pub fn link_targets(paths: Vec<PathBuf>) -> std::collections::BTreeMap<PathBuf, PathBuf> {
+    paths
+        .into_iter()
+        .filter_map(|p| link_target(&p).map(|target| (p, target)))
+        .collect()
+}
+
 /// [`own_tool`] of each path, for those that are one.
 pub fn own_tools(paths: Vec<PathBuf>) -> std::collections::BTreeMap<PathBuf, String> {
     paths

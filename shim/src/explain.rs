@@ -178,6 +178,7 @@ fn gather_context(
         reads: Vec::new(),
         existing: Vec::new(),
         tools: Default::default(),
+        links: Default::default(),
     }
 }
 
@@ -244,6 +245,7 @@ fn judge(args: &ExplainArgs) -> Decision {
         .filter(|p| p.exists())
         .collect();
     context.tools = host::own_tools(policy.tools_to_probe(&analysis, &context));
+    context.links = host::link_targets(policy.paths_named(&analysis, &context));
     policy.decide(&request, &analysis, &context)
 }
 

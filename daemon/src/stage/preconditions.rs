@@ -212,17 +212,29 @@ pub fn gather(
         .into_iter()
         .filter(|p| on_host(p, &tmp_dir, own).exists())
         .collect();
+    // Paths that lead elsewhere through symbolic links: judged as what they
+    // lead to as well (a link in the workspace to a secret).
+    context.links = answered(policy.paths_named(analysis, &context), |p| {
+        host::link_target(&on_host(p, &tmp_dir, own))
+    });
     // Programs named by a path in a writable tree (`/tmp/a.out` in the
     // private /tmp too): a project's own tool?
-    context.tools = policy
-        .tools_to_probe(analysis, &context)
-        .into_iter()
-        .filter_map(|seen| {
-            let name = host::own_tool(&on_host(&seen, &tmp_dir, own))?;
-            Some((seen, name))
-        })
-        .collect();
+    context.tools = answered(policy.tools_to_probe(analysis, &context), |p| {
+        host::own_tool(&on_host(p, &tmp_dir, own))
+    });
     Ok(Gathered { context, path_var })
+}
+
+/// Each of `paths` with the host's answer `ask` gives about it, for those
+/// it answers.
+fn answered<T>(paths: Vec<PathBuf>, ask: impl Fn(&Path) -> Option<T>) -> BTreeMap<PathBuf, T> {
+    paths
+        .into_iter()
+        .filter_map(|p| {
+            let answer = ask(&p)?;
+            Some((p, answer))
+        })
+        .collect()
 }
 
 #[cfg(test)]

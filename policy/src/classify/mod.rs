@@ -224,6 +224,38 @@ pub struct Language {
     pub write_calls: AhoCorasick,
     pub write_modes: AhoCorasick,
     pub in_place_flags: Vec<String>,
+    pub stdin_data_modules: Vec<String>,
+    pub interactive_flags: Vec<String>,
+}
+
+impl Language {
+    /// Whether `cmd`, this language's interpreter as classified in `facts`,
+    /// takes code from standard input: no inline code and no script but `-`
+    /// or standard input itself, a module not known to read data there, or
+    /// an interactive flag.
+    fn code_from_stdin(&self, cmd: &SimpleCommand, facts: &Facts) -> bool {
+        if cmd
+            .args
+            .iter()
+            .any(|a| self.interactive_flags.contains(&a.text))
+        {
+            return true;
+        }
+        if facts.has(Fact::InlineCode) {
+            return false;
+        }
+        let Some(first) = facts.operands.first() else {
+            return true;
+        };
+        let module = cmd
+            .args
+            .windows(2)
+            .any(|w| w[0].text == "-m" && w[1].text == *first);
+        matches!(
+            first.as_str(),
+            "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0"
+        ) || (module && !self.stdin_data_modules.contains(first))
+    }
 }
 
 /// `[argument_paths]`, compiled.
@@ -330,6 +362,8 @@ impl Tables {
                 write_calls: automaton(&lang.write_calls)?,
                 write_modes: automaton(&lang.write_modes)?,
                 in_place_flags: lang.in_place_flags.clone(),
+                stdin_data_modules: lang.stdin_data_modules.clone(),
+                interactive_flags: lang.interactive_flags.clone(),
             });
         }
         Ok((languages, language_of))
@@ -389,6 +423,18 @@ struct Parsed<'a> {
 }
 
 fn parse_args<'a>(args: &'a [Word], value_flags: &[String]) -> Parsed<'a> {
+    parse_program_args(args, value_flags, &[], &[])
+}
+
+/// [`parse_args`] for a program-table entry: words matching `dash_operands`
+/// are operands, and a long flag that only begins options of `long_options`
+/// is each of them.
+fn parse_program_args<'a>(
+    args: &'a [Word],
+    value_flags: &[String],
+    dash_operands: &[String],
+    long_options: &[String],
+) -> Parsed<'a> {
     let takes_value = |f: &str| value_flags.iter().any(|v| v == f);
     let mut out = Parsed {
         flags: Vec::new(),
@@ -401,7 +447,12 @@ fn parse_args<'a>(args: &'a [Word], value_flags: &[String]) -> Parsed<'a> {
         let word = &args[i];
         let t = word.text.as_str();
         i += 1;
-        if only_operands || word.dynamic || t.len() < 2 || !t.starts_with('-') {
+        if only_operands
+            || word.dynamic
+            || t.len() < 2
+            || !t.starts_with('-')
+            || dash_operands.iter().any(|p| table::glob_match(p, t))
+        {
             out.operands.push(word);
             continue;
         }
@@ -415,6 +466,18 @@ fn parse_args<'a>(args: &'a [Word], value_flags: &[String]) -> Parsed<'a> {
                 Some((n, v)) => (&t[..n.len() + 2], Some(v)),
                 None => (t, None),
             };
+            let spelled: Vec<&str> = if long_options.iter().any(|o| o == name) {
+                Vec::new()
+            } else {
+                long_options
+                    .iter()
+                    .filter(|o| o.starts_with(name))
+                    .map(String::as_str)
+                    .collect()
+            };
+            let name = spelled.first().copied().unwrap_or(name);
+            out.flags
+                .extend(spelled.iter().skip(1).map(|s| (*s).to_owned()));
             out.flags.push(name.to_owned());
             match value {
                 Some(v) => out.values.push((name.to_owned(), v)),
@@ -648,7 +711,12 @@ impl Classifier<'_, '_> {
     }
 
     fn table_entry(&self, program: &str, entry: &Program, args: &[Word], facts: &mut Facts) {
-        let parsed = parse_args(args, &entry.takes_value);
+        let parsed = parse_program_args(
+            args,
+            &entry.takes_value,
+            &entry.dash_operands,
+            &entry.long_options,
+        );
         let sub = entry
             .subs
             .iter()
@@ -1590,7 +1658,8 @@ impl Classifier<'_, '_> {
                     .iter()
                     .filter_map(|&j| script.commands.get(j))
                     .collect();
-                if sources.iter().any(|s| self.tables.emits_fetched(s)) {
+                let code_from_stdin = lang.is_none_or(|l| l.code_from_stdin(cmd, facts));
+                if code_from_stdin && sources.iter().any(|s| self.tables.emits_fetched(s)) {
                     facts.set(Fact::FetchToInterpreter);
                 } else if let Some(lang) = lang {
                     let reads_stdin = facts.operands.is_empty()

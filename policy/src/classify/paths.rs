@@ -3,7 +3,7 @@
 //! resolved on the text, `~` through [`crate::Context::home`].
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::lexical::{is_within, normalize};
 use crate::shell::Word;
@@ -87,13 +87,16 @@ impl PathClass {
     }
 }
 
-/// A path list entry: absolute or under home, optionally ending in a `*` prefix glob.
+/// A path list entry: absolute or under home, optionally ending in a `*` prefix
+/// glob; a component that is only `*` stands for any one name (`/proc/*/environ`).
 #[derive(Clone, Debug)]
 pub struct PathPattern {
     under_home: bool,
     /// Without the leading `~` or `/`, and without a trailing `*`.
     rest: String,
     prefix: bool,
+    /// A component is `*`: matched component by component.
+    any_component: bool,
 }
 
 impl PathPattern {
@@ -111,18 +114,27 @@ impl PathPattern {
             Some(r) => (r, true),
             None => (rest.trim_end_matches('/'), false),
         };
-        if rest.contains(['*', '?', '[']) {
-            return Err(format!("path `{entry}` may only glob with a trailing `*`"));
+        if rest
+            .split('/')
+            .any(|c| c != "*" && c.contains(['*', '?', '[']))
+        {
+            return Err(format!(
+                "path `{entry}` may only glob with a trailing `*` or a `*` component"
+            ));
         }
         Ok(PathPattern {
             under_home,
             rest: rest.to_owned(),
             prefix,
+            any_component: rest.split('/').any(|c| c == "*"),
         })
     }
 
     /// Whether `path` (normalized, absolute) is this entry or inside it.
     pub fn covers(&self, path: &str, home: &str) -> bool {
+        if self.any_component {
+            return self.could_name(path, home);
+        }
         let rest_of = |base: &str| -> Option<usize> {
             // `base` is "" for `/`-rooted entries, home otherwise.
             let p = path.strip_prefix(base)?;
@@ -148,6 +160,45 @@ impl PathPattern {
 }
 
 impl PathPattern {
+    /// Whether the pathname pattern `pattern` (normalized, absolute; `*`, `?`
+    /// and `[…]` in its components) could name this entry, something inside
+    /// it, or a directory that holds it: each of its components could be the
+    /// entry's component at that place.
+    pub fn could_name(&self, pattern: &str, home: &str) -> bool {
+        if self.under_home && home.is_empty() {
+            return false;
+        }
+        let base = if self.under_home { home } else { "" };
+        let mut wanted: Vec<&str> = base
+            .split('/')
+            .chain(self.rest.split('/'))
+            .filter(|c| !c.is_empty())
+            .collect();
+        if self.prefix && self.rest.ends_with('/') {
+            // `/etc/*`: anything strictly inside `/etc`.
+            wanted.push("");
+        } else if !self.prefix && wanted.is_empty() {
+            return true;
+        }
+        let given: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
+        if given.len() < wanted.len() && !given.last().is_some_and(|c| has_glob(c)) {
+            return false;
+        }
+        let last = wanted.len() - 1;
+        given.iter().zip(&wanted).enumerate().all(|(i, (g, w))| {
+            let w = if self.prefix && i == last {
+                format!("{w}*")
+            } else {
+                (*w).to_owned()
+            };
+            if has_glob(g) || has_glob(&w) {
+                patterns_meet(g, &w)
+            } else {
+                *g == w
+            }
+        })
+    }
+
     /// Whether this entry lies strictly inside directory `dir` (normalized, absolute).
     pub fn lies_within(&self, dir: &str, home: &str) -> bool {
         if self.under_home && home.is_empty() {
@@ -195,6 +246,9 @@ pub struct Frame<'a> {
     /// Programs named by a path that the host found to be a project's own
     /// tool ([`crate::Context::tools`]).
     pub tools: &'a BTreeMap<PathBuf, String>,
+    /// Named paths that lead to another file through symbolic links
+    /// ([`crate::Context::links`]).
+    pub links: &'a BTreeMap<PathBuf, PathBuf>,
 }
 
 /// A resolved path argument.
@@ -205,9 +259,85 @@ pub struct Located {
     pub classes: Classes,
 }
 
+/// The classes a path takes over from the file a link of it leads to.
+const FOLLOWED: Classes = PathClass::Secret.bit()
+    | PathClass::Critical.bit()
+    | PathClass::Praxis.bit()
+    | PathClass::BlockDevice.bit()
+    | PathClass::Autorun.bit()
+    | PathClass::Protected.bit();
+
 /// Whether an unquoted glob character is in this component.
 fn has_glob(component: &str) -> bool {
     component.contains(['*', '?', '['])
+}
+
+/// Whether some name matches both pathname patterns `a` and `b` (`*`, `?`,
+/// `[…]`; everything else literal). A bracket is taken as any one character,
+/// so the answer errs towards yes.
+fn patterns_meet(a: &str, b: &str) -> bool {
+    fn token(s: &[char]) -> (Option<char>, usize) {
+        match s[0] {
+            '?' => (None, 1),
+            '[' => match s.iter().skip(2).position(|&c| c == ']') {
+                Some(end) => (None, end + 3),
+                None => (Some('['), 1),
+            },
+            c => (Some(c), 1),
+        }
+    }
+    fn meet(a: &[char], b: &[char]) -> bool {
+        match (a.first(), b.first()) {
+            (None, None) => true,
+            (Some('*'), _) => meet(&a[1..], b) || (!b.is_empty() && meet(a, &b[token(b).1..])),
+            (_, Some('*')) => meet(b, a),
+            (None, _) | (_, None) => false,
+            _ => {
+                let ((ca, la), (cb, lb)) = (token(a), token(b));
+                (ca.is_none() || cb.is_none() || ca == cb) && meet(&a[la..], &b[lb..])
+            }
+        }
+    }
+    // The shell's patterns name a leading dot only with a dot.
+    let hidden = |s: &str| s.starts_with('.');
+    if hidden(a) != hidden(b) && !(a.is_empty() || b.is_empty()) {
+        return false;
+    }
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    meet(&a, &b)
+}
+
+/// Whether a word's text (absolute, with globs or braces) could name an entry of `list`.
+fn could_name_one_of(list: &[PathPattern], text: &str, home: &str) -> bool {
+    brace_alternatives(text).iter().any(|alt| {
+        let alt = normalize(alt);
+        list.iter().any(|p| p.could_name(&alt, home))
+    })
+}
+
+/// The words a brace expression stands for (`~/.{ssh,aws}/x`: two), at most
+/// `LIMIT`; a text without one stands for itself.
+fn brace_alternatives(text: &str) -> Vec<String> {
+    const LIMIT: usize = 64;
+    let mut out = vec![text.to_owned()];
+    let mut done = Vec::new();
+    while let Some(word) = out.pop() {
+        let open = word.find('{');
+        let close = open.and_then(|o| word[o..].find('}').map(|c| o + c));
+        let (Some(open), Some(close)) = (open, close) else {
+            done.push(word);
+            continue;
+        };
+        let inner = &word[open + 1..close];
+        if !inner.contains(',') || done.len() + out.len() >= LIMIT {
+            done.push(word);
+            continue;
+        }
+        for alt in inner.split(',') {
+            out.push(format!("{}{alt}{}", &word[..open], &word[close + 1..]));
+        }
+    }
+    done
 }
 
 impl PathLists {
@@ -238,8 +368,13 @@ impl PathLists {
                 return unknown(classes);
             }
             format!("{}{}", frame.home, &literal[1..])
-        } else if literal.starts_with('~') {
-            // `~user`: another user's home.
+        } else if let Some(user) = literal.strip_prefix('~') {
+            // `~user`: another user's home, where ever it lies; itself or
+            // all of it is a home.
+            let named = user.split_once('/').map_or("", |(_, rest)| rest);
+            if matches!(named, "" | "*") {
+                classes |= PathClass::Home.bit();
+            }
             return unknown(classes);
         } else if literal.starts_with('/') {
             literal.to_owned()
@@ -249,6 +384,18 @@ impl PathLists {
                 None => return unknown(classes | PathClass::Dynamic.bit()),
             }
         };
+        // A glob or brace that could name a secret or a system file names it.
+        if word.glob || (word.dynamic && text.contains('{')) {
+            let whole = format!("{absolute}{}", &text[literal.len()..]);
+            for (list, class) in [
+                (&self.secrets, PathClass::Secret),
+                (&self.critical, PathClass::Critical),
+            ] {
+                if could_name_one_of(list, &whole, frame.home) {
+                    classes |= class.bit();
+                }
+            }
+        }
         // A glob component: judge the directory it enumerates. `*` takes all of
         // it; a filtered glob (`*.o`) only some entries, so not the directory
         // itself (but still anything in a system tree).
@@ -269,6 +416,11 @@ impl PathLists {
         };
         let path = normalize(&absolute);
         let mut found = self.classes_of(&path, contents, frame, deleting);
+        // Through a link, the file it leads to is read or written (deleting
+        // one removes the link itself).
+        if !deleting && let Some(target) = frame.links.get(Path::new(&path)) {
+            found |= self.classes_of(&target.to_string_lossy(), contents, frame, false) & FOLLOWED;
+        }
         if filtered {
             found &=
                 !(PathClass::Root.bit() | PathClass::Home.bit() | PathClass::WorkspaceRoot.bit());
@@ -426,8 +578,9 @@ mod tests {
     fn word(text: &str) -> Word {
         Word {
             text: text.into(),
-            dynamic: text.contains('$'),
-            glob: text.contains(['*', '?']),
+            // The parser marks a brace word dynamic: its value is several words.
+            dynamic: text.contains(['$', '{']),
+            glob: text.contains(['*', '?', '[']),
         }
     }
 
@@ -440,6 +593,7 @@ mod tests {
             private_tmpdir: true,
             git_remotes: &BTreeMap::new(),
             tools: &BTreeMap::new(),
+            links: &BTreeMap::new(),
         };
         PathClass::names(lists().locate(&word(text), &frame, deleting).classes)
     }
@@ -508,6 +662,7 @@ mod tests {
             private_tmpdir: true,
             git_remotes: &BTreeMap::new(),
             tools: &BTreeMap::new(),
+            links: &BTreeMap::new(),
         };
         let located =
             |text: &str| PathClass::names(lists().locate(&word(text), &home_in_tmp, false).classes);
@@ -535,6 +690,48 @@ mod tests {
         assert_eq!(classes("build/$x", true), vec!["workspace", "dynamic"]);
         let home_dynamic = classes("~/$x", true);
         assert!(home_dynamic.contains(&"home") && home_dynamic.contains(&"dynamic"));
+    }
+
+    #[test]
+    fn a_pattern_that_could_name_a_secret_names_it() {
+        let secret = |text: &str| classes(text, false).contains(&"secret");
+        for text in [
+            "~/.ssh/id_*",
+            "~/.ssh/id_[rd]sa",
+            "~/.ss?/config",
+            "~/.{ssh,aws}/x",
+            "~/.s*",
+            "/etc/s[h]adow",
+            "/etc/{passwd,shadow}",
+            "~/.*/known_hosts",
+        ] {
+            assert!(secret(text), "{text}");
+        }
+        for text in [
+            "~/*",
+            "~/.cache/*",
+            "src/*.rs",
+            "/etc/*.conf",
+            "{a,b}.txt",
+            "~/.sshx*",
+        ] {
+            assert!(!secret(text), "{text}");
+        }
+        let environ = PathPattern::parse("/proc/*/environ").unwrap();
+        assert!(environ.covers("/proc/1/environ", ""));
+        assert!(!environ.covers("/proc/1/status", ""));
+        assert!(environ.could_name("/proc/[0-9]*/environ", ""));
+        assert!(PathPattern::parse("/proc/x*y/environ").is_err());
+        assert!(patterns_meet("id_[rd]sa", "id_rsa") && !patterns_meet("id_[rd]sa*", ".x"));
+        assert_eq!(brace_alternatives("a{b,c}d{e,f}").len(), 4);
+    }
+
+    #[test]
+    fn another_users_home_is_a_home() {
+        for text in ["~root", "~root/", "~dev/*"] {
+            assert!(classes(text, true).contains(&"home"), "{text}");
+        }
+        assert!(!classes("~dev/project/build", true).contains(&"home"));
     }
 
     #[test]

@@ -27,6 +27,11 @@ pub struct Program {
     pub interactive: bool,
     /// Flags that make any run a dry run (read-only).
     pub dry_run_flags: Vec<String>,
+    /// Words that begin with `-` but are operands (`*` globs).
+    pub dash_operands: Vec<String>,
+    /// The long options a given prefix abbreviates (empty: the program takes
+    /// no prefixes): every long flag the entry lists.
+    pub long_options: Vec<String>,
     /// Most specific (most words) first.
     pub subs: Vec<Sub>,
     pub flags: Vec<FlagRaise>,
@@ -114,6 +119,23 @@ impl ProgramTable {
                     not_subs: f.not_sub.clone(),
                 });
             }
+            let long_options = if spec.long_option_prefixes {
+                let mut listed: Vec<String> = spec
+                    .value_flags
+                    .iter()
+                    .chain(&spec.output_flags)
+                    .chain(&spec.dry_run_flags)
+                    .chain(spec.sub.iter().flat_map(|s| &s.dry_run_flags))
+                    .chain(spec.flag.iter().flat_map(|f| &f.flags))
+                    .filter(|f| f.starts_with("--") && f.len() > 2)
+                    .cloned()
+                    .collect();
+                listed.sort();
+                listed.dedup();
+                listed
+            } else {
+                Vec::new()
+            };
             // Stable: among equal lengths the file's order holds.
             subs.sort_by_key(|s| std::cmp::Reverse(s.words.len()));
             table.programs.push(Program {
@@ -135,6 +157,8 @@ impl ProgramTable {
                 script_flags: spec.script_flags.clone(),
                 interactive: spec.interactive,
                 dry_run_flags: spec.dry_run_flags.clone(),
+                dash_operands: spec.dash_operands.clone(),
+                long_options,
                 subs,
                 flags,
             });

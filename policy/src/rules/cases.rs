@@ -55,6 +55,10 @@ pub struct Case {
     /// project's own tool (`".venv/bin/pip" = "pip"`). Unlisted: none is.
     #[serde(default)]
     pub tools: BTreeMap<String, String>,
+    /// The host's answer for symbolic links: a path named (relative to the
+    /// workspace, or absolute) to the file it leads to (`~/` is the home).
+    #[serde(default)]
+    pub links: BTreeMap<String, String>,
     /// The host's answer for `PATH` lookups: the file each program name
     /// resolves to; one inside the workspace is in a writable tree. Unlisted:
     /// lookups are skipped.
@@ -216,6 +220,13 @@ pub fn run(policy: &Policy, file: &str, text: &str) -> Result<Vec<Outcome>, RunE
             }
             for (path, program) in &case.tools {
                 ctx.tools.insert(ctx.workspace.join(path), program.clone());
+            }
+            for (link, target) in &case.links {
+                let target = match target.strip_prefix("~/") {
+                    Some(rest) => ctx.home.join(rest),
+                    None => ctx.workspace.join(target),
+                };
+                ctx.links.insert(ctx.workspace.join(link), target);
             }
             let d = policy.decide(&request, &analysis, &ctx);
             Outcome {

@@ -280,6 +280,13 @@ pub struct LanguageSpec {
     /// Flags with which the file operands after the code are rewritten (`perl -pi`).
     #[serde(default)]
     pub in_place_flags: Vec<String>,
+    /// Modules (`-m NAME`) that read standard input as data, not code.
+    #[serde(default)]
+    pub stdin_data_modules: Vec<String>,
+    /// Flags after which the interpreter reads code from standard input
+    /// even when given a script (`-i`).
+    #[serde(default)]
+    pub interactive_flags: Vec<String>,
 }
 
 /// How a program's operands (non-flag arguments) are used.
@@ -376,6 +383,14 @@ pub struct ProgramSpec {
     /// The program needs an interactive terminal.
     #[serde(default)]
     pub interactive: bool,
+    /// Words that begin with `-` but are operands (`*` globs): `chmod`'s
+    /// symbolic modes (`-x`, `-rwx`).
+    #[serde(default)]
+    pub dash_operands: Vec<String>,
+    /// The program takes any unambiguous prefix of a long option (`git push
+    /// --forc`): a prefix given is judged as every listed option it begins.
+    #[serde(default)]
+    pub long_option_prefixes: bool,
     #[serde(default)]
     pub note: String,
     /// Flags that make any run of it a dry run: read-only (T0), unless
@@ -527,6 +542,10 @@ pub struct RuleSpec {
     /// Last resort: a regex over the canonical command text.
     #[serde(default)]
     pub regex: Option<String>,
+    /// The rule does not match a command whose canonical text matches this
+    /// regex (a narrow exception).
+    #[serde(default)]
+    pub not_regex: Option<String>,
     #[serde(default)]
     pub tier: Option<TierSpec>,
     #[serde(default)]

@@ -39,6 +39,7 @@ pub struct Rule {
     facts: u32,
     env: Vec<String>,
     regex: Option<Regex>,
+    not_regex: Option<Regex>,
     pub tier: Option<Tier>,
     pub profile: Option<Profile>,
     /// When an ALLOW by this rule decides: exactly these destinations.
@@ -107,11 +108,12 @@ impl Rule {
                 .ok_or_else(|| format!("unknown fact `{name}`"))?
                 .bit();
         }
-        let regex = spec
-            .regex
-            .as_deref()
-            .map(|r| Regex::new(r).map_err(|e| format!("bad regex: {e}")))
-            .transpose()?;
+        let compile = |r: &Option<String>| {
+            r.as_deref()
+                .map(|r| Regex::new(r).map_err(|e| format!("bad regex: {e}")))
+                .transpose()
+        };
+        let (regex, not_regex) = (compile(&spec.regex)?, compile(&spec.not_regex)?);
         let tier = match spec.tier {
             Some(t) => Some(t.tier().ok_or("a rule's tier cannot be `unknown`")?),
             None => None,
@@ -191,6 +193,7 @@ impl Rule {
             facts,
             env: spec.env.clone(),
             regex,
+            not_regex,
             tier,
             profile: spec.profile,
             connect,
@@ -241,6 +244,7 @@ impl Rule {
                     .iter()
                     .any(|n| self.env.iter().any(|p| glob_match(p, n))))
             && self.regex.as_ref().is_none_or(|r| r.is_match(text))
+            && !self.not_regex.as_ref().is_some_and(|r| r.is_match(text))
     }
 
     /// Whether the rule's `paths` (under its `access`) name this path: the

@@ -106,11 +106,11 @@ fn append_piece(raw: &str, p: &WordPieceWithSource, quoted: bool, out: &mut Cano
             out.word.text.push_str(user);
         }
         WordPiece::TildeExpansion(_) => dynamic(source, out),
-        WordPiece::ParameterExpansion(ParameterExpr::Parameter {
-            parameter: Parameter::Named(name),
-            indirect: false,
-        }) if name == "HOME" => out.word.text.push('~'),
-        WordPiece::ParameterExpansion(_) => {
+        WordPiece::ParameterExpansion(expr) => {
+            if let Some(home) = home_spelling(expr) {
+                out.word.text.push_str(home);
+                return;
+            }
             dynamic(source, out);
             // `${x:-$(cmd)}`: the operand may itself run commands.
             if has_substitution_marker(source)
@@ -138,6 +138,53 @@ fn append_piece(raw: &str, p: &WordPieceWithSource, quoted: bool, out: &mut Cano
             chars.next();
             out.word.text.extend(chars.filter(|&c| c != '\n'));
         }
+    }
+}
+
+/// The text an expansion of `HOME` stands for, when its value is known:
+/// `$HOME`, a default, assigned or required value (`${HOME:-x}`,
+/// `${HOME:?}`: the home is always set), trailing slashes removed
+/// (`${HOME%/}`), and the last component removed (`${HOME%/*}`: its parent).
+fn home_spelling(expr: &ParameterExpr) -> Option<&'static str> {
+    let is_home = |p: &Parameter, indirect: bool| {
+        !indirect && matches!(p, Parameter::Named(name) if name == "HOME")
+    };
+    match expr {
+        ParameterExpr::Parameter {
+            parameter,
+            indirect,
+        }
+        | ParameterExpr::UseDefaultValues {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::AssignDefaultValues {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::IndicateErrorIfNullOrUnset {
+            parameter,
+            indirect,
+            ..
+        } if is_home(parameter, *indirect) => Some("~"),
+        ParameterExpr::RemoveSmallestSuffixPattern {
+            parameter,
+            indirect,
+            pattern,
+        }
+        | ParameterExpr::RemoveLargestSuffixPattern {
+            parameter,
+            indirect,
+            pattern,
+        } if is_home(parameter, *indirect) => match pattern.as_deref() {
+            None => Some("~"),
+            Some(p) if p.chars().all(|c| c == '/') => Some("~"),
+            Some("/*") => Some("~/.."),
+            Some(_) => None,
+        },
+        _ => None,
     }
 }
 
@@ -279,6 +326,19 @@ mod tests {
         assert_eq!(text("\"$HOME\"/.bashrc"), "~/.bashrc");
         assert_eq!(text("~root/x"), "~root/x");
         assert!(!canon("$HOME").word.dynamic);
+        for raw in [
+            "${HOME%/}",
+            "${HOME%%/}",
+            "${HOME:-/tmp}",
+            "${HOME:?}",
+            "\"${HOME%/}\"/",
+        ] {
+            assert_eq!(text(raw).trim_end_matches('/'), "~", "{raw}");
+            assert!(!canon(raw).word.dynamic, "{raw}");
+        }
+        assert_eq!(text("${HOME%/*}"), "~/..");
+        assert!(canon("${HOME%/.ssh}").word.dynamic);
+        assert!(canon("${HOME+x}").word.dynamic);
     }
 
     #[test]
