@@ -212,6 +212,11 @@ impl Unplaced {
         })
     }
 
+    /// Bytes of its canonical record, about what its row takes.
+    pub(crate) fn size(&self) -> u64 {
+        self.canonical.len() as u64
+    }
+
     /// The record as event `seq`, written at `ts`, chained onto `prev_hash`.
     pub(crate) fn place(&self, seq: i64, ts: &str, prev_hash: &str) -> Result<Placed<'_>, String> {
         let place = [
