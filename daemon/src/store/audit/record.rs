@@ -183,9 +183,9 @@ fn write_value(out: &mut Vec<u8>, value: &Value, column: usize) -> Result<(), St
 const PLACE: [usize; 3] = [0, 1, RECORD_LEN - 1];
 
 /// An event's stored values and canonical record with its place in the chain
-/// (`seq`, `ts`, `prev_hash`) still open. The appender builds it before the
-/// hand-over, so the writer thread, which every append waits on, only fills
-/// in the place and hashes.
+/// (`seq`, `ts`, `prev_hash`) still open. The appender builds it before it
+/// queues it, so the leader, which every append of a batch waits on, only
+/// fills in the place and hashes.
 pub(crate) struct Unplaced {
     values: Vec<Value>,
     canonical: Vec<u8>,
