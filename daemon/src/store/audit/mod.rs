@@ -62,10 +62,12 @@
 //!
 //! Appends commit in groups: whoever leads takes every queued append in one
 //! step into one transaction, after waiting up to 0.2 ms for the appenders
-//! the last batch answered. A blocking appender that finds nobody leading
-//! leads on its own thread (no hand-over to another thread); async appends
-//! and reads' barriers are led by a writer thread, so SQLite never blocks
-//! the runtime. Each appender builds its event's stored values and
+//! the last batch answered. An appender that finds nobody leading leads on
+//! its own thread (no hand-over to another thread); an async one does so
+//! inside `block_in_place`, so the runtime's other tasks move to another
+//! thread meanwhile. After a commit the lead passes to a queued blocking
+//! appender, or else to a writer thread, which also leads for reads'
+//! barriers. Each appender builds its event's stored values and
 //! canonical record before it queues it; the leader only fills in `seq`,
 //! `ts` and `prev_hash`, hashes and inserts. A second thread moves
 //! the WAL into the main file in the background, ten times a second. Every append call returns
@@ -382,7 +384,24 @@ impl AuditStore {
         durability: Durability,
         op: Option<TxOp>,
     ) -> Result<Appended, AuditError> {
-        committed(self.enqueue(event, durability, op)?).await
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job = Job {
+            record: Unplaced::of(&event)?,
+            durability,
+            op,
+            reply: Reply::Async(tx),
+        };
+        // On a multi-thread runtime the task may lead: block_in_place hands
+        // this worker's other tasks to another thread while SQLite runs.
+        let may_lead = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+            runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        });
+        match self.inner.jobs.push(Work::Append(job), may_lead) {
+            None => return Err(AuditError::WriterGone),
+            Some(writer::Pushed::Lead) => tokio::task::block_in_place(|| self.inner.jobs.lead()),
+            Some(writer::Pushed::Wait) => {}
+        }
+        committed(rx).await
     }
 
     /// Hands `events` to the writer in order, all at once, so that it usually
@@ -415,8 +434,7 @@ impl AuditStore {
         Ok(rx)
     }
 
-    /// Queues work the writer thread leads for, so the caller (async)
-    /// never runs SQLite itself.
+    /// Queues work the writer thread leads for when nobody leads.
     fn hand_over(&self, work: Work) -> Result<(), AuditError> {
         match self.inner.jobs.push(work, false) {
             Some(writer::Pushed::Wait | writer::Pushed::Lead) => Ok(()),

@@ -109,10 +109,12 @@ pub(crate) struct Job {
 /// that whoever holds the lead commits it with. A blocking appender that
 /// finds nobody leading leads itself: it takes the queue and commits it on
 /// its own thread, with no hand-over to another thread; the others wait
-/// for the COMMIT that holds their event. After a commit the lead passes to
-/// a blocking appender still queued, or else to the writer thread, which
-/// leads for async appends and barriers, since SQLite must not block the
-/// runtime's threads.
+/// for the COMMIT that holds their event. An async appender on a
+/// multi-thread runtime leads the same way inside `block_in_place`, which
+/// hands its worker's other tasks to another thread meanwhile. After a
+/// commit the lead passes to a blocking appender still queued, or else to
+/// the writer thread, which also leads for barriers and for async appends
+/// elsewhere.
 pub(crate) struct Group {
     pending: Mutex<Pending>,
     /// Wakes the writer thread when the lead is its.
@@ -200,7 +202,7 @@ impl Group {
 
     /// Commits one batch from the queue, then passes the lead on. Only the
     /// lead's holder calls it.
-    fn lead(&self) {
+    pub(crate) fn lead(&self) {
         let passing = PassOn(self);
         let work = self.take();
         let answered = self
