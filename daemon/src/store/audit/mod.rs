@@ -60,12 +60,16 @@
 //!
 //! # Writing
 //!
-//! One writer thread owns the write connection and commits in groups: it
-//! takes every queued append in one step into one transaction, after waiting
-//! up to 0.2 ms for the appenders its last batch answered. Each appender
-//! builds its event's stored values and canonical record before the
-//! hand-over; the writer only fills in `seq`, `ts` and `prev_hash`, hashes
-//! and inserts. A second thread moves
+//! Appends commit in groups: whoever leads takes every queued append in one
+//! step into one transaction, after waiting up to 0.2 ms for the appenders
+//! the last batch answered. An appender that finds nobody leading leads on
+//! its own thread (no hand-over to another thread); an async one does so
+//! inside `block_in_place`, so the runtime's other tasks move to another
+//! thread meanwhile. After a commit the lead passes to a queued blocking
+//! appender, or else to a writer thread, which also leads for reads'
+//! barriers. Each appender builds its event's stored values and
+//! canonical record before it queues it; the leader only fills in `seq`,
+//! `ts` and `prev_hash`, hashes and inserts. A second thread moves
 //! the WAL into the main file in the background, ten times a second. Every append call returns
 //! only after its COMMIT, so an [`Appended`] is proof the event is in the
 //! file; an error means it is not, and the caller must treat the request as
@@ -100,7 +104,7 @@ use checkpoint::Checkpointer;
 use head::Head;
 use read::{Readers, sql_limit};
 use record::Unplaced;
-use writer::{Guard, Job, Queue, Reply, Work};
+use writer::{Group, Guard, Job, Reply, Work};
 
 /// Why an audit operation failed. Every message is one line.
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +154,7 @@ pub struct AuditStore {
 
 struct Inner {
     path: PathBuf,
-    jobs: Arc<Queue>,
+    jobs: Arc<Group>,
     writer: Option<JoinHandle<()>>,
     readers: Readers,
     checkpointer: Option<Checkpointer>,
@@ -365,13 +369,13 @@ impl AuditStore {
         op: Option<TxOp>,
     ) -> Result<Appended, AuditError> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.submit(Job {
+        let job = Job {
             record: Unplaced::of(&event)?,
             durability,
             op,
             reply: Reply::Blocking(tx),
-        })?;
-        rx.recv().map_err(|_| AuditError::WriterGone)?
+        };
+        self.inner.jobs.append_blocking(job, &rx)
     }
 
     async fn append_awaiting(
@@ -380,7 +384,24 @@ impl AuditStore {
         durability: Durability,
         op: Option<TxOp>,
     ) -> Result<Appended, AuditError> {
-        committed(self.enqueue(event, durability, op)?).await
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job = Job {
+            record: Unplaced::of(&event)?,
+            durability,
+            op,
+            reply: Reply::Async(tx),
+        };
+        // On a multi-thread runtime the task may lead: block_in_place hands
+        // this worker's other tasks to another thread while SQLite runs.
+        let may_lead = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+            runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        });
+        match self.inner.jobs.push(Work::Append(job), may_lead) {
+            None => return Err(AuditError::WriterGone),
+            Some(writer::Pushed::Lead) => tokio::task::block_in_place(|| self.inner.jobs.lead()),
+            Some(writer::Pushed::Wait) => {}
+        }
+        committed(rx).await
     }
 
     /// Hands `events` to the writer in order, all at once, so that it usually
@@ -404,23 +425,20 @@ impl AuditStore {
         op: Option<TxOp>,
     ) -> Result<Committed, AuditError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.submit(Job {
+        self.hand_over(Work::Append(Job {
             record: Unplaced::of(&event)?,
             durability,
             op,
             reply: Reply::Async(tx),
-        })?;
+        }))?;
         Ok(rx)
     }
 
-    fn submit(&self, job: Job) -> Result<(), AuditError> {
-        self.hand_over(Work::Append(job))
-    }
-
+    /// Queues work the writer thread leads for when nobody leads.
     fn hand_over(&self, work: Work) -> Result<(), AuditError> {
-        match self.inner.jobs.push(work) {
-            true => Ok(()),
-            false => Err(AuditError::WriterGone),
+        match self.inner.jobs.push(work, false) {
+            Some(writer::Pushed::Wait | writer::Pushed::Lead) => Ok(()),
+            None => Err(AuditError::WriterGone),
         }
     }
 

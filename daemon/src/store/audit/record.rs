@@ -183,9 +183,9 @@ fn write_value(out: &mut Vec<u8>, value: &Value, column: usize) -> Result<(), St
 const PLACE: [usize; 3] = [0, 1, RECORD_LEN - 1];
 
 /// An event's stored values and canonical record with its place in the chain
-/// (`seq`, `ts`, `prev_hash`) still open. The appender builds it before the
-/// hand-over, so the writer thread, which every append waits on, only fills
-/// in the place and hashes.
+/// (`seq`, `ts`, `prev_hash`) still open. The appender builds it before it
+/// queues it, so the leader, which every append of a batch waits on, only
+/// fills in the place and hashes.
 pub(crate) struct Unplaced {
     values: Vec<Value>,
     canonical: Vec<u8>,
@@ -210,6 +210,11 @@ impl Unplaced {
             canonical,
             cuts,
         })
+    }
+
+    /// Bytes of its canonical record, about what its row takes.
+    pub(crate) fn size(&self) -> u64 {
+        self.canonical.len() as u64
     }
 
     /// The record as event `seq`, written at `ts`, chained onto `prev_hash`.

@@ -1,16 +1,17 @@
 //! The single writer thread and its group commit.
 //!
-//! Appenders build their event's record, put a [`Job`] on the [`Queue`] and
-//! wait. The thread sleeps until a job is queued, then yields until as many
-//! are queued as its last batch answered (for at most [`LINGER`]), takes them all
-//! at once, and writes them in one IMMEDIATE transaction: chain computed in
-//! queue order, one COMMIT (one fsync under `synchronous=FULL`) for the whole
-//! batch, then each waiter gets its answer. Nothing is acknowledged before
-//! its COMMIT returned.
+//! Appenders build their event's record, put a [`Job`] on the [`Group`]'s
+//! queue and wait, unless nobody leads: then the appender leads. The leader
+//! yields until as many are queued as the last batch answered (for at most
+//! [`LINGER`]), takes them all at once, and writes them in one IMMEDIATE
+//! transaction: chain computed in queue order, one COMMIT (one fsync under
+//! `synchronous=FULL`) for the whole batch, then each waiter gets its answer
+//! and the lead passes on. Nothing is acknowledged before its COMMIT
+//! returned.
 
 use std::iter;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::mpsc::SyncSender;
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -33,11 +34,23 @@ use super::{anchor, ballast, spill};
 /// an `Err` rejects that event alone.
 pub type TxOp = Box<dyn FnOnce(&Transaction<'_>) -> Result<(), String> + Send>;
 
-/// How long the writer waits for the appenders its last batch answered
+/// How long the leader waits for the appenders the last batch answered
 /// before committing without them: about what a woken thread takes to come
 /// back on a busy machine. After a batch of one nobody waits, so an
 /// appender alone pays nothing.
 const LINGER: Duration = Duration::from_micros(200);
+
+/// Bytes written between two checks of the free space: far below half the
+/// reserve, which the check keeps free.
+const FREE_CHECK_BYTES: u64 = ballast::SIZE / 8;
+
+/// What a commit writes besides its records, at most: its WAL pages for the
+/// indexes, `sqlite_sequence` and the commit frame.
+const BATCH_BYTES: u64 = 16 * 4096;
+
+/// Bytes a record costs in the WAL per byte of its canonical text: the
+/// row, its index entries and page slack.
+const WRITE_FACTOR: u64 = 4;
 
 /// Upper bound on events per transaction, so one waiter is never held behind
 /// an unbounded queue.
@@ -52,9 +65,16 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// What a blocking appender hears while it waits: its outcome, or that the
+/// lead passed to it and it commits the queue itself.
+pub(crate) enum Answer {
+    Done(Result<Appended, AuditError>),
+    Lead,
+}
+
 /// Where the answer for one append goes.
 pub(crate) enum Reply {
-    Blocking(SyncSender<Result<Appended, AuditError>>),
+    Blocking(SyncSender<Answer>),
     Async(tokio::sync::oneshot::Sender<Result<Appended, AuditError>>),
 }
 
@@ -63,7 +83,7 @@ impl Reply {
         // A waiter that went away (cancelled task) needs no answer; its
         // event's fate is already decided and recorded.
         match self {
-            Reply::Blocking(tx) => drop(tx.send(outcome)),
+            Reply::Blocking(tx) => drop(tx.send(Answer::Done(outcome))),
             Reply::Async(tx) => drop(tx.send(outcome)),
         }
     }
@@ -85,44 +105,93 @@ pub(crate) struct Job {
     pub reply: Reply,
 }
 
-/// The hand-over from appenders to the writer: one list under one lock. An
-/// append wakes the writer only if it sleeps on an empty queue, so a batch
-/// costs the writer at most one wake-up, not one per append, and it takes
-/// the whole batch in one step.
-pub(crate) struct Queue {
+/// The group commit: one queue under one lock, and the write connection
+/// that whoever holds the lead commits it with. A blocking appender that
+/// finds nobody leading leads itself: it takes the queue and commits it on
+/// its own thread, with no hand-over to another thread; the others wait
+/// for the COMMIT that holds their event. An async appender on a
+/// multi-thread runtime leads the same way inside `block_in_place`, which
+/// hands its worker's other tasks to another thread meanwhile. After a
+/// commit the lead passes to a blocking appender still queued, or else to
+/// the writer thread, which also leads for barriers and for async appends
+/// elsewhere.
+pub(crate) struct Group {
     pending: Mutex<Pending>,
+    /// Wakes the writer thread when the lead is its.
     ready: Condvar,
+    /// Locked only by the lead's holder, so never contended.
+    writer: Mutex<Writer>,
 }
 
 #[derive(Default)]
 struct Pending {
     work: Vec<Work>,
-    /// The writer sleeps until an item is queued.
-    asleep: bool,
-    /// A barrier is queued: the writer must not linger.
-    barrier: bool,
+    /// Someone holds the lead: only they take and commit the queue.
+    leading: bool,
+    /// The lead is the writer thread's.
+    writer_turn: bool,
+    /// Appends answered by the last batch: their appenders are usually
+    /// about to append again, and waiting a moment for them lets their
+    /// appends share the next commit instead of each paying one of its own.
+    returning: usize,
     /// The store was dropped or the writer is gone: nothing more is taken.
     closed: bool,
 }
 
-impl Queue {
+/// What a pushed append does next.
+#[must_use]
+pub(crate) enum Pushed {
+    /// Nobody led: the caller leads, taking and committing the queue.
+    Lead,
+    /// Someone leads: the caller waits for its answer.
+    Wait,
+}
+
+impl Group {
     fn lock(&self) -> MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues `work`; false once the writer is gone.
-    pub(crate) fn push(&self, work: Work) -> bool {
+    /// Queues `work`; `None` once the writer is gone. A caller that may lead
+    /// (a blocking appender) is told to when nobody does; otherwise the
+    /// writer thread is woken to lead.
+    pub(crate) fn push(&self, work: Work, may_lead: bool) -> Option<Pushed> {
         let mut pending = self.lock();
         if pending.closed {
-            return false;
+            return None;
         }
-        pending.barrier |= matches!(work, Work::Barrier(_));
         pending.work.push(work);
-        if pending.asleep {
-            pending.asleep = false;
-            self.ready.notify_one();
+        if pending.leading {
+            return Some(Pushed::Wait);
         }
-        true
+        pending.leading = true;
+        if may_lead {
+            return Some(Pushed::Lead);
+        }
+        pending.writer_turn = true;
+        self.ready.notify_one();
+        Some(Pushed::Wait)
+    }
+
+    /// Appends as a blocking caller: leads when told to, and returns the
+    /// outcome once the COMMIT that holds the event returned.
+    pub(crate) fn append_blocking(
+        &self,
+        job: Job,
+        answer: &Receiver<Answer>,
+    ) -> Result<Appended, AuditError> {
+        match self.push(Work::Append(job), true) {
+            None => return Err(AuditError::WriterGone),
+            Some(Pushed::Lead) => self.lead(),
+            Some(Pushed::Wait) => {}
+        }
+        loop {
+            match answer.recv() {
+                Ok(Answer::Done(outcome)) => return outcome,
+                Ok(Answer::Lead) => self.lead(),
+                Err(_) => return Err(AuditError::WriterGone),
+            }
+        }
     }
 
     /// No more work: the writer finishes what is queued and stops.
@@ -131,25 +200,31 @@ impl Queue {
         self.ready.notify_one();
     }
 
-    /// Waits for a first item, then up to `linger` for `wanted` items in
-    /// all, and takes up to [`MAX_BATCH`]. Empty once closed and drained.
-    fn take(&self, wanted: usize, linger: Duration) -> Vec<Work> {
+    /// Commits one batch from the queue, then passes the lead on. Only the
+    /// lead's holder calls it.
+    pub(crate) fn lead(&self) {
+        let passing = PassOn(self);
+        let work = self.take();
+        let answered = self
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .commit_work(work);
+        self.lock().returning = answered;
+        drop(passing);
+    }
+
+    /// Waits up to [`LINGER`] for as many items as the last batch answered,
+    /// and takes up to [`MAX_BATCH`].
+    fn take(&self) -> Vec<Work> {
         let mut pending = self.lock();
-        while pending.work.is_empty() && !pending.closed {
-            pending.asleep = true;
-            pending = self
-                .ready
-                .wait(pending)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        pending.asleep = false;
-        let deadline = Instant::now() + linger;
-        let wanted = wanted.min(MAX_BATCH);
-        // The writer yields its core to the appenders meanwhile rather than
+        let deadline = Instant::now() + LINGER;
+        let wanted = pending.returning.min(MAX_BATCH);
+        // The leader yields its core to the appenders meanwhile rather than
         // sleeping: they come back within microseconds when a core is free,
-        // and a sleeping writer would need a wake-up of its own.
+        // and a sleeping leader would need a wake-up of its own.
         while pending.work.len() < wanted
-            && !pending.barrier
+            && !pending.work.iter().any(|w| matches!(w, Work::Barrier(_)))
             && !pending.closed
             && Instant::now() < deadline
         {
@@ -158,18 +233,78 @@ impl Queue {
             pending = self.lock();
         }
         if pending.work.len() <= MAX_BATCH {
-            pending.barrier = false;
             return std::mem::take(&mut pending.work);
         }
         let rest = pending.work.split_off(MAX_BATCH);
-        pending.barrier = rest.iter().any(|w| matches!(w, Work::Barrier(_)));
         std::mem::replace(&mut pending.work, rest)
+    }
+
+    /// After a commit: the lead passes to a blocking appender still queued,
+    /// else to the writer thread, else to nobody.
+    fn pass_on(&self) {
+        let mut pending = self.lock();
+        if pending.work.is_empty() {
+            pending.leading = false;
+            // A closed queue now drained: the writer thread may stop.
+            if pending.closed {
+                self.ready.notify_one();
+            }
+            return;
+        }
+        let handed = pending.work.iter().any(|work| match work {
+            Work::Append(Job {
+                reply: Reply::Blocking(tx),
+                ..
+            }) => tx.try_send(Answer::Lead).is_ok(),
+            _ => false,
+        });
+        if !handed {
+            pending.writer_turn = true;
+            self.ready.notify_one();
+        }
+    }
+
+    /// The writer thread: leads whenever the lead is its, until the queue is
+    /// closed and drained.
+    fn serve(&self) {
+        loop {
+            let mut pending = self.lock();
+            loop {
+                if pending.writer_turn {
+                    pending.writer_turn = false;
+                    break;
+                }
+                if pending.closed && !pending.leading {
+                    if pending.work.is_empty() {
+                        return;
+                    }
+                    pending.leading = true;
+                    break;
+                }
+                pending = self
+                    .ready
+                    .wait(pending)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            drop(pending);
+            self.lead();
+        }
     }
 }
 
-/// Closes the queue when the writer stops, even by a panic: what is still
-/// queued is dropped, so its waiters learn the writer is gone.
-struct Closing(Arc<Queue>);
+/// Passes the lead on when a commit ends, even by a panic, so nobody waits
+/// for a leader that is gone.
+struct PassOn<'a>(&'a Group);
+
+impl Drop for PassOn<'_> {
+    fn drop(&mut self) {
+        self.0.pass_on();
+    }
+}
+
+/// Closes the queue when the writer thread stops, even by a panic: what is
+/// still queued is dropped, so its waiters learn the writer is gone.
+struct Closing(Arc<Group>);
 
 impl Drop for Closing {
     fn drop(&mut self) {
@@ -187,28 +322,29 @@ pub(crate) fn spawn(
     shared: Arc<Mutex<Head>>,
     guard: Guard,
     chain: Chain,
-) -> Result<(Arc<Queue>, JoinHandle<()>), AuditError> {
-    let queue = Arc::new(Queue {
+) -> Result<(Arc<Group>, JoinHandle<()>), AuditError> {
+    let group = Arc::new(Group {
         pending: Mutex::new(Pending::default()),
         ready: Condvar::new(),
+        writer: Mutex::new(Writer {
+            conn,
+            head,
+            shared,
+            synchronous: Durability::Normal,
+            guard,
+            chain,
+            unchecked_bytes: FREE_CHECK_BYTES,
+        }),
     });
-    let closing = Closing(Arc::clone(&queue));
-    let writer = Writer {
-        conn,
-        head,
-        shared,
-        synchronous: Durability::Normal,
-        guard,
-        chain,
-    };
+    let closing = Closing(Arc::clone(&group));
     let handle = thread::Builder::new()
         .name("praxis-audit-writer".into())
-        .spawn(move || writer.run(&closing))
+        .spawn(move || closing.0.serve())
         .map_err(|source| AuditError::Io {
             path: "audit writer thread".into(),
             source,
         })?;
-    Ok((queue, handle))
+    Ok((group, handle))
 }
 
 /// What one turn of the writer took from the queue.
@@ -235,6 +371,8 @@ struct Writer {
     synchronous: Durability,
     guard: Guard,
     chain: Chain,
+    /// Bytes written (estimated) since free space was last checked.
+    unchecked_bytes: u64,
 }
 
 /// What keeps the store honest between commits: the file the writer opened,
@@ -275,28 +413,21 @@ impl Guard {
 }
 
 impl Writer {
-    fn run(mut self, queue: &Closing) {
-        // Appends answered by the last batch: their appenders are usually
-        // about to append again, and waiting a moment for them lets their
-        // appends share this commit instead of each paying one of its own.
-        let mut returning = 0;
-        loop {
-            let work = queue.0.take(returning, LINGER);
-            if work.is_empty() {
-                return;
-            }
-            let mut gathered = Gathered::default();
-            work.into_iter().for_each(|item| gathered.take(item));
-            let Gathered { batch, barriers } = gathered;
-            returning = batch.len();
-            if !batch.is_empty() {
-                self.commit(batch);
-            }
-            for waiter in barriers {
-                // A reader that went away needs no answer.
-                let _ = waiter.send(());
-            }
+    /// Commits the appends of `work` as one batch, then answers its
+    /// barriers; returns how many appends it answered.
+    fn commit_work(&mut self, work: Vec<Work>) -> usize {
+        let mut gathered = Gathered::default();
+        work.into_iter().for_each(|item| gathered.take(item));
+        let Gathered { batch, barriers } = gathered;
+        let answered = batch.len();
+        if !batch.is_empty() {
+            self.commit(batch);
         }
+        for waiter in barriers {
+            // A reader that went away needs no answer.
+            let _ = waiter.send(());
+        }
+        answered
     }
 
     fn commit(&mut self, batch: Vec<Job>) {
@@ -317,10 +448,20 @@ impl Writer {
             return;
         }
         let db = self.guard.db.clone();
-        // Nearly full: use the reserve now rather than fail this batch.
-        if ballast::free(&db) < ballast::SIZE / 2 {
-            self.release_reserve();
+        // Nearly full: use the reserve now rather than fail this batch. The
+        // check is a system call, so it runs once per FREE_CHECK_BYTES
+        // written, far less than the reserve's half that it keeps free.
+        if self.unchecked_bytes >= FREE_CHECK_BYTES {
+            self.unchecked_bytes = 0;
+            if ballast::free(&db) < ballast::SIZE / 2 {
+                self.release_reserve();
+            }
         }
+        self.unchecked_bytes += BATCH_BYTES
+            + work
+                .iter()
+                .map(|(record, _)| WRITE_FACTOR * record.size())
+                .sum::<u64>();
         let spilled = spill::take(&db).unwrap_or_else(|e| {
             tracing::error!("audit spill journal unreadable: {e}");
             None
