@@ -96,14 +96,20 @@ fn database_file_is_private_and_in_wal_mode() {
 }
 
 #[test]
-fn wal_is_checkpointed_in_the_background() {
+fn a_large_wal_is_checkpointed_in_the_background() {
     let (_dir, path) = scratch();
     let store = AuditStore::open(&path).unwrap();
-    fill(&store, 200);
     let main_size = || std::fs::metadata(&path).unwrap().len();
+    let wal_size = || std::fs::metadata(path.with_extension("db-wal")).map_or(0, |m| m.len());
     let before = main_size();
-    // Far below the writer's own checkpoint threshold, so only the
-    // background thread moves these pages into the main file.
+    // Past the WAL limit of the background thread (4 MiB), far below the
+    // writer's own checkpoint threshold (64 MiB), so only the background
+    // thread moves these pages into the main file.
+    let mut n = 0;
+    while wal_size() <= 4 << 20 {
+        n += 1;
+        store.append(decided(n), Durability::Normal).unwrap();
+    }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while main_size() <= before {
         assert!(
@@ -112,6 +118,20 @@ fn wal_is_checkpointed_in_the_background() {
         );
         thread::sleep(std::time::Duration::from_millis(50));
     }
+}
+
+#[test]
+fn a_small_wal_is_not_checkpointed_after_a_pause() {
+    // A complete checkpoint makes the next commit restart the WAL and fsync
+    // its header inside that commit: after every pause, the next command
+    // would pay it. A small WAL stays as it is (synced, not copied back).
+    let (_dir, path) = scratch();
+    let store = AuditStore::open(&path).unwrap();
+    fill(&store, 20);
+    let main_size = || std::fs::metadata(&path).unwrap().len();
+    let before = main_size();
+    thread::sleep(std::time::Duration::from_millis(600));
+    assert_eq!(main_size(), before, "the WAL was checkpointed at a pause");
 }
 
 #[test]

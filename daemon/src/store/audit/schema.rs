@@ -87,6 +87,12 @@ pub(crate) fn open_writer(path: &Path, extra: &[&str]) -> Result<Connection, Aud
     // Checkpoints normally run in the background; this threshold (in pages)
     // only bounds the WAL if that thread falls behind.
     conn.pragma_update(None, "wal_autocheckpoint", WAL_SAFETY_PAGES)?;
+    // After a checkpoint the WAL restarts; this cuts its file back then.
+    conn.pragma_update(
+        None,
+        "journal_size_limit",
+        super::checkpoint::WAL_LIMIT_BYTES,
+    )?;
 
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if version > SCHEMA_VERSION {
