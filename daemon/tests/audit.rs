@@ -108,7 +108,8 @@ fn a_large_wal_is_checkpointed_in_the_background() {
     let mut n = 0;
     while wal_size() <= 4 << 20 {
         n += 1;
-        store.append(decided(n), Durability::Normal).unwrap();
+        let appended = store.append(decided(n), Durability::Normal).unwrap();
+        assert_eq!(appended.seq, n as i64);
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while main_size() <= before {
