@@ -266,6 +266,9 @@ impl Classifier<'_, '_> {
         if lang.danger.is_match(code) {
             facts.set(Fact::InlineCodeDanger);
         }
+        if lang.dynamic.is_match(code) {
+            facts.set(Fact::InlineCodeDynamic);
+        }
         for (start, piece) in code_literals(code) {
             if !looks_like_code_path(piece) {
                 continue;
