@@ -220,10 +220,11 @@ impl Classifier<'_, '_> {
     pub(super) fn exec_options(&self, cmd: &SimpleCommand, script: &Script, facts: &mut Facts) {
         for entry in self.tables.launchers.for_program(&cmd.program) {
             let values = match entry.source {
-                _ if entry.effect == Effect::Command => continue,
+                _ if matches!(entry.effect, Effect::Command | Effect::Arithmetic) => continue,
                 Source::Options { .. } => entry.option_values(&cmd.args),
                 Source::Operand(n) => entry_operands(entry, n, facts),
                 Source::Stdin => fed_lines(cmd, script),
+                Source::Joined(_) => continue,
             };
             for value in values {
                 let Some(text) = entry.judged_text(&value.text) else {
@@ -254,7 +255,7 @@ impl Classifier<'_, '_> {
                             self.inline_code(lang, &text, facts);
                         }
                     }
-                    Effect::Command => {}
+                    Effect::Command | Effect::Arithmetic => {}
                 }
             }
         }
