@@ -28,6 +28,18 @@ pub struct ExecEnvSpec {
     pub plain_values: Vec<String>,
     /// Commands whose `NAME=value` operands set variables (`export`).
     pub exporters: Vec<String>,
+    /// Variables whose directories are searched for the programs a command
+    /// runs (`PATH`): judged as code paths.
+    #[serde(default)]
+    pub search_paths: Vec<String>,
+    /// Directories in the home where the user's own tools are installed
+    /// (`~/.local/bin`): in a search path they are the host's own.
+    #[serde(default)]
+    pub tool_bins: Vec<String>,
+    /// Variables of no `[[env]]` role whose value is data, never code: a path
+    /// in them is not judged as code loading.
+    #[serde(default)]
+    pub inert: Vec<String>,
     pub examples: Vec<DecisionExample>,
 }
 
@@ -115,6 +127,11 @@ pub struct Launchers {
     pub exporters: Vec<String>,
     pub env_code_paths: Vec<String>,
     pub env_options: Vec<String>,
+    pub search_paths: Vec<String>,
+    pub tool_bins: Vec<String>,
+    /// Variables of no role whose paths are not code.
+    pub inert: Vec<String>,
+    variables: EnvTable,
     entries: Vec<ExecOption>,
     by_program: HashMap<String, Vec<usize>>,
 }
@@ -132,6 +149,10 @@ impl Launchers {
             exporters: env.exporters.clone(),
             env_code_paths: variables.names(EnvRole::CodePath),
             env_options: variables.names(EnvRole::Options),
+            search_paths: env.search_paths.clone(),
+            tool_bins: env.tool_bins.clone(),
+            inert: env.inert.clone(),
+            variables: variables.clone(),
             ..Launchers::default()
         };
         for spec in options {
@@ -205,6 +226,14 @@ impl Launchers {
     /// Every entry, in file order.
     pub fn entries(&self) -> &[ExecOption] {
         &self.entries
+    }
+
+    /// Whether a variable names paths of code the program may load: no
+    /// role of the `[[env]]` table claims it and it is not known inert.
+    pub fn env_may_load_code(&self, name: &str) -> bool {
+        self.variables.role(name).is_none()
+            && !self.inert.iter().any(|n| n == name)
+            && !self.search_paths.iter().any(|n| n == name)
     }
 
     /// Whether a variable's value is a command line a program runs.
