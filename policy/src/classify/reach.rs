@@ -170,7 +170,10 @@ impl Classifier<'_, '_> {
                         .find_map(|h| p.strip_prefix(h).filter(|r| r.starts_with('/')));
                     in_home.is_some_and(|rest| {
                         let rest = rest.trim_end_matches('/');
-                        launchers.tool_bins.iter().any(|b| b.strip_prefix('~') == Some(rest))
+                        launchers
+                            .tool_bins
+                            .iter()
+                            .any(|b| b.strip_prefix('~') == Some(rest))
                     })
                 };
                 for piece in value.text.split([':', ' ']) {
@@ -182,11 +185,15 @@ impl Classifier<'_, '_> {
                 for word in value.text.split_whitespace() {
                     // `-javaagent:/x.jar`, `--require=/x.js`, `-I/x`, `/x.js`
                     let pieces = word.split(['=', ':']).enumerate().map(|(i, p)| match i {
-                        0 if !p.starts_with("--") => p.strip_prefix('-').map_or(p, |o| o.get(1..).unwrap_or("")),
+                        0 if !p.starts_with("--") => {
+                            p.strip_prefix('-').map_or(p, |o| o.get(1..).unwrap_or(""))
+                        }
                         _ => p,
                     });
                     for piece in pieces {
-                        if looks_like_path(piece) || (piece.contains('$') && !piece.starts_with('-')) {
+                        if looks_like_path(piece)
+                            || (piece.contains('$') && !piece.starts_with('-'))
+                        {
                             self.code_path(&part_of(value, piece), Fact::ExecEnv, facts);
                         }
                     }

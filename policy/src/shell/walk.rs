@@ -525,7 +525,12 @@ impl<'w> Frontend<'w> {
         let mut subscripts = Vec::new();
         for entry in launchers.for_program(&cmd.program) {
             if entry.effect == Effect::Arithmetic {
-                subscripts.extend(cmd.args.iter().filter(|w| quoted_subscript_code(w)).cloned());
+                subscripts.extend(
+                    cmd.args
+                        .iter()
+                        .filter(|w| quoted_subscript_code(w))
+                        .cloned(),
+                );
             }
             if entry.effect != Effect::Command {
                 continue;
