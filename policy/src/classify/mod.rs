@@ -38,6 +38,8 @@ pub enum Fact {
     InlineCode,
     /// Inline code uses process, network or destructive file APIs.
     InlineCodeDanger,
+    /// Inline code calls a name it builds at run time (`getattr(os, n)`).
+    InlineCodeDynamic,
     /// `sed`'s `e`, `awk`'s `system(`: the tool runs commands.
     CodeExecution,
     Interactive,
@@ -72,13 +74,14 @@ pub enum Fact {
     SignalsEveryProcess,
 }
 
-const FACTS: [(Fact, &str); 23] = [
+const FACTS: [(Fact, &str); 24] = [
     (Fact::Escalated, "escalated"),
     (Fact::ForkBomb, "fork_bomb"),
     (Fact::FetchToInterpreter, "fetch_to_interpreter"),
     (Fact::PipeToShell, "pipe_to_shell"),
     (Fact::InlineCode, "inline_code"),
     (Fact::InlineCodeDanger, "inline_code_danger"),
+    (Fact::InlineCodeDynamic, "inline_code_dynamic"),
     (Fact::CodeExecution, "code_execution"),
     (Fact::Interactive, "interactive"),
     (Fact::UnknownProgram, "unknown_program"),
@@ -221,6 +224,8 @@ pub struct Language {
     pub inline_flags: Vec<String>,
     pub value_flags: Vec<String>,
     pub danger: AhoCorasick,
+    /// Spellings of a call whose name is built at run time.
+    pub dynamic: regex::RegexSet,
     pub write_calls: AhoCorasick,
     pub write_modes: AhoCorasick,
     pub in_place_flags: Vec<String>,
@@ -359,6 +364,8 @@ impl Tables {
                 inline_flags: lang.inline_flags.clone(),
                 value_flags: lang.value_flags.clone(),
                 danger: automaton(&lang.danger)?,
+                dynamic: regex::RegexSet::new(&lang.dynamic)
+                    .map_err(|e| format!("language {}: {e}", lang.name))?,
                 write_calls: automaton(&lang.write_calls)?,
                 write_modes: automaton(&lang.write_modes)?,
                 in_place_flags: lang.in_place_flags.clone(),

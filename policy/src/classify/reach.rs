@@ -162,24 +162,53 @@ impl Classifier<'_, '_> {
     pub(super) fn exec_env(&self, env: &[(String, Word)], facts: &mut Facts) {
         let launchers = &self.tables.launchers;
         for (name, value) in env {
-            if launchers.env_code_paths.contains(name) {
+            if launchers.env_code_paths.contains(name) || launchers.search_paths.contains(name) {
                 let own = [format!("${name}"), format!("${{{name}}}")];
+                let tool_bin = |p: &str| {
+                    let in_home = ["$HOME", "${HOME}", "~", self.frame.home]
+                        .iter()
+                        .find_map(|h| p.strip_prefix(h).filter(|r| r.starts_with('/')));
+                    in_home.is_some_and(|rest| {
+                        let rest = rest.trim_end_matches('/');
+                        launchers
+                            .tool_bins
+                            .iter()
+                            .any(|b| b.strip_prefix('~') == Some(rest))
+                    })
+                };
                 for piece in value.text.split([':', ' ']) {
-                    if !piece.is_empty() && !own.iter().any(|o| o == piece) {
+                    if !piece.is_empty() && !own.iter().any(|o| o == piece) && !tool_bin(piece) {
                         self.code_path(&part_of(value, piece), Fact::ExecEnv, facts);
                     }
                 }
             } else if launchers.env_options.contains(name) {
                 for word in value.text.split_whitespace() {
-                    let piece = match word.strip_prefix('-') {
-                        Some(_) if word.contains('=') => {
-                            word.split_once('=').map_or("", |(_, v)| v)
+                    // `-javaagent:/x.jar`, `--require=/x.js`, `-I/x`, `/x.js`
+                    let pieces = word.split(['=', ':']).enumerate().map(|(i, p)| match i {
+                        0 if !p.starts_with("--") => {
+                            p.strip_prefix('-').map_or(p, |o| o.get(1..).unwrap_or(""))
                         }
-                        Some(_) if !word.starts_with("--") => word.get(2..).unwrap_or(""),
-                        Some(_) => continue,
-                        None => word,
-                    };
-                    if looks_like_path(piece) || piece.contains('$') {
+                        _ => p,
+                    });
+                    for piece in pieces {
+                        if looks_like_path(piece)
+                            || (piece.contains('$') && !piece.starts_with('-'))
+                        {
+                            self.code_path(&part_of(value, piece), Fact::ExecEnv, facts);
+                        }
+                    }
+                }
+            } else if launchers.env_runs_command(name) {
+                // The program of a command value, named by its path, is code
+                // loaded from there (`CC=/elsewhere/cc`).
+                let program = value.text.trim_start_matches('|').split_whitespace().next();
+                if let Some(program) = program.filter(|p| p.starts_with(['/', '~'])) {
+                    self.code_path(&part_of(value, program), Fact::ExecEnv, facts);
+                }
+            } else if launchers.env_may_load_code(name) && !value.dynamic {
+                for piece in value.text.split(':') {
+                    // `//` follows a URL's scheme (`sqlite:///x.db`): not a path.
+                    if piece.starts_with(['/', '~']) && !piece.starts_with("//") {
                         self.code_path(&part_of(value, piece), Fact::ExecEnv, facts);
                     }
                 }
@@ -220,10 +249,11 @@ impl Classifier<'_, '_> {
     pub(super) fn exec_options(&self, cmd: &SimpleCommand, script: &Script, facts: &mut Facts) {
         for entry in self.tables.launchers.for_program(&cmd.program) {
             let values = match entry.source {
-                _ if entry.effect == Effect::Command => continue,
+                _ if matches!(entry.effect, Effect::Command | Effect::Arithmetic) => continue,
                 Source::Options { .. } => entry.option_values(&cmd.args),
                 Source::Operand(n) => entry_operands(entry, n, facts),
                 Source::Stdin => fed_lines(cmd, script),
+                Source::Joined(_) => continue,
             };
             for value in values {
                 let Some(text) = entry.judged_text(&value.text) else {
@@ -254,7 +284,7 @@ impl Classifier<'_, '_> {
                             self.inline_code(lang, &text, facts);
                         }
                     }
-                    Effect::Command => {}
+                    Effect::Command | Effect::Arithmetic => {}
                 }
             }
         }
@@ -265,6 +295,9 @@ impl Classifier<'_, '_> {
         facts.set(Fact::InlineCode);
         if lang.danger.is_match(code) {
             facts.set(Fact::InlineCodeDanger);
+        }
+        if lang.dynamic.is_match(code) {
+            facts.set(Fact::InlineCodeDynamic);
         }
         for (start, piece) in code_literals(code) {
             if !looks_like_code_path(piece) {

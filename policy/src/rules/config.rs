@@ -271,6 +271,10 @@ pub struct LanguageSpec {
     pub value_flags: Vec<String>,
     /// Tokens in inline code that reach processes, the network or delete files.
     pub danger: Vec<String>,
+    /// Regular expressions for a call whose name is built at run time
+    /// (looked up by a string, concatenated, aliased): a dynamic command.
+    #[serde(default)]
+    pub dynamic: Vec<String>,
     /// Calls whose path argument follows them (`writeFileSync(`): it is written.
     #[serde(default)]
     pub write_calls: Vec<String>,

@@ -28,6 +28,18 @@ pub struct ExecEnvSpec {
     pub plain_values: Vec<String>,
     /// Commands whose `NAME=value` operands set variables (`export`).
     pub exporters: Vec<String>,
+    /// Variables whose directories are searched for the programs a command
+    /// runs (`PATH`): judged as code paths.
+    #[serde(default)]
+    pub search_paths: Vec<String>,
+    /// Directories in the home where the user's own tools are installed
+    /// (`~/.local/bin`): in a search path they are the host's own.
+    #[serde(default)]
+    pub tool_bins: Vec<String>,
+    /// Variables of no `[[env]]` role whose value is data, never code: a path
+    /// in them is not judged as code loading.
+    #[serde(default)]
+    pub inert: Vec<String>,
     pub examples: Vec<DecisionExample>,
 }
 
@@ -43,6 +55,9 @@ pub enum Effect {
     Hold,
     /// A path code is loaded from.
     CodePath,
+    /// Evaluated as arithmetic: a command substitution in a quoted
+    /// subscript (`'a[$(id)]'`) runs.
+    Arithmetic,
     Read,
     Write,
     Create,
@@ -61,6 +76,10 @@ pub struct ExecOptionSpec {
     pub operand: Option<usize>,
     #[serde(default)]
     pub stdin: bool,
+    /// With `operand`: that operand and every word after it are one command
+    /// line (`git bisect run make test`).
+    #[serde(default)]
+    pub joined: bool,
     #[serde(default)]
     pub attached_only: bool,
     #[serde(default)]
@@ -83,6 +102,8 @@ pub enum Source {
     },
     /// The Nth operand after the subcommand (1-based); 0 is every operand.
     Operand(usize),
+    /// The Nth operand and every word after it, as one command line.
+    Joined(usize),
     /// Each line fed on standard input.
     Stdin,
 }
@@ -106,6 +127,11 @@ pub struct Launchers {
     pub exporters: Vec<String>,
     pub env_code_paths: Vec<String>,
     pub env_options: Vec<String>,
+    pub search_paths: Vec<String>,
+    pub tool_bins: Vec<String>,
+    /// Variables of no role whose paths are not code.
+    pub inert: Vec<String>,
+    variables: EnvTable,
     entries: Vec<ExecOption>,
     by_program: HashMap<String, Vec<usize>>,
 }
@@ -123,6 +149,10 @@ impl Launchers {
             exporters: env.exporters.clone(),
             env_code_paths: variables.names(EnvRole::CodePath),
             env_options: variables.names(EnvRole::Options),
+            search_paths: env.search_paths.clone(),
+            tool_bins: env.tool_bins.clone(),
+            inert: env.inert.clone(),
+            variables: variables.clone(),
             ..Launchers::default()
         };
         for spec in options {
@@ -133,9 +163,14 @@ impl Launchers {
                     words: spec.options.clone(),
                     attached_only: spec.attached_only,
                 },
-                (true, Some(n), false) => Source::Operand(n),
+                (true, Some(n), false) if spec.joined && n > 0 => Source::Joined(n),
+                (true, Some(n), false) if !spec.joined => Source::Operand(n),
                 (true, None, true) => Source::Stdin,
-                _ => return Err(problem("needs exactly one of options, operand, stdin")),
+                _ => {
+                    return Err(problem(
+                        "needs exactly one of options, operand, stdin (`joined` needs operand > 0)",
+                    ));
+                }
             };
             if spec
                 .options
@@ -149,14 +184,13 @@ impl Launchers {
                     "`language` goes with effect = \"code\", and only there",
                 ));
             }
-            let by_prefix_only = matches!(source, Source::Operand(0) | Source::Stdin);
+            let by_prefix_only = matches!(source, Source::Operand(0) | Source::Stdin)
+                && spec.effect != Effect::Arithmetic;
             if by_prefix_only && spec.prefixes.is_empty() {
                 return Err(problem("every operand, or stdin, needs prefixes"));
             }
-            if spec.effect == Effect::Command && matches!(source, Source::Operand(n) if n > 0) {
-                return Err(problem(
-                    "a command operand is found by its prefixes: operand = 0",
-                ));
+            if matches!(source, Source::Joined(_)) && spec.effect != Effect::Command {
+                return Err(problem("`joined` goes with effect = \"command\""));
             }
             if spec.examples.is_empty() {
                 return Err(problem("needs at least one example"));
@@ -194,6 +228,14 @@ impl Launchers {
         &self.entries
     }
 
+    /// Whether a variable names paths of code the program may load: no
+    /// role of the `[[env]]` table claims it and it is not known inert.
+    pub fn env_may_load_code(&self, name: &str) -> bool {
+        self.variables.role(name).is_none()
+            && !self.inert.iter().any(|n| n == name)
+            && !self.search_paths.iter().any(|n| n == name)
+    }
+
     /// Whether a variable's value is a command line a program runs.
     pub fn env_runs_command(&self, name: &str) -> bool {
         self.env_commands.iter().any(|n| n == name)
@@ -209,6 +251,47 @@ impl ExecOption {
     /// Whether the command's leading operands are this entry's subcommand.
     pub fn sub_matches(&self, args: &[Word]) -> bool {
         self.sub.len() <= args.len() && self.sub.iter().zip(args).all(|(s, a)| *s == a.text)
+    }
+
+    /// The command lines this entry finds among `args`: option values, the
+    /// Nth operand, or the words from the Nth operand on, quoted back into
+    /// one line (dynamic when one of them is).
+    pub fn command_values(&self, args: &[Word]) -> Vec<Word> {
+        // A lone `-` is an operand (`trap - EXIT` resets: it runs nothing).
+        let operand_at = |n: usize| {
+            args.iter()
+                .enumerate()
+                .skip(self.sub.len())
+                .filter(|(_, a)| !a.text.starts_with('-') || a.text == "-")
+                .nth(n - 1)
+                .map(|(i, _)| i)
+        };
+        match self.source {
+            Source::Operand(0) if self.sub_matches(args) => args[self.sub.len()..]
+                .iter()
+                .filter(|a| !a.text.starts_with('-'))
+                .cloned()
+                .collect(),
+            Source::Operand(n) if self.sub_matches(args) => operand_at(n)
+                .map(|i| args[i].clone())
+                .filter(|w| w.text != "-")
+                .into_iter()
+                .collect(),
+            Source::Joined(n) if self.sub_matches(args) => match operand_at(n) {
+                Some(i) if i + 1 == args.len() => vec![args[i].clone()],
+                Some(i) => vec![Word {
+                    text: args[i..]
+                        .iter()
+                        .map(|a| super::words::quoted(&a.text))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    dynamic: args[i..].iter().any(|a| a.dynamic),
+                    glob: false,
+                }],
+                None => Vec::new(),
+            },
+            _ => self.option_values(args),
+        }
     }
 
     /// The values of this entry's options among `args` (after the subcommand).

@@ -12,7 +12,7 @@ use brush_parser::ast::{
 };
 use brush_parser::{Parser, ParserOptions};
 
-use super::launchers::{Effect, Launchers, Source};
+use super::launchers::{Effect, Launchers};
 use super::scan::{ScanError, scan};
 use super::words::{canonicalize, excerpt, substitutions_in};
 use super::wrapper_table::Wrappers;
@@ -283,13 +283,20 @@ impl<'w> Frontend<'w> {
             ExtendedTestExpr::Not(a) | ExtendedTestExpr::Parenthesized(a) => {
                 self.extended_test(a, ctx)
             }
-            ExtendedTestExpr::UnaryTest(_, w) => {
-                self.word(w, ctx);
-            }
+            ExtendedTestExpr::UnaryTest(_, w) => self.test_word(w, ctx),
             ExtendedTestExpr::BinaryTest(_, a, b) => {
-                self.word(a, ctx);
-                self.word(b, ctx);
+                self.test_word(a, ctx);
+                self.test_word(b, ctx);
             }
+        }
+    }
+
+    /// A word of `[[ … ]]`: `-v` and the arithmetic operators evaluate a
+    /// quoted subscript, running the command substitutions in it.
+    fn test_word(&mut self, w: &ast::Word, ctx: &Ctx) {
+        let word = self.word(w, ctx);
+        if quoted_subscript_code(&word) {
+            self.substitutions(&word.text, &ctx.with_origin(Origin::ShellString));
         }
     }
 
@@ -515,18 +522,20 @@ impl<'w> Frontend<'w> {
         let launchers = self.wrappers.launchers();
         let cmd = &self.script.commands[index];
         let mut found = env_commands(launchers, cmd);
+        let mut subscripts = Vec::new();
         for entry in launchers.for_program(&cmd.program) {
+            if entry.effect == Effect::Arithmetic {
+                subscripts.extend(
+                    cmd.args
+                        .iter()
+                        .filter(|w| quoted_subscript_code(w))
+                        .cloned(),
+                );
+            }
             if entry.effect != Effect::Command {
                 continue;
             }
-            let values = match entry.source {
-                Source::Operand(_) if entry.sub_matches(&cmd.args) => cmd.args[entry.sub.len()..]
-                    .iter()
-                    .filter(|a| !a.text.starts_with('-'))
-                    .cloned()
-                    .collect(),
-                _ => entry.option_values(&cmd.args),
-            };
+            let values = entry.command_values(&cmd.args);
             let label = format!("{} option", cmd.program);
             for value in values {
                 match entry.judged_text(&value.text) {
@@ -549,6 +558,9 @@ impl<'w> Frontend<'w> {
             escalated: cmd.escalated,
         };
         self.judge_launched(found, &base);
+        for word in subscripts {
+            self.substitutions(&word.text, &base);
+        }
     }
 
     fn fed_script(&mut self, index: usize, ctx: &Ctx) {
@@ -626,6 +638,15 @@ fn is_substitution(cmd: &SimpleCommand) -> bool {
         cmd.origin,
         Origin::CommandSubstitution | Origin::ProcessSubstitution
     )
+}
+
+/// A literal word with a subscript that holds a command substitution
+/// (`'a[$(id)]'`): evaluated as arithmetic, the substitution runs.
+fn quoted_subscript_code(word: &Word) -> bool {
+    !word.dynamic
+        && word.text.split_once('[').is_some_and(|(name, rest)| {
+            !name.is_empty() && (rest.contains("$(") || rest.contains('`'))
+        })
 }
 
 /// A duplication target: digits, `-` (close), or digits then `-` (move).

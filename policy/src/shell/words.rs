@@ -61,6 +61,17 @@ pub fn guarded<T, E>(f: impl FnOnce() -> Result<T, E>) -> Option<T> {
         .ok()
 }
 
+/// `s` as one shell word: as it is when it holds nothing the shell reads,
+/// else single-quoted.
+pub fn quoted(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%^~".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// At most 60 characters of `s`, for hold reasons.
 pub fn excerpt(s: &str) -> String {
     const MAX: usize = 60;
