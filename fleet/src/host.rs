@@ -1,12 +1,14 @@
 //! A host's side of the store, over its own login role: it reports itself,
-//! reads the kill orders that name it, copies its open holds, and reads
-//! and acknowledges the decisions on them. Row-level security lets it see
-//! and change nothing of another host's.
+//! reads the kill orders that name it and the latest policy revision,
+//! copies its open holds, and reads and acknowledges the decisions on
+//! them. Row-level security lets it see and change nothing of another
+//! host's.
 
 use serde_json::Value;
 use tokio_postgres::Client;
 
 use crate::link::{self, LinkError, Notices};
+use crate::policy::{PolicyFiles, Revision};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -35,6 +37,10 @@ pub struct Report {
     pub audit_seq: i64,
     /// The hash of the record at `audit_seq`: the chain's anchor.
     pub audit_head: String,
+    /// The fleet's policy revision it runs (none: its own local policy).
+    pub fleet_policy: Option<i64>,
+    /// The last fleet revision it refused to load, and why.
+    pub policy_refused: Option<(i64, String)>,
 }
 
 /// One audit record as the host's chain holds it.
@@ -118,7 +124,8 @@ impl HostLink {
                 "UPDATE fleet.hosts SET version = $2, policy_revision = $3, killed = $4,
                      kill_reason = $5, audit_seq = $6, last_seen = now(),
                      started_at = CASE WHEN $7 THEN now() ELSE started_at END,
-                     audit_head = $8
+                     audit_head = $8, fleet_policy = $9, fleet_policy_refused = $10,
+                     fleet_policy_error = $11
                  WHERE name = $1",
                 &[
                     &self.name,
@@ -129,6 +136,9 @@ impl HostLink {
                     &report.audit_seq,
                     &started,
                     &report.audit_head,
+                    &report.fleet_policy,
+                    &report.policy_refused.as_ref().map(|r| r.0),
+                    &report.policy_refused.as_ref().map(|r| r.1.as_str()),
                 ],
             )
             .await?;
@@ -149,6 +159,24 @@ impl HostLink {
         Ok(row.map(|r| KillOrder {
             reason: r.get(0),
             operator: r.get(1),
+        }))
+    }
+
+    /// The latest policy revision pushed, if any.
+    pub async fn latest_policy(&self) -> Result<Option<Revision>, HostError> {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT number, patterns, policy FROM fleet.policies ORDER BY number DESC LIMIT 1",
+                &[],
+            )
+            .await?;
+        Ok(row.map(|r| Revision {
+            number: r.get(0),
+            files: PolicyFiles {
+                patterns: r.get(1),
+                policy: r.get(2),
+            },
         }))
     }
 

@@ -3,11 +3,13 @@
 //! `--url-file`, or `PRAXIS_FLEET_URL`); `init` needs the store owner's.
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use praxis_fleet::operator::{OperatorError, OperatorLink};
+use praxis_fleet::policy::PolicyFiles;
 use praxis_fleet::schema;
+use praxis_policy::BUILTIN_PATTERNS;
 
 use crate::operator::parse_ttl;
 
@@ -73,11 +75,27 @@ enum FleetCmd {
     /// Check every host's copied audit chain against its anchor.
     #[command(subcommand)]
     Audit(FleetAuditCmd),
+    /// Distribute a policy revision to every host, and see who runs which.
+    #[command(subcommand)]
+    Policy(FleetPolicyCmd),
     /// Deny a held request on its host.
     Deny {
         id: String,
         #[arg(long)]
         note: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum FleetPolicyCmd {
+    /// Check DIR's patterns.toml and policy.toml as praxisd loads them
+    /// (every example too) and store them as the fleet's next revision.
+    /// A file DIR lacks is the built-in patterns.toml, or no policy.toml.
+    Push { dir: PathBuf },
+    /// The revisions pushed, and which one each host runs or refused.
+    Status {
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -99,6 +117,13 @@ enum FleetCliError {
     NoUrl,
     #[error("{path}: {source}")]
     UrlFile {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0} has neither patterns.toml nor policy.toml")]
+    EmptyDir(String),
+    #[error("{path}: {source}")]
+    PolicyFile {
         path: String,
         source: std::io::Error,
     },
@@ -124,6 +149,30 @@ fn url(args: &FleetArgs) -> Result<String, FleetCliError> {
         return Ok(text.lines().next().unwrap_or("").trim().to_owned());
     }
     std::env::var("PRAXIS_FLEET_URL").map_err(|_| FleetCliError::NoUrl)
+}
+
+/// DIR's revision: its `patterns.toml` (else the built-in one) and its
+/// `policy.toml` (else none).
+fn policy_files(dir: &Path) -> Result<PolicyFiles, FleetCliError> {
+    let read = |name: &str| -> Result<Option<String>, FleetCliError> {
+        let path = dir.join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(FleetCliError::PolicyFile {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
+    };
+    let (patterns, policy) = (read("patterns.toml")?, read("policy.toml")?);
+    if patterns.is_none() && policy.is_none() {
+        return Err(FleetCliError::EmptyDir(dir.display().to_string()));
+    }
+    Ok(PolicyFiles {
+        patterns: patterns.unwrap_or_else(|| BUILTIN_PATTERNS.to_owned()),
+        policy,
+    })
 }
 
 fn block_on<T>(work: impl Future<Output = Result<T, FleetCliError>>) -> Result<T, FleetCliError> {
@@ -272,6 +321,45 @@ async fn dispatch(url: String, cmd: FleetCmd) -> Result<(), FleetCliError> {
             let broken = checks.iter().filter(|c| !c.problems.is_empty()).count();
             if broken > 0 {
                 return Err(FleetCliError::Broken(broken));
+            }
+        }
+        FleetCmd::Policy(FleetPolicyCmd::Push { dir }) => {
+            let pushed = link.push_policy(&policy_files(&dir)?).await?;
+            println!(
+                "pushed policy revision {} ({}): every host loads it",
+                pushed.number, pushed.revision
+            );
+        }
+        FleetCmd::Policy(FleetPolicyCmd::Status { json: as_json }) => {
+            let status = link.policy_status(10).await?;
+            if as_json {
+                println!("{}", json(&status));
+            } else {
+                for r in &status.revisions {
+                    println!(
+                        "revision {:<4} {}  by {}  {}",
+                        r.number,
+                        r.revision,
+                        r.operator,
+                        ago(Some(r.age_secs))
+                    );
+                }
+                for h in &status.hosts {
+                    let runs = match h.fleet_policy {
+                        Some(n) => format!("runs revision {n}"),
+                        None => String::from("runs its local policy"),
+                    };
+                    print!(
+                        "{:<20} {runs} ({}), seen {}",
+                        h.host,
+                        h.policy_revision.as_deref().unwrap_or("-"),
+                        ago(h.last_seen_secs)
+                    );
+                    if let (Some(n), Some(why)) = (h.refused, &h.refused_why) {
+                        print!("; REFUSED revision {n}: {why}");
+                    }
+                    println!();
+                }
             }
         }
         FleetCmd::Deny { id, note } => {

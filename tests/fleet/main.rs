@@ -407,7 +407,7 @@ fn init_is_idempotent_and_tls_checks_the_stores_certificate_and_name() {
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let first = init(&[]);
-    assert_eq!(first["applied"], serde_json::json!([1, 2]));
+    assert_eq!(first["applied"], serde_json::json!([1, 2, 3]));
     let password = first["created"][0]["password"].as_str().unwrap().to_owned();
     // Again, with a host more: nothing is re-applied, the operator's
     // password stands, the new host is made.
@@ -566,4 +566,107 @@ fn a_frozen_store_stalls_nothing_and_loses_or_doubles_nothing() {
         killed(&a).is_some()
     });
     assert!(fleet.operator(&["audit", "verify"]).status.success());
+}
+
+/// A STOP rule for `echo fleet-canary`; `example` is its `match` example.
+fn canary_policy(example: &str) -> String {
+    format!(
+        "[[rule]]\nid = \"fleet-canary\"\ndecision = \"stop\"\nreason = \"the fleet forbids the canary\"\n\
+         regex = \"echo\\\\s+fleet-canary\"\ntier = \"high_risk\"\nmatch = [\"{example}\"]\nnot_match = [\"echo hello\"]\n"
+    )
+}
+
+/// What `fleet policy status --json` says of host `name`.
+fn policy_of(fleet: &Fleet, name: &str) -> serde_json::Value {
+    let out = fleet.operator(&["policy", "status", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["host"] == name)
+        .cloned()
+        .unwrap()
+}
+
+#[test]
+fn a_pushed_policy_is_loaded_by_three_hosts_and_a_broken_one_changes_nothing() {
+    let fleet = Fleet::start(&["a", "b", "c"]);
+    let hosts: Vec<(&str, Daemon)> = ["a", "b", "c"]
+        .into_iter()
+        .map(|h| (h, fleet.host(h, "poll_secs = 30")))
+        .collect();
+    fleet.wait_joined(&["a", "b", "c"]);
+    for (_, d) in &hosts {
+        assert!(d.run(&["--", "echo", "fleet-canary"]).status.success());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        canary_policy("echo fleet-canary"),
+    )
+    .unwrap();
+    let push = |dir: &Path| fleet.operator(&["policy", "push", dir.to_str().unwrap()]);
+    let out = push(dir.path());
+    assert!(out.status.success(), "{out:?}");
+
+    // By notification: the poll is 30 s.
+    for (name, d) in &hosts {
+        wait(Duration::from_secs(5), "the revision loaded", || {
+            policy_of(&fleet, name)["fleet_policy"] == 1
+        });
+        let stopped = d.run(&["--", "echo", "fleet-canary"]);
+        assert_eq!(stopped.status.code(), Some(126), "{name}: {stopped:?}");
+        assert!(d.run(&["--", "echo", "hello"]).status.success());
+    }
+    let running = policy_of(&fleet, "a")["policy_revision"].clone();
+
+    // A revision whose example fails is refused at the push.
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        canary_policy("echo something-else"),
+    )
+    .unwrap();
+    let refused = push(dir.path());
+    assert!(!refused.status.success(), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("nothing pushed"),
+        "{refused:?}"
+    );
+    // A host's login may read revisions, never push one.
+    let forged = fleet.pg.psql(
+        &fleet.host_url("a"),
+        "INSERT INTO fleet.policies (revision, patterns) VALUES ('x', 'x')",
+    );
+    assert!(forged.unwrap_err().contains("permission denied"));
+
+    // Forced into the table past the push's checks: every host refuses it,
+    // keeps the last good policy, and says so.
+    fleet
+        .pg
+        .psql(
+            &fleet.pg.owner_url(),
+            "INSERT INTO fleet.policies (revision, patterns, policy)
+             SELECT 'forced', patterns, '[[rule]]\nid = \"broken\"' FROM fleet.policies WHERE number = 1",
+        )
+        .unwrap();
+    for (name, d) in &hosts {
+        wait(
+            Duration::from_secs(5),
+            "the forced revision refused",
+            || policy_of(&fleet, name)["refused"] == 2,
+        );
+        let host = policy_of(&fleet, name);
+        assert_eq!(host["fleet_policy"], 1, "{host}");
+        assert_eq!(host["policy_revision"], running, "{host}");
+        let stopped = d.run(&["--", "echo", "fleet-canary"]);
+        assert_eq!(stopped.status.code(), Some(126), "{name}: {stopped:?}");
+        assert!(kinds(d, "reload").iter().any(|e| {
+            e["reason"]
+                .as_str()
+                .unwrap_or("")
+                .contains("last good policy kept")
+        }));
+    }
 }

@@ -1,7 +1,8 @@
 //! The fleet link: this host's connection to the fleet store, when
 //! `[fleet]` names one. It is a front: orders come in by it (the fleet's
-//! kill switch, operators' decisions on holds) and go through the same
-//! stages and stores as a local operator's, and it reports the host
+//! kill switch, operators' decisions on holds, policy revisions) and go
+//! through the same stages and stores as a local operator's, and it
+//! reports the host
 //! (heartbeat, policy revision, kill state, audit position, open holds)
 //! and copies its audit chain to the store.
 //!
@@ -24,7 +25,7 @@ use crate::stage::kill_switch::{self, Engaged};
 use crate::state::Daemon;
 use crate::store::approvals as approval_store;
 use crate::store::audit::Maker;
-use crate::{clock, errors};
+use crate::{clock, errors, reload};
 
 /// How a kill the fleet engaged begins its reason, so the link releases
 /// only kills of its own making.
@@ -106,6 +107,36 @@ fn release_own(daemon: &Daemon) {
         Ok(()) => kill_switch::on_released(&daemon.kill_switch, &daemon.audit),
         Err(e) => tracing::error!("fleet release: {}", errors::one_line(&e)),
     }
+}
+
+/// Loads the latest policy revision pushed unless it runs already or was
+/// refused; returns whether what the host runs or refused changed.
+async fn apply_policy(
+    daemon: &Arc<Daemon>,
+    link: &HostLink,
+    policy: &mut FleetPolicy,
+) -> Result<bool, FleetLinkError> {
+    let Some(revision) = bounded(link.latest_policy()).await? else {
+        return Ok(false);
+    };
+    let number = revision.number;
+    let tried = policy.running == Some(number)
+        || policy.refused.as_ref().is_some_and(|(n, _)| *n == number);
+    if tried {
+        return Ok(false);
+    }
+    match blocking(daemon, move |d| reload::adopt(d, &revision, itself())).await? {
+        Ok(hash) => {
+            tracing::info!("loaded the fleet's policy revision {number} ({hash})");
+            policy.running = Some(number);
+            policy.refused = None;
+        }
+        Err(why) => {
+            tracing::warn!("refused the fleet's policy revision {number}, last good kept: {why}");
+            policy.refused = Some((number, why));
+        }
+    }
+    Ok(true)
 }
 
 /// Applies the kill order in force and every decision not yet applied.
@@ -224,7 +255,7 @@ async fn copy_audit(
     }
 }
 
-fn report(daemon: &Daemon) -> Report {
+fn report(daemon: &Daemon, policy: FleetPolicy) -> Report {
     let kill = daemon.kill_switch.current();
     let (audit_seq, audit_head) = daemon.audit.head();
     Report {
@@ -237,6 +268,8 @@ fn report(daemon: &Daemon) -> Report {
         kill_reason: kill.map(|k| k.reason),
         audit_seq,
         audit_head,
+        fleet_policy: policy.running,
+        policy_refused: policy.refused,
     }
 }
 
@@ -250,8 +283,18 @@ fn names_us(notice: &str, name: &str) -> bool {
     }
 }
 
+/// The fleet's policy revisions as this host took them.
+#[derive(Clone, Debug, Default)]
+struct FleetPolicy {
+    /// The revision in force (none: the local policy).
+    running: Option<i64>,
+    /// The last revision refused, and why.
+    refused: Option<(i64, String)>,
+}
+
 /// What the link remembers across connections.
 struct Memory {
+    policy: FleetPolicy,
     /// The last time the store answered.
     last_contact: Instant,
     /// No heartbeat has gone out since praxisd started.
@@ -270,6 +313,7 @@ async fn connected(
     tracing::info!("joined the fleet as {}", link.name);
     memory.last_contact = Instant::now();
     apply_orders(daemon, &link).await?;
+    let mut report_now = apply_policy(daemon, &link, &mut memory.policy).await?;
     // Resumed from what the store acknowledged, whatever was sent before.
     let mut copied = bounded(link.audit_copied()).await?;
     let mut told: Option<Vec<Hold>> = None;
@@ -283,6 +327,7 @@ async fn connected(
                 };
                 if names_us(&notice, &link.name) {
                     apply_orders(daemon, &link).await?;
+                    report_now |= apply_policy(daemon, &link, &mut memory.policy).await?;
                 }
             }
             _ = tick.tick() => {
@@ -299,11 +344,13 @@ async fn connected(
                     told = Some(holds);
                 }
                 copied = copy_audit(daemon, &link, copied).await?;
-                if last_beat.is_none_or(|at| at.elapsed() >= fleet.poll) {
-                    let report = blocking(daemon, report).await?;
+                if report_now || last_beat.is_none_or(|at| at.elapsed() >= fleet.poll) {
+                    let policy = memory.policy.clone();
+                    let report = blocking(daemon, move |d| report(d, policy)).await?;
                     bounded(link.heartbeat(&report, memory.first_beat)).await?;
                     memory.first_beat = false;
                     apply_orders(daemon, &link).await?;
+                    report_now = apply_policy(daemon, &link, &mut memory.policy).await?;
                     last_beat = Some(Instant::now());
                 }
             }
@@ -316,7 +363,18 @@ async fn connected(
 /// failure; trips the local kill switch after the store was unreachable
 /// for `[fleet] kill_when_unreachable_after`, when that is set.
 pub async fn run(daemon: Arc<Daemon>, fleet: Fleet) {
+    // A revision loaded before this start runs still (`reload::load`).
+    let running = blocking(&daemon, |d| reload::fleet_revision(&d.config))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .flatten()
+        .map(|r| r.number);
     let mut memory = Memory {
+        policy: FleetPolicy {
+            running,
+            refused: None,
+        },
         last_contact: Instant::now(),
         first_beat: true,
     };
