@@ -83,12 +83,13 @@ fn itself() -> Maker {
     }
 }
 
-/// Engages the local kill switch for `reason` unless it is engaged.
-fn engage(daemon: &Daemon, reason: String) {
+/// Engages the local kill switch for `reason`, on the order of
+/// `operator` when one gave it, unless it is engaged.
+fn engage(daemon: &Daemon, reason: String, operator: Option<&str>) {
     if daemon.kill_switch.current().is_some() {
         return;
     }
-    match daemon.kill_switch.engage(&reason, itself()) {
+    match daemon.kill_switch.engage(&reason, itself(), operator) {
         Ok(()) => kill_switch::on_engaged(&daemon.kill_switch, &daemon.audit, &Engaged { reason }),
         Err(e) => tracing::error!("fleet kill: {}", errors::one_line(&e)),
     }
@@ -146,6 +147,7 @@ async fn apply_orders(daemon: &Arc<Daemon>, link: &HostLink) -> Result<(), Fleet
         Some(order) => engage(
             d,
             format!("{FLEET_KILL}killed by {}: {}", order.operator, order.reason),
+            Some(&order.operator),
         ),
         None => release_own(d),
     })
@@ -395,7 +397,7 @@ pub async fn run(daemon: Arc<Daemon>, fleet: Fleet) {
                     "{FLEET_KILL}the fleet store was unreachable for {}s",
                     silent.as_secs()
                 );
-                let _ = blocking(&daemon, move |d| engage(d, reason)).await;
+                let _ = blocking(&daemon, move |d| engage(d, reason, None)).await;
             }
         }
         tokio::time::sleep(REDIAL).await;

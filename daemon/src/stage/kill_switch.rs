@@ -36,7 +36,7 @@ pub struct KillSwitch {
     engaged: AtomicBool,
     /// Who is changing the file through praxisd, until the change is
     /// audited (by whichever of the handler and the watcher sees it first).
-    maker: Mutex<Option<Maker>>,
+    claim: Mutex<Option<Claim>>,
     running: Arc<Children>,
     /// Between SIGTERM and SIGKILL of the work it ends.
     grace: Duration,
@@ -57,12 +57,20 @@ impl Engaged {
     }
 }
 
+/// Who changed the switch: the process, and the fleet operator whose
+/// order it carried out.
+#[derive(Debug)]
+struct Claim {
+    by: Maker,
+    fleet_operator: Option<String>,
+}
+
 impl KillSwitch {
     pub fn new(file: PathBuf, running: Arc<Children>, grace: Duration) -> KillSwitch {
         KillSwitch {
             file,
             engaged: AtomicBool::new(false),
-            maker: Mutex::new(None),
+            claim: Mutex::new(None),
             running,
             grace,
         }
@@ -100,21 +108,30 @@ impl KillSwitch {
         }
     }
 
-    /// The maker of the change in progress, once.
-    fn take_maker(&self) -> Option<Maker> {
-        self.maker
+    /// Who made the change in progress, once.
+    fn take_claim(&self) -> Option<Claim> {
+        self.claim
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
     }
 
-    fn claim(&self, by: Maker) {
-        *self.maker.lock().unwrap_or_else(PoisonError::into_inner) = Some(by);
+    fn claim(&self, by: Maker, fleet_operator: Option<&str>) {
+        *self.claim.lock().unwrap_or_else(PoisonError::into_inner) = Some(Claim {
+            by,
+            fleet_operator: fleet_operator.map(str::to_owned),
+        });
     }
 
-    /// Writes the file atomically (temporary file, then rename), made by `by`.
-    pub fn engage(&self, reason: &str, by: Maker) -> Result<(), KillSwitchError> {
-        self.claim(by);
+    /// Writes the file atomically (temporary file, then rename), made by
+    /// `by`, on the order of `fleet_operator` when the fleet gave it.
+    pub fn engage(
+        &self,
+        reason: &str,
+        by: Maker,
+        fleet_operator: Option<&str>,
+    ) -> Result<(), KillSwitchError> {
+        self.claim(by, fleet_operator);
         let io_err = |source| KillSwitchError::Io {
             path: self.file.display().to_string(),
             source,
@@ -128,7 +145,7 @@ impl KillSwitch {
 
     /// Removes the file, released by `by`; already absent is fine.
     pub fn release(&self, by: Maker) -> Result<(), KillSwitchError> {
-        self.claim(by);
+        self.claim(by, None);
         match std::fs::remove_file(&self.file) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(KillSwitchError::Io {
                 path: self.file.display().to_string(),
@@ -167,12 +184,16 @@ pub fn on_engaged(switch: &KillSwitch, audit: &AuditStore, engaged: &Engaged) {
     let mut detail = serde_json::Map::new();
     detail.insert("killed_commands".into(), killed.into());
     detail.insert("file".into(), switch.file.display().to_string().into());
+    let claim = switch.take_claim();
+    if let Some(operator) = claim.as_ref().and_then(|c| c.fleet_operator.clone()) {
+        detail.insert("fleet_operator".into(), operator.into());
+    }
     let event = Event {
         reason: Some(engaged.reason.clone()),
         detail: Some(detail),
         ..Event::new(EventKind::Kill)
     }
-    .made_by(switch.take_maker());
+    .made_by(claim.map(|c| c.by));
     if let Err(e) = audit.append(event, Durability::Full) {
         tracing::error!(
             "audit of kill switch engagement failed: {}",
@@ -186,7 +207,7 @@ pub fn on_released(switch: &KillSwitch, audit: &AuditStore) {
     if !switch.engaged.swap(false, Ordering::SeqCst) {
         return;
     }
-    let event = Event::new(EventKind::Release).made_by(switch.take_maker());
+    let event = Event::new(EventKind::Release).made_by(switch.take_claim().map(|c| c.by));
     if let Err(e) = audit.append(event, Durability::Full) {
         tracing::error!(
             "audit of kill switch release failed: {}",

@@ -318,7 +318,7 @@ pub async fn handle(
             OperatorRequest::Kill { reason } => {
                 let reason = reason.unwrap_or_else(|| format!("engaged by uid {}", peer.uid));
                 blocking(daemon, move |d| {
-                    match d.kill_switch.engage(&reason, maker(&peer)) {
+                    match d.kill_switch.engage(&reason, maker(&peer), None) {
                         Ok(()) => {
                             kill_switch::on_engaged(
                                 &d.kill_switch,
