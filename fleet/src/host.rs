@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio_postgres::Client;
 
 use crate::link::{self, LinkError, Notices};
+use crate::memory::{COLUMNS, SharedMemory, StoredMemory, stored};
 use crate::policy::{PolicyFiles, Revision};
 
 #[derive(Debug, thiserror::Error)]
@@ -178,6 +179,50 @@ impl HostLink {
                 policy: r.get(2),
             },
         }))
+    }
+
+    /// Proposes memories to the fleet's review queue; one the store holds
+    /// already is left as it is.
+    pub async fn propose_memories(&self, proposed: &[SharedMemory]) -> Result<(), HostError> {
+        for m in proposed {
+            self.client
+                .execute(
+                    "INSERT INTO fleet.memories (id, visibility, workspace, review, body, host)
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        &m.id,
+                        &m.visibility,
+                        &m.workspace,
+                        &m.review,
+                        &m.body,
+                        &self.name,
+                    ],
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Every shared memory's id and change number: what changed since a
+    /// host last looked, whatever order the changes committed in.
+    pub async fn memory_changes(&self) -> Result<Vec<(String, i64)>, HostError> {
+        let rows = self
+            .client
+            .query("SELECT id, changed FROM fleet.memories", &[])
+            .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    /// The shared memories `ids`.
+    pub async fn memories(&self, ids: &[String]) -> Result<Vec<StoredMemory>, HostError> {
+        let rows = self
+            .client
+            .query(
+                &format!("SELECT {COLUMNS} FROM fleet.memories WHERE id = ANY($1)"),
+                &[&ids],
+            )
+            .await?;
+        Ok(rows.iter().map(stored).collect())
     }
 
     /// Makes the store's open holds of this host exactly `open`: new ones

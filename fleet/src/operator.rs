@@ -1,11 +1,13 @@
 //! An operator's side of the store, over an operator's login role: the
-//! hosts and their state, the fleet kill switch, policy revisions, and the
-//! holds waiting on any host with the decisions on them.
+//! hosts and their state, the fleet kill switch, policy revisions, the
+//! shared memories' review queue, and the holds waiting on any host with
+//! the decisions on them.
 
 use serde::Serialize;
 use tokio_postgres::Client;
 
 use crate::link::{self, LinkError};
+use crate::memory::{COLUMNS, StoredMemory, stored};
 use crate::policy::PolicyFiles;
 use crate::schema::{SchemaError, check_name};
 
@@ -30,6 +32,10 @@ pub enum OperatorError {
     Decided(String),
     #[error("ttl must be between 1 second and 7 days")]
     Ttl,
+    #[error("no shared memory {0}")]
+    NoMemory(String),
+    #[error("{0} changed while it was reviewed; look again")]
+    Reviewed(String),
     #[error("the policy revision does not load, nothing pushed: {0}")]
     Policy(String),
 }
@@ -301,6 +307,55 @@ impl OperatorLink {
             })
             .collect();
         Ok(PolicyStatus { revisions, hosts })
+    }
+
+    /// The shared memories waiting for review, oldest change first.
+    pub async fn review_queue(&self) -> Result<Vec<StoredMemory>, OperatorError> {
+        let rows = self
+            .client
+            .query(
+                &format!(
+                    "SELECT {COLUMNS} FROM fleet.memories
+                     WHERE review IN ('pending', 'escalated') ORDER BY changed"
+                ),
+                &[],
+            )
+            .await?;
+        Ok(rows.iter().map(stored).collect())
+    }
+
+    /// One shared memory, and the login the store knows this operator by.
+    pub async fn memory(&self, id: &str) -> Result<(StoredMemory, String), OperatorError> {
+        let row = self
+            .client
+            .query_opt(
+                &format!("SELECT {COLUMNS}, session_user::text FROM fleet.memories WHERE id = $1"),
+                &[&id],
+            )
+            .await?
+            .ok_or_else(|| OperatorError::NoMemory(id.to_owned()))?;
+        Ok((stored(&row), row.get(8)))
+    }
+
+    /// Replaces a shared memory's review and body, unless it changed since
+    /// `seen` was read (another operator's review came first).
+    pub async fn review_memory(
+        &self,
+        seen: &StoredMemory,
+        review: &str,
+        body: &serde_json::Value,
+    ) -> Result<(), OperatorError> {
+        let n = self
+            .client
+            .execute(
+                "UPDATE fleet.memories SET review = $3, body = $4 WHERE id = $1 AND changed = $2",
+                &[&seen.memory.id, &seen.changed, &review, &body],
+            )
+            .await?;
+        if n == 0 {
+            return Err(OperatorError::Reviewed(seen.memory.id.clone()));
+        }
+        Ok(())
     }
 
     /// The holds waiting for a decision, oldest first.

@@ -9,6 +9,9 @@ use clap::{Args, Subcommand};
 use praxis_fleet::operator::{OperatorError, OperatorLink};
 use praxis_fleet::policy::PolicyFiles;
 use praxis_fleet::schema;
+use praxis_memory::memory::Memory;
+use praxis_memory::review::{self, LESSON_FRESH_FOR, ReviewAction, Reviewer, ReviewerKind};
+use praxis_memory::time::Timestamp;
 use praxis_policy::BUILTIN_PATTERNS;
 
 use crate::operator::parse_ttl;
@@ -78,12 +81,34 @@ enum FleetCmd {
     /// Distribute a policy revision to every host, and see who runs which.
     #[command(subcommand)]
     Policy(FleetPolicyCmd),
+    /// The review queue of shared judgment memory.
+    #[command(subcommand)]
+    Review(FleetReviewCmd),
     /// Deny a held request on its host.
     Deny {
         id: String,
         #[arg(long)]
         note: Option<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum FleetReviewCmd {
+    /// Shared memories waiting for review, from every host.
+    Queue {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Confirm a shared memory: its lesson then relaxes the same HOLD on
+    /// every host in its scope.
+    Confirm {
+        id: String,
+        /// Confirm it as evidence only, shown with a HOLD, relaxing nothing.
+        #[arg(long)]
+        evidence: bool,
+    },
+    /// Reject a shared memory: it is never recalled on any host.
+    Reject { id: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -127,6 +152,10 @@ enum FleetCliError {
         path: String,
         source: std::io::Error,
     },
+    #[error("shared memory {id} does not read: {why}")]
+    Memory { id: String, why: String },
+    #[error(transparent)]
+    Review(#[from] review::ReviewError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
     #[error(transparent)]
@@ -173,6 +202,41 @@ fn policy_files(dir: &Path) -> Result<PolicyFiles, FleetCliError> {
         patterns: patterns.unwrap_or_else(|| BUILTIN_PATTERNS.to_owned()),
         policy,
     })
+}
+
+/// Takes one human review action on a shared memory, as its login; the
+/// memory crate's rules decide what the action may do.
+async fn review(
+    link: &OperatorLink,
+    id: &str,
+    action: ReviewAction,
+) -> Result<String, FleetCliError> {
+    let (seen, login) = link.memory(id).await?;
+    let unreadable = |why: String| FleetCliError::Memory {
+        id: id.to_owned(),
+        why,
+    };
+    let before: Memory =
+        serde_json::from_value(seen.memory.body.clone()).map_err(|e| unreadable(e.to_string()))?;
+    let by = Reviewer {
+        name: login,
+        kind: ReviewerKind::Human,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let after = review::apply(&before, &action, &by, Timestamp(now))?;
+    after.check().map_err(|e| unreadable(e.to_string()))?;
+    let body = serde_json::to_value(&after).map_err(|e| unreadable(e.to_string()))?;
+    link.review_memory(&seen, after.review.as_str(), &body)
+        .await?;
+    Ok(format!(
+        "{id}: {} by {}; now {} ({}) on every host in its scope",
+        action.name(),
+        by.name,
+        after.review.as_str(),
+        after.use_policy().as_str()
+    ))
 }
 
 fn block_on<T>(work: impl Future<Output = Result<T, FleetCliError>>) -> Result<T, FleetCliError> {
@@ -322,6 +386,34 @@ async fn dispatch(url: String, cmd: FleetCmd) -> Result<(), FleetCliError> {
             if broken > 0 {
                 return Err(FleetCliError::Broken(broken));
             }
+        }
+        FleetCmd::Review(FleetReviewCmd::Queue { json: as_json }) => {
+            let queue = link.review_queue().await?;
+            if as_json {
+                println!("{}", json(&queue));
+            } else if queue.is_empty() {
+                println!("no shared memory waiting for review");
+            } else {
+                for m in queue {
+                    let summary = m.memory.body["item"]["summary"].as_str().unwrap_or("");
+                    println!(
+                        "{}  {} ({} of {}, from {})",
+                        m.memory.id, summary, m.memory.visibility, m.memory.workspace, m.host
+                    );
+                }
+            }
+        }
+        FleetCmd::Review(FleetReviewCmd::Confirm { id, evidence }) => {
+            let (seen, _) = link.memory(&id).await?;
+            let lesson = !seen.memory.body["lesson"].is_null();
+            let action = ReviewAction::Confirm {
+                as_instruction: !evidence,
+                fresh_for: (lesson && !evidence).then_some(LESSON_FRESH_FOR),
+            };
+            println!("{}", review(&link, &id, action).await?);
+        }
+        FleetCmd::Review(FleetReviewCmd::Reject { id }) => {
+            println!("{}", review(&link, &id, ReviewAction::Reject).await?);
         }
         FleetCmd::Policy(FleetPolicyCmd::Push { dir }) => {
             let pushed = link.push_policy(&policy_files(&dir)?).await?;

@@ -409,7 +409,7 @@ fn init_is_idempotent_and_tls_checks_the_stores_certificate_and_name() {
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let first = init(&[]);
-    assert_eq!(first["applied"], serde_json::json!([1, 2, 3]));
+    assert_eq!(first["applied"], serde_json::json!([1, 2, 3, 4]));
     let password = first["created"][0]["password"].as_str().unwrap().to_owned();
     // Again, with a host more: nothing is re-applied, the operator's
     // password stands, the new host is made.
@@ -672,4 +672,102 @@ fn a_pushed_policy_is_loaded_by_three_hosts_and_a_broken_one_changes_nothing() {
                 .contains("last good policy kept")
         }));
     }
+}
+
+/// `praxis-run -- git push origin BRANCH` on host `d`, in `work`.
+fn push_in(d: &Daemon, work: &Path, branch: &str) -> Output {
+    d.cmd(&bin("praxis-run"))
+        .args(["--", "git", "push", "origin", branch])
+        .current_dir(work)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The ids in the fleet's review queue.
+fn queued(fleet: &Fleet) -> Vec<String> {
+    let out = fleet.operator(&["review", "queue", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_lesson_proposed_on_a_and_confirmed_once_relaxes_the_same_push_on_c() {
+    let fleet = Fleet::start(&["a", "c"]);
+    let a = fleet.host("a", "poll_secs = 1");
+    let c = fleet.host("c", "poll_secs = 1");
+    fleet.wait_joined(&["a", "c"]);
+    // One workspace both hosts work in (a CI checkout path, say).
+    let work = tempfile::tempdir().unwrap();
+    common::judge::pushable_repo(work.path());
+    held_id(&push_in(&c, work.path(), "feature/b"));
+
+    // Approved on a with --remember: a lesson waits in the fleet's queue.
+    let id = held_id(&push_in(&a, work.path(), "feature/a"));
+    let said = a.praxis(&["approve", &id, "--remember"]);
+    assert!(said.status.success(), "{said:?}");
+    let lesson = format!("lesson-{id}");
+    wait(Duration::from_secs(10), "the lesson queued", || {
+        queued(&fleet).contains(&lesson)
+    });
+
+    // A host's login can neither confirm it nor slip in a confirmed one.
+    let as_a = fleet.host_url("a");
+    let confirm = fleet.pg.psql(
+        &as_a,
+        &format!("UPDATE fleet.memories SET review = 'confirmed' WHERE id = '{lesson}'"),
+    );
+    assert!(confirm.unwrap_err().contains("permission denied"));
+    let forged = fleet.pg.psql(
+        &as_a,
+        &format!(
+            "INSERT INTO fleet.memories (id, visibility, workspace, review, body, host)
+             SELECT 'forged', visibility, workspace, 'confirmed',
+                 jsonb_set(jsonb_set(body, '{{review}}', '\"confirmed\"'), '{{item,memory_id}}', '\"forged\"'), 'a'
+             FROM fleet.memories WHERE id = '{lesson}'"
+        ),
+    );
+    assert!(
+        forged.unwrap_err().contains("row-level security"),
+        "a host wrote a confirmed lesson"
+    );
+    // Still held on c: nothing is confirmed yet.
+    held_id(&push_in(&c, work.path(), "feature/b"));
+
+    // Confirmed once, from an operator's machine: c takes it in and the
+    // same push runs there, naming the lesson.
+    let out = fleet.operator(&["review", "confirm", &lesson]);
+    assert!(out.status.success(), "{out:?}");
+    wait(Duration::from_secs(10), "c took the lesson in", || {
+        kinds(&c, "review").iter().any(|e| {
+            e["detail"]["memory_id"] == lesson.as_str() && e["detail"]["to"] == "confirmed"
+        })
+    });
+    let ran = push_in(&c, work.path(), "feature/b");
+    assert!(!matches!(ran.status.code(), Some(125 | 126)), "{ran:?}");
+    let decided = c.events_of_kind("decided").pop().unwrap();
+    assert_eq!(decided["decision"], "ALLOW", "{decided}");
+    assert!(
+        decided["reason"].as_str().unwrap().contains(&lesson),
+        "{decided}"
+    );
+    // The default branch is not covered.
+    held_id(&push_in(&c, work.path(), "main"));
+    assert!(!queued(&fleet).contains(&lesson));
+
+    // Rejected in the fleet, it relaxes nothing any more.
+    let out = fleet.operator(&["review", "reject", &lesson]);
+    assert!(out.status.success(), "{out:?}");
+    wait(Duration::from_secs(10), "c took the rejection in", || {
+        kinds(&c, "review")
+            .iter()
+            .any(|e| e["detail"]["memory_id"] == lesson.as_str() && e["detail"]["to"] == "rejected")
+    });
+    held_id(&push_in(&c, work.path(), "feature/b"));
+    held_id(&push_in(&a, work.path(), "feature/b"));
 }

@@ -1,6 +1,7 @@
 //! The fleet link: this host's connection to the fleet store, when
 //! `[fleet]` names one. It is a front: orders come in by it (the fleet's
-//! kill switch, operators' decisions on holds, policy revisions) and go
+//! kill switch, operators' decisions on holds, policy revisions, shared
+//! memories an operator reviewed) and go
 //! through the same stages and stores as a local operator's, and it
 //! reports the host
 //! (heartbeat, policy revision, kill state, audit position, open holds)
@@ -16,6 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use praxis_fleet::host::{AuditRow, Decision, Hold, HostError, HostLink, Report};
+use praxis_fleet::memory::{SharedMemory, StoredMemory};
+use praxis_memory::contract::Visibility;
+use praxis_memory::memory::Memory;
 use praxis_proto::OperatorReply;
 use tokio::time::timeout;
 
@@ -25,6 +29,7 @@ use crate::stage::kill_switch::{self, Engaged};
 use crate::state::Daemon;
 use crate::store::approvals as approval_store;
 use crate::store::audit::Maker;
+use crate::store::memory as memory_store;
 use crate::{clock, errors, reload};
 
 /// How a kill the fleet engaged begins its reason, so the link releases
@@ -138,6 +143,117 @@ async fn apply_policy(
         }
     }
     Ok(true)
+}
+
+/// The name a memory's visibility goes by in the store, when the fleet
+/// shares it.
+fn shared_visibility(memory: &Memory) -> Option<&'static str> {
+    match memory.item.scope.visibility {
+        Visibility::Workspace => Some("workspace"),
+        Visibility::Org => Some("org"),
+        Visibility::Personal | Visibility::Project => None,
+    }
+}
+
+/// The shared memories here that wait for review and were not proposed
+/// yet, as the store takes them.
+fn to_propose(daemon: &Daemon, proposed: &BTreeSet<String>) -> Result<Vec<SharedMemory>, String> {
+    let store = daemon.memory.as_ref().map_err(Clone::clone)?;
+    let all = store.all().map_err(|e| errors::one_line(&e))?;
+    Ok(all
+        .into_iter()
+        .filter(|m| m.review.is_open() && !proposed.contains(m.id()))
+        .filter_map(|m| {
+            let visibility = shared_visibility(&m)?;
+            Some(SharedMemory {
+                id: m.id().to_owned(),
+                visibility: visibility.to_owned(),
+                workspace: m.item.scope.workspace_id.clone(),
+                review: m.review.as_str().to_owned(),
+                body: serde_json::to_value(&m).ok()?,
+            })
+        })
+        .collect())
+}
+
+/// Takes a memory the fleet reviewed into the local store, which is its
+/// offline cache; audited like a local review. Returns why not, if not.
+fn take_reviewed(daemon: &Daemon, row: &StoredMemory) -> Result<(), String> {
+    let store = daemon.memory.as_ref().map_err(Clone::clone)?;
+    let memory: Memory =
+        serde_json::from_value(row.memory.body.clone()).map_err(|e| e.to_string())?;
+    if memory.id() != row.memory.id || shared_visibility(&memory).is_none() {
+        return Err(String::from("not a shared memory of that id"));
+    }
+    memory.check().map_err(|e| e.to_string())?;
+    let local = store.get(memory.id()).map_err(|e| errors::one_line(&e))?;
+    if local.as_ref() == Some(&memory) {
+        return Ok(());
+    }
+    let mut detail = serde_json::Map::new();
+    detail.insert("by".into(), row.changed_by.clone().into());
+    detail.insert(
+        "from".into(),
+        local.map(|m| m.review.as_str()).unwrap_or("absent").into(),
+    );
+    detail.insert("to".into(), memory.review.as_str().into());
+    detail.insert("fleet_change".into(), row.changed.into());
+    memory_store::record(
+        &daemon.audit,
+        "fleet-review",
+        memory.id(),
+        memory_store::Maker {
+            role: "fleet",
+            uid: None,
+            pid: None,
+        },
+        format!(
+            "fleet operator {} made {} {}",
+            row.changed_by,
+            memory.id(),
+            memory.review.as_str()
+        ),
+        detail,
+    )?;
+    store.put(&memory).map_err(|e| errors::one_line(&e))
+}
+
+/// Proposes this host's shared memories waiting for review, and takes in
+/// every shared memory the fleet reviewed since the link last looked.
+async fn exchange_memories(
+    daemon: &Arc<Daemon>,
+    link: &HostLink,
+    shared: &mut SharedMemories,
+) -> Result<(), FleetLinkError> {
+    let proposed = shared.proposed.clone();
+    let new = blocking(daemon, move |d| to_propose(d, &proposed))
+        .await?
+        .map_err(FleetLinkError::Local)?;
+    if !new.is_empty() {
+        bounded(link.propose_memories(&new)).await?;
+        shared.proposed.extend(new.into_iter().map(|m| m.id));
+    }
+    let changed: Vec<String> = bounded(link.memory_changes())
+        .await?
+        .into_iter()
+        .filter(|(id, changed)| shared.seen.get(id) != Some(changed))
+        .map(|(id, _)| id)
+        .collect();
+    if changed.is_empty() {
+        return Ok(());
+    }
+    for row in bounded(link.memories(&changed)).await? {
+        shared.seen.insert(row.memory.id.clone(), row.changed);
+        // The queue lives in the store: an open memory decides nothing.
+        if ["pending", "escalated"].contains(&row.memory.review.as_str()) {
+            continue;
+        }
+        let id = row.memory.id.clone();
+        if let Err(why) = blocking(daemon, move |d| take_reviewed(d, &row)).await? {
+            tracing::warn!("fleet memory {id} not taken: {why}");
+        }
+    }
+    Ok(())
 }
 
 /// Applies the kill order in force and every decision not yet applied.
@@ -294,9 +410,19 @@ struct FleetPolicy {
     refused: Option<(i64, String)>,
 }
 
+/// The shared memories as this host exchanged them.
+#[derive(Default)]
+struct SharedMemories {
+    /// Proposed to the store since praxisd started.
+    proposed: BTreeSet<String>,
+    /// Each shared memory's change number, as last taken.
+    seen: BTreeMap<String, i64>,
+}
+
 /// What the link remembers across connections.
-struct Memory {
+struct LinkState {
     policy: FleetPolicy,
+    memories: SharedMemories,
     /// The last time the store answered.
     last_contact: Instant,
     /// No heartbeat has gone out since praxisd started.
@@ -308,7 +434,7 @@ struct Memory {
 async fn connected(
     daemon: &Arc<Daemon>,
     fleet: &Fleet,
-    memory: &mut Memory,
+    memory: &mut LinkState,
 ) -> Result<(), FleetLinkError> {
     let url = fleet.url.resolve().map_err(FleetLinkError::Url)?;
     let (mut link, mut notices) = bounded(HostLink::connect(&url, &fleet.host)).await?;
@@ -316,6 +442,7 @@ async fn connected(
     memory.last_contact = Instant::now();
     apply_orders(daemon, &link).await?;
     let mut report_now = apply_policy(daemon, &link, &mut memory.policy).await?;
+    exchange_memories(daemon, &link, &mut memory.memories).await?;
     // Resumed from what the store acknowledged, whatever was sent before.
     let mut copied = bounded(link.audit_copied()).await?;
     let mut told: Option<Vec<Hold>> = None;
@@ -330,6 +457,7 @@ async fn connected(
                 if names_us(&notice, &link.name) {
                     apply_orders(daemon, &link).await?;
                     report_now |= apply_policy(daemon, &link, &mut memory.policy).await?;
+                    exchange_memories(daemon, &link, &mut memory.memories).await?;
                 }
             }
             _ = tick.tick() => {
@@ -353,6 +481,7 @@ async fn connected(
                     memory.first_beat = false;
                     apply_orders(daemon, &link).await?;
                     report_now = apply_policy(daemon, &link, &mut memory.policy).await?;
+                    exchange_memories(daemon, &link, &mut memory.memories).await?;
                     last_beat = Some(Instant::now());
                 }
             }
@@ -372,7 +501,8 @@ pub async fn run(daemon: Arc<Daemon>, fleet: Fleet) {
         .and_then(Result::ok)
         .flatten()
         .map(|r| r.number);
-    let mut memory = Memory {
+    let mut memory = LinkState {
+        memories: SharedMemories::default(),
         policy: FleetPolicy {
             running,
             refused: None,
