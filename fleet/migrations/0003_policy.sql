@@ -22,20 +22,16 @@ GRANT UPDATE (fleet_policy, fleet_policy_refused, fleet_policy_error)
 CREATE TRIGGER stamp BEFORE INSERT ON fleet.policies
     FOR EACH ROW EXECUTE FUNCTION fleet.stamp_operator();
 
-CREATE OR REPLACE FUNCTION fleet.notify() RETURNS trigger
+-- A change every host acts on: the payload is the trigger's argument and
+-- '*' (every host).
+CREATE FUNCTION fleet.notify_every_host() RETURNS trigger
     LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_TABLE_NAME = 'kill' THEN
-        PERFORM pg_notify('praxis_fleet', 'kill ' || NEW.scope);
-    ELSIF TG_TABLE_NAME = 'policies' THEN
-        PERFORM pg_notify('praxis_fleet', 'policy *');
-    ELSE
-        PERFORM pg_notify('praxis_fleet', 'decision ' || NEW.host);
-    END IF;
+    PERFORM pg_notify('praxis_fleet', TG_ARGV[0] || ' *');
     RETURN NULL;
 END $$;
 CREATE TRIGGER notify AFTER INSERT ON fleet.policies
-    FOR EACH ROW EXECUTE FUNCTION fleet.notify();
+    FOR EACH ROW EXECUTE FUNCTION fleet.notify_every_host('policy');
 
 -- Operators push and read; hosts only read.
 GRANT SELECT ON fleet.policies TO praxis_fleet_host;

@@ -30,22 +30,8 @@ END $$;
 CREATE TRIGGER stamp BEFORE INSERT OR UPDATE ON fleet.memories
     FOR EACH ROW EXECUTE FUNCTION fleet.stamp_memory();
 
-CREATE OR REPLACE FUNCTION fleet.notify() RETURNS trigger
-    LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_TABLE_NAME = 'kill' THEN
-        PERFORM pg_notify('praxis_fleet', 'kill ' || NEW.scope);
-    ELSIF TG_TABLE_NAME = 'policies' THEN
-        PERFORM pg_notify('praxis_fleet', 'policy *');
-    ELSIF TG_TABLE_NAME = 'memories' THEN
-        PERFORM pg_notify('praxis_fleet', 'memory *');
-    ELSE
-        PERFORM pg_notify('praxis_fleet', 'decision ' || NEW.host);
-    END IF;
-    RETURN NULL;
-END $$;
 CREATE TRIGGER notify AFTER INSERT OR UPDATE ON fleet.memories
-    FOR EACH ROW EXECUTE FUNCTION fleet.notify();
+    FOR EACH ROW EXECUTE FUNCTION fleet.notify_every_host('memory');
 
 ALTER TABLE fleet.memories ENABLE ROW LEVEL SECURITY;
 CREATE POLICY read ON fleet.memories FOR SELECT TO praxis_fleet_host USING (true);

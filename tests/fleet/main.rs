@@ -595,8 +595,8 @@ fn policy_of(fleet: &Fleet, name: &str) -> serde_json::Value {
 
 #[test]
 fn a_pushed_policy_is_loaded_by_three_hosts_and_a_broken_one_changes_nothing() {
-    let fleet = Fleet::start(&["a", "b", "c"]);
-    let hosts: Vec<(&str, Daemon)> = ["a", "b", "c"]
+    let mut fleet = Fleet::start(&["a", "b", "c"]);
+    let mut hosts: Vec<(&str, Daemon)> = ["a", "b", "c"]
         .into_iter()
         .map(|h| (h, fleet.host(h, "poll_secs = 30")))
         .collect();
@@ -672,6 +672,17 @@ fn a_pushed_policy_is_loaded_by_three_hosts_and_a_broken_one_changes_nothing() {
                 .contains("last good policy kept")
         }));
     }
+
+    // Restarted with the store away, a host runs the revision it loaded.
+    fleet.pg.stop();
+    let c = &mut hosts[2].1;
+    c.kill9();
+    c.spawn();
+    wait(Duration::from_secs(10), "c answers", || {
+        c.praxis(&["status"]).status.success()
+    });
+    let stopped = c.run(&["--", "echo", "fleet-canary"]);
+    assert_eq!(stopped.status.code(), Some(126), "{stopped:?}");
 }
 
 /// `praxis-run -- git push origin BRANCH` on host `d`, in `work`.
