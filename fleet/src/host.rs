@@ -163,20 +163,30 @@ impl HostLink {
         }))
     }
 
-    /// The latest policy revision pushed, if any.
-    pub async fn latest_policy(&self) -> Result<Option<Revision>, HostError> {
+    /// The number of the latest policy revision pushed, if any: a poll
+    /// reads this much, and the files only when the number is new.
+    pub async fn latest_policy(&self) -> Result<Option<i64>, HostError> {
+        let row = self
+            .client
+            .query_one("SELECT max(number) FROM fleet.policies", &[])
+            .await?;
+        Ok(row.get(0))
+    }
+
+    /// Policy revision `number`.
+    pub async fn policy(&self, number: i64) -> Result<Option<Revision>, HostError> {
         let row = self
             .client
             .query_opt(
-                "SELECT number, patterns, policy FROM fleet.policies ORDER BY number DESC LIMIT 1",
-                &[],
+                "SELECT patterns, policy FROM fleet.policies WHERE number = $1",
+                &[&number],
             )
             .await?;
         Ok(row.map(|r| Revision {
-            number: r.get(0),
+            number,
             files: PolicyFiles {
-                patterns: r.get(1),
-                policy: r.get(2),
+                patterns: r.get(0),
+                policy: r.get(1),
             },
         }))
     }

@@ -122,15 +122,17 @@ async fn apply_policy(
     link: &HostLink,
     policy: &mut FleetPolicy,
 ) -> Result<bool, FleetLinkError> {
-    let Some(revision) = bounded(link.latest_policy()).await? else {
+    let Some(number) = bounded(link.latest_policy()).await? else {
         return Ok(false);
     };
-    let number = revision.number;
     let tried = policy.running == Some(number)
         || policy.refused.as_ref().is_some_and(|(n, _)| *n == number);
     if tried {
         return Ok(false);
     }
+    let Some(revision) = bounded(link.policy(number)).await? else {
+        return Ok(false);
+    };
     match blocking(daemon, move |d| reload::adopt(d, &revision, itself())).await? {
         Ok(hash) => {
             tracing::info!("loaded the fleet's policy revision {number} ({hash})");
