@@ -1,11 +1,10 @@
 //! The fleet link: this host's connection to the fleet store, when
 //! `[fleet]` names one. It is a front: orders come in by it (the fleet's
 //! kill switch, operators' decisions on holds, policy revisions, shared
-//! memories an operator reviewed) and go
-//! through the same stages and stores as a local operator's, and it
-//! reports the host
-//! (heartbeat, policy revision, kill state, audit position, open holds)
-//! and copies its audit chain to the store.
+//! memories an operator reviewed) and go through the same stages and
+//! stores as a local operator's; it reports the host (heartbeat, policy
+//! revision, kill state, audit position, open holds), proposes its shared
+//! memories for review, and copies its audit chain to the store.
 //!
 //! Nothing on the request path waits for it: with the store down, ALLOW
 //! and STOP go on, and holds wait for a local or a later fleet decision.
