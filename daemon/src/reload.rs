@@ -1,12 +1,14 @@
 //! Loading and reloading the policy: the built-in patterns plus the
-//! operator's `policy.toml`. A bad file at reload keeps the last good policy;
-//! every attempt is audited. Triggers: SIGHUP, a change to the file
-//! (inotify on the config directory), `praxis reload`.
+//! operator's `policy.toml`, or, on a host of a fleet, the fleet's revision
+//! it last loaded. A bad file at reload keeps the last good policy; every
+//! attempt is audited. Triggers: SIGHUP, a change to the file (inotify on
+//! the config directory), `praxis reload`, a revision the fleet pushed.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+use praxis_fleet::policy::Revision;
 use praxis_policy::{BUILTIN_PATTERNS, Policy, Source};
 
 use crate::config::{Config, POLICY_FILE};
@@ -14,8 +16,31 @@ use crate::errors;
 use crate::state::Daemon;
 use crate::store::audit::{Durability, Event, EventKind, Maker};
 
-/// Loads the built-in patterns and, when present, the operator's policy file.
+/// Where the fleet's revision in force is kept: it outlives a restart and
+/// an outage of the store, and stands in for the local files while it is
+/// there.
+fn fleet_file(config: &Config) -> PathBuf {
+    config.layout.state_dir.join("fleet-policy.json")
+}
+
+/// The fleet's revision this host last loaded, if any.
+pub fn fleet_revision(config: &Config) -> Result<Option<Revision>, String> {
+    let path = fleet_file(config);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {}", path.display(), errors::one_line(&e))),
+    }
+}
+
+/// Loads the fleet's revision in force, else the built-in patterns and,
+/// when present, the operator's policy file.
 pub fn load(config: &Config) -> Result<Policy, String> {
+    if let Some(revision) = fleet_revision(config)? {
+        return revision.files.load().map_err(|e| errors::one_line(&e));
+    }
     let path = config.policy_file();
     let operator = match std::fs::read_to_string(&path) {
         Ok(text) => Some(text),
@@ -40,9 +65,44 @@ pub fn reload(daemon: &Daemon, trigger: &str, by: Option<Maker>) -> Result<Strin
         daemon.set_policy(Arc::new(policy));
         revision
     });
+    audit(daemon, trigger, by, &result);
+    result
+}
+
+/// Loads a revision the fleet pushed, as a reload does: loaded, it is the
+/// policy from now on (and after a restart); refused, the last good policy
+/// stays. Audited either way. Blocking.
+pub fn adopt(daemon: &Daemon, revision: &Revision, by: Maker) -> Result<String, String> {
+    let result = revision
+        .files
+        .load()
+        .map_err(|e| errors::one_line(&e))
+        .and_then(|policy| {
+            keep(&daemon.config, revision)?;
+            let hash = policy.revision().to_owned();
+            daemon.set_policy(Arc::new(policy));
+            Ok(hash)
+        });
+    let trigger = format!("fleet revision {}", revision.number);
+    audit(daemon, &trigger, Some(by), &result);
+    result
+}
+
+/// Writes the revision in force whole, or not at all.
+fn keep(config: &Config, revision: &Revision) -> Result<(), String> {
+    let path = fleet_file(config);
+    let part = path.with_extension("json.part");
+    let text = serde_json::to_vec(revision).map_err(|e| e.to_string())?;
+    std::fs::write(&part, text)
+        .and_then(|()| std::fs::File::open(&part)?.sync_all())
+        .and_then(|()| std::fs::rename(&part, &path))
+        .map_err(|e| format!("{}: {}", path.display(), errors::one_line(&e)))
+}
+
+fn audit(daemon: &Daemon, trigger: &str, by: Option<Maker>, result: &Result<String, String>) {
     let mut detail = serde_json::Map::new();
     detail.insert("trigger".into(), trigger.into());
-    let event = match &result {
+    let event = match result {
         Ok(revision) => Event {
             policy_revision: Some(revision.clone()),
             reason: Some(String::from("policy reloaded")),
@@ -59,7 +119,6 @@ pub fn reload(daemon: &Daemon, trigger: &str, by: Option<Maker>) -> Result<Strin
     if let Err(e) = daemon.record_blocking(event, Durability::Full) {
         tracing::error!("audit of a reload failed: {e}");
     }
-    result
 }
 
 /// Watches the config directory and reloads when the policy file changes.

@@ -1,12 +1,15 @@
 //! A host's side of the store, over its own login role: it reports itself,
-//! reads the kill orders that name it, copies its open holds, and reads
-//! and acknowledges the decisions on them. Row-level security lets it see
-//! and change nothing of another host's.
+//! reads the kill orders that name it and the latest policy revision,
+//! copies its open holds, and reads and acknowledges the decisions on
+//! them. Row-level security lets it see and change nothing of another
+//! host's.
 
 use serde_json::Value;
 use tokio_postgres::Client;
 
 use crate::link::{self, LinkError, Notices};
+use crate::memory::{COLUMNS, SharedMemory, StoredMemory, stored};
+use crate::policy::{PolicyFiles, Revision};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -35,6 +38,10 @@ pub struct Report {
     pub audit_seq: i64,
     /// The hash of the record at `audit_seq`: the chain's anchor.
     pub audit_head: String,
+    /// The fleet's policy revision it runs (none: its own local policy).
+    pub fleet_policy: Option<i64>,
+    /// The last fleet revision it refused to load, and why.
+    pub policy_refused: Option<(i64, String)>,
 }
 
 /// One audit record as the host's chain holds it.
@@ -118,7 +125,8 @@ impl HostLink {
                 "UPDATE fleet.hosts SET version = $2, policy_revision = $3, killed = $4,
                      kill_reason = $5, audit_seq = $6, last_seen = now(),
                      started_at = CASE WHEN $7 THEN now() ELSE started_at END,
-                     audit_head = $8
+                     audit_head = $8, fleet_policy = $9, fleet_policy_refused = $10,
+                     fleet_policy_error = $11
                  WHERE name = $1",
                 &[
                     &self.name,
@@ -129,6 +137,9 @@ impl HostLink {
                     &report.audit_seq,
                     &started,
                     &report.audit_head,
+                    &report.fleet_policy,
+                    &report.policy_refused.as_ref().map(|r| r.0),
+                    &report.policy_refused.as_ref().map(|r| r.1.as_str()),
                 ],
             )
             .await?;
@@ -150,6 +161,78 @@ impl HostLink {
             reason: r.get(0),
             operator: r.get(1),
         }))
+    }
+
+    /// The number of the latest policy revision pushed, if any: a poll
+    /// reads this much, and the files only when the number is new.
+    pub async fn latest_policy(&self) -> Result<Option<i64>, HostError> {
+        let row = self
+            .client
+            .query_one("SELECT max(number) FROM fleet.policies", &[])
+            .await?;
+        Ok(row.get(0))
+    }
+
+    /// Policy revision `number`.
+    pub async fn policy(&self, number: i64) -> Result<Option<Revision>, HostError> {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT patterns, policy FROM fleet.policies WHERE number = $1",
+                &[&number],
+            )
+            .await?;
+        Ok(row.map(|r| Revision {
+            number,
+            files: PolicyFiles {
+                patterns: r.get(0),
+                policy: r.get(1),
+            },
+        }))
+    }
+
+    /// Proposes memories to the fleet's review queue; one the store holds
+    /// already is left as it is.
+    pub async fn propose_memories(&self, proposed: &[SharedMemory]) -> Result<(), HostError> {
+        for m in proposed {
+            self.client
+                .execute(
+                    "INSERT INTO fleet.memories (id, visibility, workspace, review, body, host)
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        &m.id,
+                        &m.visibility,
+                        &m.workspace,
+                        &m.review,
+                        &m.body,
+                        &self.name,
+                    ],
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Every shared memory's id and change number: what changed since a
+    /// host last looked, whatever order the changes committed in.
+    pub async fn memory_changes(&self) -> Result<Vec<(String, i64)>, HostError> {
+        let rows = self
+            .client
+            .query("SELECT id, changed FROM fleet.memories", &[])
+            .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    /// The shared memories `ids`.
+    pub async fn memories(&self, ids: &[String]) -> Result<Vec<StoredMemory>, HostError> {
+        let rows = self
+            .client
+            .query(
+                &format!("SELECT {COLUMNS} FROM fleet.memories WHERE id = ANY($1)"),
+                &[&ids],
+            )
+            .await?;
+        Ok(rows.iter().map(stored).collect())
     }
 
     /// Makes the store's open holds of this host exactly `open`: new ones

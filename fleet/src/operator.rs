@@ -1,11 +1,14 @@
 //! An operator's side of the store, over an operator's login role: the
-//! hosts and their state, the fleet kill switch, and the holds waiting on
-//! any host with the decisions on them.
+//! hosts and their state, the fleet kill switch, policy revisions, the
+//! shared memories' review queue, and the holds waiting on any host with
+//! the decisions on them.
 
 use serde::Serialize;
 use tokio_postgres::Client;
 
 use crate::link::{self, LinkError};
+use crate::memory::{COLUMNS, StoredMemory, stored};
+use crate::policy::PolicyFiles;
 use crate::schema::{SchemaError, check_name};
 
 /// The longest an approval may stay usable, as on a host.
@@ -29,6 +32,12 @@ pub enum OperatorError {
     Decided(String),
     #[error("ttl must be between 1 second and 7 days")]
     Ttl,
+    #[error("no shared memory {0}")]
+    NoMemory(String),
+    #[error("{0} changed while it was reviewed; look again")]
+    Reviewed(String),
+    #[error("the policy revision does not load, nothing pushed: {0}")]
+    Policy(String),
 }
 
 /// One host, as `praxis fleet status` shows it.
@@ -85,8 +94,47 @@ pub struct KillRow {
     pub operator: String,
 }
 
+/// A policy revision as pushed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Pushed {
+    pub number: i64,
+    /// The policy's own revision hash, as hosts report it.
+    pub revision: String,
+    pub operator: String,
+    pub age_secs: f64,
+}
+
+/// Which fleet revision one host runs, and which it refused.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostPolicy {
+    pub host: String,
+    /// The fleet revision it runs; none: its own local policy.
+    pub fleet_policy: Option<i64>,
+    pub policy_revision: Option<String>,
+    pub refused: Option<i64>,
+    pub refused_why: Option<String>,
+    pub last_seen_secs: Option<f64>,
+}
+
+/// `praxis fleet policy status`: the revisions pushed, newest first, and
+/// what each host runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct PolicyStatus {
+    pub revisions: Vec<Pushed>,
+    pub hosts: Vec<HostPolicy>,
+}
+
 pub struct OperatorLink {
     client: Client,
+}
+
+fn pushed(r: &tokio_postgres::Row) -> Pushed {
+    Pushed {
+        number: r.get(0),
+        revision: r.get(1),
+        operator: r.get(2),
+        age_secs: r.get(3),
+    }
 }
 
 impl OperatorLink {
@@ -206,6 +254,108 @@ impl OperatorLink {
                 Ok(false)
             }
         }
+    }
+
+    /// Loads `files` as a host would, every example checked, and stores
+    /// them as the fleet's next revision; returns it as stored.
+    pub async fn push_policy(&self, files: &PolicyFiles) -> Result<Pushed, OperatorError> {
+        let policy = files
+            .load()
+            .map_err(|e| OperatorError::Policy(e.to_string()))?;
+        let row = self
+            .client
+            .query_one(
+                "INSERT INTO fleet.policies (revision, patterns, policy) VALUES ($1, $2, $3)
+                 RETURNING number, revision, operator::text, 0::float8",
+                &[&policy.revision(), &files.patterns, &files.policy],
+            )
+            .await?;
+        Ok(pushed(&row))
+    }
+
+    /// The last `limit` revisions pushed and what every host runs.
+    pub async fn policy_status(&self, limit: i64) -> Result<PolicyStatus, OperatorError> {
+        let revisions = self
+            .client
+            .query(
+                "SELECT number, revision, operator::text,
+                     extract(epoch FROM now() - pushed_at)::float8
+                 FROM fleet.policies ORDER BY number DESC LIMIT $1",
+                &[&limit],
+            )
+            .await?
+            .iter()
+            .map(pushed)
+            .collect();
+        let hosts = self
+            .client
+            .query(
+                "SELECT name, fleet_policy, policy_revision, fleet_policy_refused,
+                     fleet_policy_error, extract(epoch FROM now() - last_seen)::float8
+                 FROM fleet.hosts ORDER BY name",
+                &[],
+            )
+            .await?
+            .iter()
+            .map(|r| HostPolicy {
+                host: r.get(0),
+                fleet_policy: r.get(1),
+                policy_revision: r.get(2),
+                refused: r.get(3),
+                refused_why: r.get(4),
+                last_seen_secs: r.get(5),
+            })
+            .collect();
+        Ok(PolicyStatus { revisions, hosts })
+    }
+
+    /// The shared memories waiting for review, oldest change first.
+    pub async fn review_queue(&self) -> Result<Vec<StoredMemory>, OperatorError> {
+        let rows = self
+            .client
+            .query(
+                &format!(
+                    "SELECT {COLUMNS} FROM fleet.memories
+                     WHERE review IN ('pending', 'escalated') ORDER BY changed"
+                ),
+                &[],
+            )
+            .await?;
+        Ok(rows.iter().map(stored).collect())
+    }
+
+    /// One shared memory, and the login the store knows this operator by.
+    pub async fn memory(&self, id: &str) -> Result<(StoredMemory, String), OperatorError> {
+        let row = self
+            .client
+            .query_opt(
+                &format!("SELECT {COLUMNS}, session_user::text FROM fleet.memories WHERE id = $1"),
+                &[&id],
+            )
+            .await?
+            .ok_or_else(|| OperatorError::NoMemory(id.to_owned()))?;
+        Ok((stored(&row), row.get(8)))
+    }
+
+    /// Replaces a shared memory's review and body, unless it changed since
+    /// `seen` was read (another operator's review came first).
+    pub async fn review_memory(
+        &self,
+        seen: &StoredMemory,
+        review: &str,
+        body: &serde_json::Value,
+    ) -> Result<(), OperatorError> {
+        let n = self
+            .client
+            .execute(
+                "UPDATE fleet.memories SET review = $3, body = $4 WHERE id = $1 AND changed = $2",
+                &[&seen.memory.id, &seen.changed, &review, &body],
+            )
+            .await?;
+        if n == 0 {
+            return Err(OperatorError::Reviewed(seen.memory.id.clone()));
+        }
+        Ok(())
     }
 
     /// The holds waiting for a decision, oldest first.

@@ -9,6 +9,8 @@ use tokio_postgres::{Client, GenericClient};
 const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "control", include_str!("../migrations/0001_control.sql")),
     (2, "audit", include_str!("../migrations/0002_audit.sql")),
+    (3, "policy", include_str!("../migrations/0003_policy.sql")),
+    (4, "memory", include_str!("../migrations/0004_memory.sql")),
 ];
 
 /// Group roles: every host's login is a member of the first, every

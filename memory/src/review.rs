@@ -14,6 +14,10 @@ use crate::lesson::Lesson;
 use crate::memory::{Memory, Priority, ReviewStatus};
 use crate::time::Timestamp;
 
+/// How long a lesson stays fresh after it is proposed or confirmed, unless
+/// the reviewer says otherwise.
+pub const LESSON_FRESH_FOR: i64 = 90 * crate::time::DAY;
+
 /// Who acts in the queue.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

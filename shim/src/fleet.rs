@@ -3,11 +3,16 @@
 //! `--url-file`, or `PRAXIS_FLEET_URL`); `init` needs the store owner's.
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use praxis_fleet::operator::{OperatorError, OperatorLink};
+use praxis_fleet::policy::PolicyFiles;
 use praxis_fleet::schema;
+use praxis_memory::memory::Memory;
+use praxis_memory::review::{self, LESSON_FRESH_FOR, ReviewAction, Reviewer, ReviewerKind};
+use praxis_memory::time::Timestamp;
+use praxis_policy::BUILTIN_PATTERNS;
 
 use crate::operator::parse_ttl;
 
@@ -73,11 +78,49 @@ enum FleetCmd {
     /// Check every host's copied audit chain against its anchor.
     #[command(subcommand)]
     Audit(FleetAuditCmd),
+    /// Distribute a policy revision to every host, and see who runs which.
+    #[command(subcommand)]
+    Policy(FleetPolicyCmd),
+    /// The review queue of shared judgment memory.
+    #[command(subcommand)]
+    Review(FleetReviewCmd),
     /// Deny a held request on its host.
     Deny {
         id: String,
         #[arg(long)]
         note: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum FleetReviewCmd {
+    /// Shared memories waiting for review, from every host.
+    Queue {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Confirm a shared memory: its lesson then relaxes the same HOLD on
+    /// every host in its scope.
+    Confirm {
+        id: String,
+        /// Confirm it as evidence only, shown with a HOLD, relaxing nothing.
+        #[arg(long)]
+        evidence: bool,
+    },
+    /// Reject a shared memory: it is never recalled on any host.
+    Reject { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+enum FleetPolicyCmd {
+    /// Check DIR's patterns.toml and policy.toml as praxisd loads them
+    /// (every example too) and store them as the fleet's next revision.
+    /// A file DIR lacks is the built-in patterns.toml, or no policy.toml.
+    Push { dir: PathBuf },
+    /// The revisions pushed, and which one each host runs or refused.
+    Status {
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -102,6 +145,17 @@ enum FleetCliError {
         path: String,
         source: std::io::Error,
     },
+    #[error("{0} has neither patterns.toml nor policy.toml")]
+    EmptyDir(String),
+    #[error("{path}: {source}")]
+    PolicyFile {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("shared memory {id} does not read: {why}")]
+    Memory { id: String, why: String },
+    #[error(transparent)]
+    Review(#[from] review::ReviewError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
     #[error(transparent)]
@@ -124,6 +178,65 @@ fn url(args: &FleetArgs) -> Result<String, FleetCliError> {
         return Ok(text.lines().next().unwrap_or("").trim().to_owned());
     }
     std::env::var("PRAXIS_FLEET_URL").map_err(|_| FleetCliError::NoUrl)
+}
+
+/// DIR's revision: its `patterns.toml` (else the built-in one) and its
+/// `policy.toml` (else none).
+fn policy_files(dir: &Path) -> Result<PolicyFiles, FleetCliError> {
+    let read = |name: &str| -> Result<Option<String>, FleetCliError> {
+        let path = dir.join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(FleetCliError::PolicyFile {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
+    };
+    let (patterns, policy) = (read("patterns.toml")?, read("policy.toml")?);
+    if patterns.is_none() && policy.is_none() {
+        return Err(FleetCliError::EmptyDir(dir.display().to_string()));
+    }
+    Ok(PolicyFiles {
+        patterns: patterns.unwrap_or_else(|| BUILTIN_PATTERNS.to_owned()),
+        policy,
+    })
+}
+
+/// Takes one human review action on a shared memory, as its login; the
+/// memory crate's rules decide what the action may do.
+async fn review(
+    link: &OperatorLink,
+    id: &str,
+    action: ReviewAction,
+) -> Result<String, FleetCliError> {
+    let (seen, login) = link.memory(id).await?;
+    let unreadable = |why: String| FleetCliError::Memory {
+        id: id.to_owned(),
+        why,
+    };
+    let before: Memory =
+        serde_json::from_value(seen.memory.body.clone()).map_err(|e| unreadable(e.to_string()))?;
+    let by = Reviewer {
+        name: login,
+        kind: ReviewerKind::Human,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let after = review::apply(&before, &action, &by, Timestamp(now))?;
+    after.check().map_err(|e| unreadable(e.to_string()))?;
+    let body = serde_json::to_value(&after).map_err(|e| unreadable(e.to_string()))?;
+    link.review_memory(&seen, after.review.as_str(), &body)
+        .await?;
+    Ok(format!(
+        "{id}: {} by {}; now {} ({}) on every host in its scope",
+        action.name(),
+        by.name,
+        after.review.as_str(),
+        after.use_policy().as_str()
+    ))
 }
 
 fn block_on<T>(work: impl Future<Output = Result<T, FleetCliError>>) -> Result<T, FleetCliError> {
@@ -272,6 +385,73 @@ async fn dispatch(url: String, cmd: FleetCmd) -> Result<(), FleetCliError> {
             let broken = checks.iter().filter(|c| !c.problems.is_empty()).count();
             if broken > 0 {
                 return Err(FleetCliError::Broken(broken));
+            }
+        }
+        FleetCmd::Review(FleetReviewCmd::Queue { json: as_json }) => {
+            let queue = link.review_queue().await?;
+            if as_json {
+                println!("{}", json(&queue));
+            } else if queue.is_empty() {
+                println!("no shared memory waiting for review");
+            } else {
+                for m in queue {
+                    let summary = m.memory.body["item"]["summary"].as_str().unwrap_or("");
+                    println!(
+                        "{}  {} ({} of {}, from {})",
+                        m.memory.id, summary, m.memory.visibility, m.memory.workspace, m.host
+                    );
+                }
+            }
+        }
+        FleetCmd::Review(FleetReviewCmd::Confirm { id, evidence }) => {
+            let (seen, _) = link.memory(&id).await?;
+            let lesson = !seen.memory.body["lesson"].is_null();
+            let action = ReviewAction::Confirm {
+                as_instruction: !evidence,
+                fresh_for: (lesson && !evidence).then_some(LESSON_FRESH_FOR),
+            };
+            println!("{}", review(&link, &id, action).await?);
+        }
+        FleetCmd::Review(FleetReviewCmd::Reject { id }) => {
+            println!("{}", review(&link, &id, ReviewAction::Reject).await?);
+        }
+        FleetCmd::Policy(FleetPolicyCmd::Push { dir }) => {
+            let pushed = link.push_policy(&policy_files(&dir)?).await?;
+            println!(
+                "pushed policy revision {} ({}): every host loads it",
+                pushed.number, pushed.revision
+            );
+        }
+        FleetCmd::Policy(FleetPolicyCmd::Status { json: as_json }) => {
+            let status = link.policy_status(10).await?;
+            if as_json {
+                println!("{}", json(&status));
+            } else {
+                for r in &status.revisions {
+                    println!(
+                        "revision {:<4} {}  by {}  {}",
+                        r.number,
+                        r.revision,
+                        r.operator,
+                        ago(Some(r.age_secs))
+                    );
+                }
+                for h in &status.hosts {
+                    let runs = match h.fleet_policy {
+                        Some(n) => format!("runs revision {n}"),
+                        None => String::from("runs its local policy"),
+                    };
+                    print!(
+                        "{:<20} {runs} ({}), seen {}",
+                        h.host,
+                        h.policy_revision.as_deref().unwrap_or("-"),
+                        ago(h.last_seen_secs)
+                    );
+                    if let (Some(n), Some(why)) = (h.refused, &h.refused_why) {
+                        print!("; REFUSED revision {n}: {why}");
+                    }
+                    println!();
+                }
             }
         }
         FleetCmd::Deny { id, note } => {

@@ -184,11 +184,13 @@ fn the_fleet_kill_reaches_three_hosts_within_two_seconds_and_release_works() {
         running.try_wait().unwrap().is_some()
     });
     for h in &hosts {
-        // Each host's own audit chain names the fleet operator.
+        // Each host's own audit chain names the fleet operator, in a
+        // field of its own.
         wait(Duration::from_secs(2), "the kill recorded", || {
             kinds(h, "kill").iter().any(|e| {
                 let reason = e["reason"].as_str().unwrap_or("");
-                reason.contains("praxis_operator_ops") && reason.contains("incident 42")
+                e["detail"]["fleet_operator"] == "praxis_operator_ops"
+                    && reason.contains("incident 42")
             })
         });
         let refused = h.run(&["--", "true"]);
@@ -407,7 +409,7 @@ fn init_is_idempotent_and_tls_checks_the_stores_certificate_and_name() {
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let first = init(&[]);
-    assert_eq!(first["applied"], serde_json::json!([1, 2]));
+    assert_eq!(first["applied"], serde_json::json!([1, 2, 3, 4]));
     let password = first["created"][0]["password"].as_str().unwrap().to_owned();
     // Again, with a host more: nothing is re-applied, the operator's
     // password stands, the new host is made.
@@ -548,10 +550,11 @@ fn a_frozen_store_stalls_nothing_and_loses_or_doubles_nothing() {
     let a = fleet.host("a", "poll_secs = 1");
     fleet.wait_joined(&["a"]);
     wait_copied(&fleet, "a", &a);
-    // Frozen past the link's 5 s limit: its connection is half-open.
+    // Frozen for 20 s, far past the link's 5 s limit: its connection is
+    // half-open, and every dial again meets a store that does not answer.
     fleet.pg.pause();
     let frozen = Instant::now();
-    while frozen.elapsed() < Duration::from_secs(8) {
+    while frozen.elapsed() < Duration::from_secs(20) {
         let start = Instant::now();
         assert!(a.run(&["--", "true"]).status.success());
         assert!(start.elapsed() < Duration::from_secs(2));
@@ -566,4 +569,214 @@ fn a_frozen_store_stalls_nothing_and_loses_or_doubles_nothing() {
         killed(&a).is_some()
     });
     assert!(fleet.operator(&["audit", "verify"]).status.success());
+}
+
+/// A STOP rule for `echo fleet-canary`; `example` is its `match` example.
+fn canary_policy(example: &str) -> String {
+    format!(
+        "[[rule]]\nid = \"fleet-canary\"\ndecision = \"stop\"\nreason = \"the fleet forbids the canary\"\n\
+         regex = \"echo\\\\s+fleet-canary\"\ntier = \"high_risk\"\nmatch = [\"{example}\"]\nnot_match = [\"echo hello\"]\n"
+    )
+}
+
+/// What `fleet policy status --json` says of host `name`.
+fn policy_of(fleet: &Fleet, name: &str) -> serde_json::Value {
+    let out = fleet.operator(&["policy", "status", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["host"] == name)
+        .cloned()
+        .unwrap()
+}
+
+#[test]
+fn a_pushed_policy_is_loaded_by_three_hosts_and_a_broken_one_changes_nothing() {
+    let mut fleet = Fleet::start(&["a", "b", "c"]);
+    let mut hosts: Vec<(&str, Daemon)> = ["a", "b", "c"]
+        .into_iter()
+        .map(|h| (h, fleet.host(h, "poll_secs = 30")))
+        .collect();
+    fleet.wait_joined(&["a", "b", "c"]);
+    for (_, d) in &hosts {
+        assert!(d.run(&["--", "echo", "fleet-canary"]).status.success());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        canary_policy("echo fleet-canary"),
+    )
+    .unwrap();
+    let push = |dir: &Path| fleet.operator(&["policy", "push", dir.to_str().unwrap()]);
+    let out = push(dir.path());
+    assert!(out.status.success(), "{out:?}");
+
+    // By notification: the poll is 30 s.
+    for (name, d) in &hosts {
+        wait(Duration::from_secs(5), "the revision loaded", || {
+            policy_of(&fleet, name)["fleet_policy"] == 1
+        });
+        let stopped = d.run(&["--", "echo", "fleet-canary"]);
+        assert_eq!(stopped.status.code(), Some(126), "{name}: {stopped:?}");
+        assert!(d.run(&["--", "echo", "hello"]).status.success());
+    }
+    let running = policy_of(&fleet, "a")["policy_revision"].clone();
+
+    // A revision whose example fails is refused at the push.
+    std::fs::write(
+        dir.path().join("policy.toml"),
+        canary_policy("echo something-else"),
+    )
+    .unwrap();
+    let refused = push(dir.path());
+    assert!(!refused.status.success(), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("nothing pushed"),
+        "{refused:?}"
+    );
+    // A host's login may read revisions, never push one.
+    let forged = fleet.pg.psql(
+        &fleet.host_url("a"),
+        "INSERT INTO fleet.policies (revision, patterns) VALUES ('x', 'x')",
+    );
+    assert!(forged.unwrap_err().contains("permission denied"));
+
+    // Forced into the table past the push's checks: every host refuses it,
+    // keeps the last good policy, and says so.
+    fleet
+        .pg
+        .psql(
+            &fleet.pg.owner_url(),
+            "INSERT INTO fleet.policies (revision, patterns, policy)
+             SELECT 'forced', patterns, '[[rule]]\nid = \"broken\"' FROM fleet.policies WHERE number = 1",
+        )
+        .unwrap();
+    for (name, d) in &hosts {
+        wait(
+            Duration::from_secs(5),
+            "the forced revision refused",
+            || policy_of(&fleet, name)["refused"] == 2,
+        );
+        let host = policy_of(&fleet, name);
+        assert_eq!(host["fleet_policy"], 1, "{host}");
+        assert_eq!(host["policy_revision"], running, "{host}");
+        let stopped = d.run(&["--", "echo", "fleet-canary"]);
+        assert_eq!(stopped.status.code(), Some(126), "{name}: {stopped:?}");
+        assert!(kinds(d, "reload").iter().any(|e| {
+            e["reason"]
+                .as_str()
+                .unwrap_or("")
+                .contains("last good policy kept")
+        }));
+    }
+
+    // Restarted with the store away, a host runs the revision it loaded.
+    fleet.pg.stop();
+    let c = &mut hosts[2].1;
+    assert!(c.praxis(&["stop"]).status.success());
+    assert!(c.wait_exit(Duration::from_secs(10)).success());
+    c.spawn();
+    let stopped = c.run(&["--", "echo", "fleet-canary"]);
+    assert_eq!(stopped.status.code(), Some(126), "{stopped:?}");
+}
+
+/// `praxis-run -- git push origin BRANCH` on host `d`, in `work`.
+fn push_in(d: &Daemon, work: &Path, branch: &str) -> Output {
+    d.cmd(&bin("praxis-run"))
+        .args(["--", "git", "push", "origin", branch])
+        .current_dir(work)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The ids in the fleet's review queue.
+fn queued(fleet: &Fleet) -> Vec<String> {
+    let out = fleet.operator(&["review", "queue", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_lesson_proposed_on_a_and_confirmed_once_relaxes_the_same_push_on_c() {
+    let fleet = Fleet::start(&["a", "c"]);
+    let a = fleet.host("a", "poll_secs = 1");
+    let c = fleet.host("c", "poll_secs = 1");
+    fleet.wait_joined(&["a", "c"]);
+    // One workspace both hosts work in (a CI checkout path, say).
+    let work = tempfile::tempdir().unwrap();
+    common::judge::pushable_repo(work.path());
+    held_id(&push_in(&c, work.path(), "feature/b"));
+
+    // Approved on a with --remember: a lesson waits in the fleet's queue.
+    let id = held_id(&push_in(&a, work.path(), "feature/a"));
+    let said = a.praxis(&["approve", &id, "--remember"]);
+    assert!(said.status.success(), "{said:?}");
+    let lesson = format!("lesson-{id}");
+    wait(Duration::from_secs(10), "the lesson queued", || {
+        queued(&fleet).contains(&lesson)
+    });
+
+    // A host's login can neither confirm it nor slip in a confirmed one.
+    let as_a = fleet.host_url("a");
+    let confirm = fleet.pg.psql(
+        &as_a,
+        &format!("UPDATE fleet.memories SET review = 'confirmed' WHERE id = '{lesson}'"),
+    );
+    assert!(confirm.unwrap_err().contains("permission denied"));
+    let forged = fleet.pg.psql(
+        &as_a,
+        &format!(
+            "INSERT INTO fleet.memories (id, visibility, workspace, review, body, host)
+             SELECT 'forged', visibility, workspace, 'confirmed',
+                 jsonb_set(jsonb_set(body, '{{review}}', '\"confirmed\"'), '{{item,memory_id}}', '\"forged\"'), 'a'
+             FROM fleet.memories WHERE id = '{lesson}'"
+        ),
+    );
+    assert!(
+        forged.unwrap_err().contains("row-level security"),
+        "a host wrote a confirmed lesson"
+    );
+    // Still held on c: nothing is confirmed yet.
+    held_id(&push_in(&c, work.path(), "feature/b"));
+
+    // Confirmed once, from an operator's machine: c takes it in and the
+    // same push runs there, naming the lesson.
+    let out = fleet.operator(&["review", "confirm", &lesson]);
+    assert!(out.status.success(), "{out:?}");
+    wait(Duration::from_secs(10), "c took the lesson in", || {
+        kinds(&c, "review").iter().any(|e| {
+            e["detail"]["memory_id"] == lesson.as_str() && e["detail"]["to"] == "confirmed"
+        })
+    });
+    let ran = push_in(&c, work.path(), "feature/b");
+    assert!(!matches!(ran.status.code(), Some(125 | 126)), "{ran:?}");
+    let decided = c.events_of_kind("decided").pop().unwrap();
+    assert_eq!(decided["decision"], "ALLOW", "{decided}");
+    assert!(
+        decided["reason"].as_str().unwrap().contains(&lesson),
+        "{decided}"
+    );
+    // The default branch is not covered.
+    held_id(&push_in(&c, work.path(), "main"));
+    assert!(!queued(&fleet).contains(&lesson));
+
+    // Rejected in the fleet, it relaxes nothing any more.
+    let out = fleet.operator(&["review", "reject", &lesson]);
+    assert!(out.status.success(), "{out:?}");
+    wait(Duration::from_secs(10), "c took the rejection in", || {
+        kinds(&c, "review")
+            .iter()
+            .any(|e| e["detail"]["memory_id"] == lesson.as_str() && e["detail"]["to"] == "rejected")
+    });
+    held_id(&push_in(&c, work.path(), "feature/b"));
+    held_id(&push_in(&a, work.path(), "feature/b"));
 }

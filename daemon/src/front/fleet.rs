@@ -1,9 +1,10 @@
 //! The fleet link: this host's connection to the fleet store, when
 //! `[fleet]` names one. It is a front: orders come in by it (the fleet's
-//! kill switch, operators' decisions on holds) and go through the same
-//! stages and stores as a local operator's, and it reports the host
-//! (heartbeat, policy revision, kill state, audit position, open holds)
-//! and copies its audit chain to the store.
+//! kill switch, operators' decisions on holds, policy revisions, shared
+//! memories an operator reviewed) and go through the same stages and
+//! stores as a local operator's; it reports the host (heartbeat, policy
+//! revision, kill state, audit position, open holds), proposes its shared
+//! memories for review, and copies its audit chain to the store.
 //!
 //! Nothing on the request path waits for it: with the store down, ALLOW
 //! and STOP go on, and holds wait for a local or a later fleet decision.
@@ -15,6 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use praxis_fleet::host::{AuditRow, Decision, Hold, HostError, HostLink, Report};
+use praxis_fleet::memory::{SharedMemory, StoredMemory};
+use praxis_memory::contract::Visibility;
+use praxis_memory::memory::Memory;
 use praxis_proto::OperatorReply;
 use tokio::time::timeout;
 
@@ -24,7 +28,8 @@ use crate::stage::kill_switch::{self, Engaged};
 use crate::state::Daemon;
 use crate::store::approvals as approval_store;
 use crate::store::audit::Maker;
-use crate::{clock, errors};
+use crate::store::memory as memory_store;
+use crate::{clock, errors, reload};
 
 /// How a kill the fleet engaged begins its reason, so the link releases
 /// only kills of its own making.
@@ -82,12 +87,13 @@ fn itself() -> Maker {
     }
 }
 
-/// Engages the local kill switch for `reason` unless it is engaged.
-fn engage(daemon: &Daemon, reason: String) {
+/// Engages the local kill switch for `reason`, on the order of
+/// `operator` when one gave it, unless it is engaged.
+fn engage(daemon: &Daemon, reason: String, operator: Option<&str>) {
     if daemon.kill_switch.current().is_some() {
         return;
     }
-    match daemon.kill_switch.engage(&reason, itself()) {
+    match daemon.kill_switch.engage(&reason, itself(), operator) {
         Ok(()) => kill_switch::on_engaged(&daemon.kill_switch, &daemon.audit, &Engaged { reason }),
         Err(e) => tracing::error!("fleet kill: {}", errors::one_line(&e)),
     }
@@ -111,6 +117,149 @@ fn release_own(daemon: &Daemon) {
     }
 }
 
+/// Loads the latest policy revision pushed unless it runs already or was
+/// refused; returns whether what the host runs or refused changed.
+async fn apply_policy(
+    daemon: &Arc<Daemon>,
+    link: &HostLink,
+    policy: &mut FleetPolicy,
+) -> Result<bool, FleetLinkError> {
+    let Some(number) = bounded(link.latest_policy()).await? else {
+        return Ok(false);
+    };
+    let tried = policy.running == Some(number)
+        || policy.refused.as_ref().is_some_and(|(n, _)| *n == number);
+    if tried {
+        return Ok(false);
+    }
+    let Some(revision) = bounded(link.policy(number)).await? else {
+        return Ok(false);
+    };
+    match blocking(daemon, move |d| reload::adopt(d, &revision, itself())).await? {
+        Ok(hash) => {
+            tracing::info!("loaded the fleet's policy revision {number} ({hash})");
+            policy.running = Some(number);
+            policy.refused = None;
+        }
+        Err(why) => {
+            tracing::warn!("refused the fleet's policy revision {number}, last good kept: {why}");
+            policy.refused = Some((number, why));
+        }
+    }
+    Ok(true)
+}
+
+/// The name a memory's visibility goes by in the store, when the fleet
+/// shares it.
+fn shared_visibility(memory: &Memory) -> Option<&'static str> {
+    match memory.item.scope.visibility {
+        Visibility::Workspace => Some("workspace"),
+        Visibility::Org => Some("org"),
+        Visibility::Personal | Visibility::Project => None,
+    }
+}
+
+/// The shared memories here that wait for review and were not proposed
+/// yet, as the store takes them.
+fn to_propose(daemon: &Daemon, proposed: &BTreeSet<String>) -> Result<Vec<SharedMemory>, String> {
+    let store = daemon.memory.as_ref().map_err(Clone::clone)?;
+    let all = store.all().map_err(|e| errors::one_line(&e))?;
+    Ok(all
+        .into_iter()
+        .filter(|m| m.review.is_open() && !proposed.contains(m.id()))
+        .filter_map(|m| {
+            let visibility = shared_visibility(&m)?;
+            Some(SharedMemory {
+                id: m.id().to_owned(),
+                visibility: visibility.to_owned(),
+                workspace: m.item.scope.workspace_id.clone(),
+                review: m.review.as_str().to_owned(),
+                body: serde_json::to_value(&m).ok()?,
+            })
+        })
+        .collect())
+}
+
+/// Takes a memory the fleet reviewed into the local store, which is its
+/// offline cache; audited like a local review. Returns why not, if not.
+fn take_reviewed(daemon: &Daemon, row: &StoredMemory) -> Result<(), String> {
+    let store = daemon.memory.as_ref().map_err(Clone::clone)?;
+    let memory: Memory =
+        serde_json::from_value(row.memory.body.clone()).map_err(|e| e.to_string())?;
+    if memory.id() != row.memory.id || shared_visibility(&memory).is_none() {
+        return Err(String::from("not a shared memory of that id"));
+    }
+    memory.check().map_err(|e| e.to_string())?;
+    let local = store.get(memory.id()).map_err(|e| errors::one_line(&e))?;
+    if local.as_ref() == Some(&memory) {
+        return Ok(());
+    }
+    let mut detail = serde_json::Map::new();
+    detail.insert("by".into(), row.changed_by.clone().into());
+    detail.insert(
+        "from".into(),
+        local.map(|m| m.review.as_str()).unwrap_or("absent").into(),
+    );
+    detail.insert("to".into(), memory.review.as_str().into());
+    detail.insert("fleet_change".into(), row.changed.into());
+    memory_store::record(
+        &daemon.audit,
+        "fleet-review",
+        memory.id(),
+        memory_store::Maker {
+            role: "fleet",
+            uid: None,
+            pid: None,
+        },
+        format!(
+            "fleet operator {} made {} {}",
+            row.changed_by,
+            memory.id(),
+            memory.review.as_str()
+        ),
+        detail,
+    )?;
+    store.put(&memory).map_err(|e| errors::one_line(&e))
+}
+
+/// Proposes this host's shared memories waiting for review, and takes in
+/// every shared memory the fleet reviewed since the link last looked.
+async fn exchange_memories(
+    daemon: &Arc<Daemon>,
+    link: &HostLink,
+    shared: &mut SharedMemories,
+) -> Result<(), FleetLinkError> {
+    let proposed = shared.proposed.clone();
+    let new = blocking(daemon, move |d| to_propose(d, &proposed))
+        .await?
+        .map_err(FleetLinkError::Local)?;
+    if !new.is_empty() {
+        bounded(link.propose_memories(&new)).await?;
+        shared.proposed.extend(new.into_iter().map(|m| m.id));
+    }
+    let changed: Vec<String> = bounded(link.memory_changes())
+        .await?
+        .into_iter()
+        .filter(|(id, changed)| shared.seen.get(id) != Some(changed))
+        .map(|(id, _)| id)
+        .collect();
+    if changed.is_empty() {
+        return Ok(());
+    }
+    for row in bounded(link.memories(&changed)).await? {
+        shared.seen.insert(row.memory.id.clone(), row.changed);
+        // The queue lives in the store: an open memory decides nothing.
+        if ["pending", "escalated"].contains(&row.memory.review.as_str()) {
+            continue;
+        }
+        let id = row.memory.id.clone();
+        if let Err(why) = blocking(daemon, move |d| take_reviewed(d, &row)).await? {
+            tracing::warn!("fleet memory {id} not taken: {why}");
+        }
+    }
+    Ok(())
+}
+
 /// Applies the kill order in force and every decision not yet applied.
 async fn apply_orders(daemon: &Arc<Daemon>, link: &HostLink) -> Result<(), FleetLinkError> {
     let order = bounded(link.kill_order()).await?;
@@ -118,6 +267,7 @@ async fn apply_orders(daemon: &Arc<Daemon>, link: &HostLink) -> Result<(), Fleet
         Some(order) => engage(
             d,
             format!("{FLEET_KILL}killed by {}: {}", order.operator, order.reason),
+            Some(&order.operator),
         ),
         None => release_own(d),
     })
@@ -227,7 +377,7 @@ async fn copy_audit(
     }
 }
 
-fn report(daemon: &Daemon) -> Report {
+fn report(daemon: &Daemon, policy: FleetPolicy) -> Report {
     let kill = daemon.kill_switch.current();
     let (audit_seq, audit_head) = daemon.audit.head();
     Report {
@@ -240,6 +390,8 @@ fn report(daemon: &Daemon) -> Report {
         kill_reason: kill.map(|k| k.reason),
         audit_seq,
         audit_head,
+        fleet_policy: policy.running,
+        policy_refused: policy.refused,
     }
 }
 
@@ -253,8 +405,28 @@ fn names_us(notice: &str, name: &str) -> bool {
     }
 }
 
+/// The fleet's policy revisions as this host took them.
+#[derive(Clone, Debug, Default)]
+struct FleetPolicy {
+    /// The revision in force (none: the local policy).
+    running: Option<i64>,
+    /// The last revision refused, and why.
+    refused: Option<(i64, String)>,
+}
+
+/// The shared memories as this host exchanged them.
+#[derive(Default)]
+struct SharedMemories {
+    /// Proposed to the store since praxisd started.
+    proposed: BTreeSet<String>,
+    /// Each shared memory's change number, as last taken.
+    seen: BTreeMap<String, i64>,
+}
+
 /// What the link remembers across connections.
-struct Memory {
+struct LinkState {
+    policy: FleetPolicy,
+    memories: SharedMemories,
     /// The last time the store answered.
     last_contact: Instant,
     /// No heartbeat has gone out since praxisd started.
@@ -266,13 +438,15 @@ struct Memory {
 async fn connected(
     daemon: &Arc<Daemon>,
     fleet: &Fleet,
-    memory: &mut Memory,
+    memory: &mut LinkState,
 ) -> Result<(), FleetLinkError> {
     let url = fleet.url.resolve().map_err(FleetLinkError::Url)?;
     let (mut link, mut notices) = bounded(HostLink::connect(&url, &fleet.host)).await?;
     tracing::info!("joined the fleet as {}", link.name);
     memory.last_contact = Instant::now();
     apply_orders(daemon, &link).await?;
+    let mut report_now = apply_policy(daemon, &link, &mut memory.policy).await?;
+    exchange_memories(daemon, &link, &mut memory.memories).await?;
     // Resumed from what the store acknowledged, whatever was sent before.
     let mut copied = bounded(link.audit_copied()).await?;
     let mut told: Option<Vec<Hold>> = None;
@@ -286,6 +460,8 @@ async fn connected(
                 };
                 if names_us(&notice, &link.name) {
                     apply_orders(daemon, &link).await?;
+                    report_now |= apply_policy(daemon, &link, &mut memory.policy).await?;
+                    exchange_memories(daemon, &link, &mut memory.memories).await?;
                 }
             }
             _ = tick.tick() => {
@@ -302,11 +478,14 @@ async fn connected(
                     told = Some(holds);
                 }
                 copied = copy_audit(daemon, &link, copied).await?;
-                if last_beat.is_none_or(|at| at.elapsed() >= fleet.poll) {
-                    let report = blocking(daemon, report).await?;
+                if report_now || last_beat.is_none_or(|at| at.elapsed() >= fleet.poll) {
+                    let policy = memory.policy.clone();
+                    let report = blocking(daemon, move |d| report(d, policy)).await?;
                     bounded(link.heartbeat(&report, memory.first_beat)).await?;
                     memory.first_beat = false;
                     apply_orders(daemon, &link).await?;
+                    report_now = apply_policy(daemon, &link, &mut memory.policy).await?;
+                    exchange_memories(daemon, &link, &mut memory.memories).await?;
                     last_beat = Some(Instant::now());
                 }
             }
@@ -319,7 +498,19 @@ async fn connected(
 /// failure; trips the local kill switch after the store was unreachable
 /// for `[fleet] kill_when_unreachable_after`, when that is set.
 pub async fn run(daemon: Arc<Daemon>, fleet: Fleet) {
-    let mut memory = Memory {
+    // A revision loaded before this start runs still (`reload::load`).
+    let running = blocking(&daemon, |d| reload::fleet_revision(&d.config))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .flatten()
+        .map(|r| r.number);
+    let mut memory = LinkState {
+        memories: SharedMemories::default(),
+        policy: FleetPolicy {
+            running,
+            refused: None,
+        },
         last_contact: Instant::now(),
         first_beat: true,
     };
@@ -340,7 +531,7 @@ pub async fn run(daemon: Arc<Daemon>, fleet: Fleet) {
                     "{FLEET_KILL}the fleet store was unreachable for {}s",
                     silent.as_secs()
                 );
-                let _ = blocking(&daemon, move |d| engage(d, reason)).await;
+                let _ = blocking(&daemon, move |d| engage(d, reason, None)).await;
             }
         }
         tokio::time::sleep(REDIAL).await;

@@ -36,7 +36,7 @@ pub struct KillSwitch {
     engaged: AtomicBool,
     /// Who is changing the file through praxisd, until the change is
     /// audited (by whichever of the handler and the watcher sees it first).
-    maker: Mutex<Option<Maker>>,
+    claim: Mutex<Option<Claim>>,
     /// Why the release in progress was made, if its maker said.
     release_reason: Mutex<Option<String>>,
     running: Arc<Children>,
@@ -59,12 +59,20 @@ impl Engaged {
     }
 }
 
+/// Who changed the switch: the process, and the fleet operator whose
+/// order it carried out.
+#[derive(Debug)]
+struct Claim {
+    by: Maker,
+    fleet_operator: Option<String>,
+}
+
 impl KillSwitch {
     pub fn new(file: PathBuf, running: Arc<Children>, grace: Duration) -> KillSwitch {
         KillSwitch {
             file,
             engaged: AtomicBool::new(false),
-            maker: Mutex::new(None),
+            claim: Mutex::new(None),
             release_reason: Mutex::new(None),
             running,
             grace,
@@ -103,21 +111,30 @@ impl KillSwitch {
         }
     }
 
-    /// The maker of the change in progress, once.
-    fn take_maker(&self) -> Option<Maker> {
-        self.maker
+    /// Who made the change in progress, once.
+    fn take_claim(&self) -> Option<Claim> {
+        self.claim
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
     }
 
-    fn claim(&self, by: Maker) {
-        *self.maker.lock().unwrap_or_else(PoisonError::into_inner) = Some(by);
+    fn claim(&self, by: Maker, fleet_operator: Option<&str>) {
+        *self.claim.lock().unwrap_or_else(PoisonError::into_inner) = Some(Claim {
+            by,
+            fleet_operator: fleet_operator.map(str::to_owned),
+        });
     }
 
-    /// Writes the file atomically (temporary file, then rename), made by `by`.
-    pub fn engage(&self, reason: &str, by: Maker) -> Result<(), KillSwitchError> {
-        self.claim(by);
+    /// Writes the file atomically (temporary file, then rename), made by
+    /// `by`, on the order of `fleet_operator` when the fleet gave it.
+    pub fn engage(
+        &self,
+        reason: &str,
+        by: Maker,
+        fleet_operator: Option<&str>,
+    ) -> Result<(), KillSwitchError> {
+        self.claim(by, fleet_operator);
         let io_err = |source| KillSwitchError::Io {
             path: self.file.display().to_string(),
             source,
@@ -131,7 +148,7 @@ impl KillSwitch {
 
     /// Removes the file, released by `by`; already absent is fine.
     pub fn release(&self, by: Maker, reason: Option<String>) -> Result<(), KillSwitchError> {
-        self.claim(by);
+        self.claim(by, None);
         *self
             .release_reason
             .lock()
@@ -174,12 +191,16 @@ pub fn on_engaged(switch: &KillSwitch, audit: &AuditStore, engaged: &Engaged) {
     let mut detail = serde_json::Map::new();
     detail.insert("killed_commands".into(), killed.into());
     detail.insert("file".into(), switch.file.display().to_string().into());
+    let claim = switch.take_claim();
+    if let Some(operator) = claim.as_ref().and_then(|c| c.fleet_operator.clone()) {
+        detail.insert("fleet_operator".into(), operator.into());
+    }
     let event = Event {
         reason: Some(engaged.reason.clone()),
         detail: Some(detail),
         ..Event::new(EventKind::Kill)
     }
-    .made_by(switch.take_maker());
+    .made_by(claim.map(|c| c.by));
     if let Err(e) = audit.append(event, Durability::Full) {
         tracing::error!(
             "audit of kill switch engagement failed: {}",
@@ -202,7 +223,7 @@ pub fn on_released(switch: &KillSwitch, audit: &AuditStore) {
         reason,
         ..Event::new(EventKind::Release)
     }
-    .made_by(switch.take_maker());
+    .made_by(switch.take_claim().map(|c| c.by));
     if let Err(e) = audit.append(event, Durability::Full) {
         tracing::error!(
             "audit of kill switch release failed: {}",

@@ -11,8 +11,7 @@ use praxis_memory::lesson::{Action, generalise};
 use praxis_memory::memory::{Memory, Origin, OriginKind, Proposal, judge_event_source, propose};
 use praxis_memory::metrics::metrics;
 use praxis_memory::replay::replay;
-use praxis_memory::review::{self, ReviewAction, Reviewer, ReviewerKind};
-use praxis_memory::time::DAY;
+use praxis_memory::review::{self, LESSON_FRESH_FOR, ReviewAction, Reviewer, ReviewerKind};
 use praxis_proto::OperatorReply;
 use serde_json::{Value, json};
 
@@ -21,10 +20,6 @@ use crate::errors;
 use crate::state::Daemon;
 use crate::store::memory::db::MemoryStore;
 use crate::store::memory::{self, now};
-
-/// How long a lesson stays fresh after it is proposed or confirmed, unless
-/// the reviewer says otherwise.
-const LESSON_FRESH_FOR: i64 = 90 * DAY;
 
 /// How many recent held requests a queued lesson is replayed over.
 const REPLAY_WINDOW: u32 = 200;

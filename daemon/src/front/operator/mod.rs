@@ -335,7 +335,7 @@ pub async fn answer(
         OperatorRequest::Kill { reason } => {
             let reason = reason.unwrap_or_else(|| format!("engaged by uid {}", peer.uid));
             blocking(daemon, move |d| {
-                match d.kill_switch.engage(&reason, maker(&peer)) {
+                match d.kill_switch.engage(&reason, maker(&peer), None) {
                     Ok(()) => {
                         kill_switch::on_engaged(
                             &d.kill_switch,
