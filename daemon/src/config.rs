@@ -141,6 +141,10 @@ struct ConsoleFile {
     /// The loopback address it listens on; port 0 (the default) takes a
     /// free port at start.
     listen: Option<std::net::SocketAddr>,
+    /// A file whose first line is the fleet store's URL with an
+    /// operator's login: the console then spans the fleet's hosts. Never
+    /// this host's own login, which the store refuses operator changes.
+    fleet_url_file: Option<PathBuf>,
 }
 
 /// `[snapshots]`: what reversible commands keep for `praxis undo`.
@@ -498,6 +502,8 @@ pub struct Config {
     pub tmp_retention: Duration,
     /// The fleet store this host joins, if any.
     pub fleet: Option<Fleet>,
+    /// The fleet store as an operator, for a console spanning the fleet.
+    pub console_fleet: Option<FleetUrl>,
 }
 
 /// Where the console listens unless `[console] listen` says: host
@@ -609,8 +615,18 @@ impl Config {
                 "console.listen must be a loopback address (127.0.0.0/8 or ::1), not {console}"
             )));
         }
+        let console_fleet = match (&fleet, file.console.fleet_url_file) {
+            (_, None) => None,
+            (Some(_), Some(path)) => Some(FleetUrl::File(path)),
+            (None, Some(_)) => {
+                return Err(invalid(String::from(
+                    "[console] fleet_url_file needs [fleet]: this host must be in the fleet",
+                )));
+            }
+        };
         Ok(Config {
             fleet,
+            console_fleet,
             api_tcp: file.api.tcp,
             console,
             tmp_retention: file.tmp.retention_hours.map_or(DEFAULT_TMP_RETENTION, |h| {

@@ -345,13 +345,24 @@ async fn run(daemon: Arc<Daemon>, console: std::net::TcpListener) -> Result<i32,
     let console_listener =
         tokio::net::TcpListener::from_std(console).map_err(|e| format!("console listener: {e}"))?;
     daemon.console.listening_on(daemon.config.console);
-    tokio::spawn(console::serve(
-        Arc::new(console::Console {
-            backend: console::backend::Local::new(Arc::clone(&daemon)),
-            logins: Arc::clone(&daemon.console),
-        }),
-        console_listener,
-    ));
+    let local = console::backend::Local::new(Arc::clone(&daemon));
+    let logins = Arc::clone(&daemon.console);
+    match daemon.config.console_fleet.clone() {
+        Some(operator_url) => tokio::spawn(console::serve(
+            Arc::new(console::Console {
+                backend: console::fleet::Fleet::new(local, operator_url),
+                logins,
+            }),
+            console_listener,
+        )),
+        None => tokio::spawn(console::serve(
+            Arc::new(console::Console {
+                backend: local,
+                logins,
+            }),
+            console_listener,
+        )),
+    };
 
     // We hold the instance lock, so a socket file left here is stale.
     let _ = fs::remove_file(&layout.socket);

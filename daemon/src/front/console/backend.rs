@@ -16,7 +16,7 @@ use crate::state::Daemon;
 /// The hosts a console spans and how to ask each of them.
 pub trait Backend: Send + Sync + 'static {
     /// The hosts served, in the order the pages list them.
-    fn hosts(&self) -> Vec<String>;
+    fn hosts(&self) -> impl Future<Output = Vec<String>> + Send;
 
     /// Answers `request` on `host` as `operator`, a logged-in operator.
     fn ask(
@@ -34,18 +34,26 @@ pub struct Local {
 }
 
 impl Local {
+    /// This host, under its fleet name if it has one, else its hostname.
     pub fn new(daemon: Arc<Daemon>) -> Local {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_owned())
-            .ok()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| String::from("localhost"));
+        let host = match &daemon.config.fleet {
+            Some(fleet) => fleet.host.clone(),
+            None => std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_owned())
+                .ok()
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| String::from("localhost")),
+        };
         Local { daemon, host }
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
     }
 }
 
 impl Backend for Local {
-    fn hosts(&self) -> Vec<String> {
+    async fn hosts(&self) -> Vec<String> {
         vec![self.host.clone()]
     }
 

@@ -14,6 +14,7 @@
 //! which never opens Praxis' own ports (the console's among them).
 
 pub mod backend;
+pub mod fleet;
 mod form;
 mod pages;
 
@@ -213,17 +214,18 @@ impl<B: Backend> Console<B> {
         }
     }
 
-    /// Asks every host, each reply tagged with its host.
+    /// Asks every host in `hosts`, each reply tagged with its host.
     async fn ask_all(
         &self,
         visit: &Visit,
+        hosts: &[String],
         request: &OperatorRequest,
     ) -> Vec<(String, OperatorReply)> {
         let mut all = Vec::new();
-        for host in self.backend.hosts() {
+        for host in hosts {
             let replies = self
                 .backend
-                .ask(&host, visit.session.operator, request.clone())
+                .ask(host, visit.session.operator, request.clone())
                 .await;
             all.extend(replies.into_iter().map(|r| (host.clone(), r)));
         }
@@ -231,47 +233,63 @@ impl<B: Backend> Console<B> {
     }
 
     async fn page(&self, visit: &Visit, path: &str, query: &Form) -> Reply {
+        match path {
+            "/console.js" => return with_body(StatusCode::OK, "text/javascript", SCRIPT),
+            "/console.css" => return with_body(StatusCode::OK, "text/css", STYLE),
+            _ => {}
+        }
+        let every = self.backend.hosts().await;
+        // The host filter: one host's rows, or every host's.
+        let chosen = query.get("host").filter(|h| !h.is_empty());
+        let hosts: Vec<String> = every
+            .iter()
+            .filter(|h| chosen.is_none_or(|c| c == h.as_str()))
+            .cloned()
+            .collect();
         let frame = |title: &str, body: Markup| {
             let flash = self.logins.take_flash(&visit.id);
+            let filter = pages::HostFilter {
+                page: path,
+                hosts: &every,
+                chosen,
+            };
             html(
                 StatusCode::OK,
-                pages::frame(title, &visit.session, flash.as_deref(), body),
+                pages::frame(title, &visit.session, flash.as_deref(), &filter, body),
             )
         };
         match path {
             "/" => see_other("/pending"),
-            "/console.js" => with_body(StatusCode::OK, "text/javascript", SCRIPT),
-            "/console.css" => with_body(StatusCode::OK, "text/css", STYLE),
             "/pending" => {
-                let held = self.ask_all(visit, &OperatorRequest::Pending).await;
-                frame("Pending", pages::pending(&visit.session, &held))
+                let held = self.ask_all(visit, &hosts, &OperatorRequest::Pending).await;
+                frame("Pending", pages::pending(&visit.session, chosen, &held))
             }
             "/pending/rows" => {
-                let held = self.ask_all(visit, &OperatorRequest::Pending).await;
+                let held = self.ask_all(visit, &hosts, &OperatorRequest::Pending).await;
                 html(StatusCode::OK, pages::pending_rows(&visit.session, &held))
             }
             "/audit" => {
-                let verify = self.ask_all(visit, &OperatorRequest::AuditVerify).await;
+                let verify = self.ask_all(visit, &hosts, &OperatorRequest::AuditVerify).await;
                 let request = match query.get("since").filter(|s| !s.is_empty()) {
                     Some(since) => OperatorRequest::AuditExport {
                         since: Some(since.to_owned()),
                     },
                     None => OperatorRequest::AuditTail { count: 2000 },
                 };
-                let events = self.ask_all(visit, &request).await;
+                let events = self.ask_all(visit, &hosts, &request).await;
                 frame("Audit", pages::audit(query, &verify, &events))
             }
             "/kill" => {
-                let status = self.ask_all(visit, &OperatorRequest::Status).await;
+                let status = self.ask_all(visit, &hosts, &OperatorRequest::Status).await;
                 frame("Kill switch", pages::kill(&visit.session, &status))
             }
             "/sessions" => {
-                let sessions = self.ask_all(visit, &OperatorRequest::SessionList).await;
-                let snapshots = self.ask_all(visit, &OperatorRequest::UndoList).await;
+                let sessions = self.ask_all(visit, &hosts, &OperatorRequest::SessionList).await;
+                let snapshots = self.ask_all(visit, &hosts, &OperatorRequest::UndoList).await;
                 frame("Sessions", pages::sessions(&sessions, &snapshots))
             }
             "/review" => {
-                let queue = self.ask_all(visit, &OperatorRequest::Review).await;
+                let queue = self.ask_all(visit, &hosts, &OperatorRequest::Review).await;
                 frame("Review", pages::review(&visit.session, &queue))
             }
             "/audit/request" | "/sessions/show" => {
@@ -378,20 +396,23 @@ impl<B: Backend> Console<B> {
         let Some(host) = field("host") else {
             return refusal(StatusCode::BAD_REQUEST, "which host?");
         };
-        let replies = self
-            .backend
-            .ask(host, visit.session.operator, request)
-            .await;
-        let outcome = replies
-            .iter()
-            .map(|r| match r {
-                OperatorReply::Done { message } => message.clone(),
-                OperatorReply::Refused { reason } => format!("refused: {reason}"),
-                other => format!("{other:?}"),
+        // `*` on the Kill switch page: every host, one after the other.
+        let hosts = match host {
+            "*" if back == "/kill" => self.backend.hosts().await,
+            one => vec![one.to_owned()],
+        };
+        let outcome = self
+            .ask_all(visit, &hosts, &request)
+            .await
+            .into_iter()
+            .map(|(host, r)| match r {
+                OperatorReply::Done { message } => format!("{host}: {message}"),
+                OperatorReply::Refused { reason } => format!("{host}: refused: {reason}"),
+                other => format!("{host}: {other:?}"),
             })
             .collect::<Vec<_>>()
             .join("\n");
-        self.told(visit, back, &format!("{host}: {outcome}"))
+        self.told(visit, back, &outcome)
     }
 
     fn told(&self, visit: &Visit, back: &str, message: &str) -> Reply {

@@ -25,8 +25,40 @@ pub fn refusal(status: StatusCode, why: &str) -> Markup {
     }
 }
 
-/// A page: the navigation, who is logged in, the last change's outcome.
-pub fn frame(title: &str, session: &Session, flash: Option<&str>, body: Markup) -> Markup {
+/// The host filter of a page that spans more than one host.
+pub struct HostFilter<'a> {
+    /// The page it filters.
+    pub page: &'a str,
+    pub hosts: &'a [String],
+    /// The one host shown; none: every host.
+    pub chosen: Option<&'a str>,
+}
+
+fn host_filter(filter: &HostFilter) -> Markup {
+    html! {
+        @if filter.hosts.len() > 1 {
+            form.hosts method="get" action=(filter.page) {
+                label { "Host " select name="host" {
+                    option value="" selected[filter.chosen.is_none()] { "every host" }
+                    @for host in filter.hosts {
+                        option value=(host) selected[filter.chosen == Some(host.as_str())] { (host) }
+                    }
+                } }
+                button type="submit" { "Show" }
+            }
+        }
+    }
+}
+
+/// A page: the navigation, who is logged in, the host filter, the last
+/// change's outcome.
+pub fn frame(
+    title: &str,
+    session: &Session,
+    flash: Option<&str>,
+    filter: &HostFilter,
+    body: Markup,
+) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -56,6 +88,7 @@ pub fn frame(title: &str, session: &Session, flash: Option<&str>, body: Markup) 
                     @if let Some(flash) = flash {
                         p.flash role="status" { (flash) }
                     }
+                    (host_filter(filter))
                     (body)
                 }
             }
@@ -80,10 +113,10 @@ pub fn grants(reason: &str) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-pub fn pending(session: &Session, held: &Tagged) -> Markup {
+pub fn pending(session: &Session, host: Option<&str>, held: &Tagged) -> Markup {
     html! {
         p { "Held requests wait here for an operator. An approval lets the same command run once within its TTL." }
-        div #pending data-live="/pending/rows" aria-live="polite" { (pending_rows(session, held)) }
+        div #pending data-live={ "/pending/rows" @if let Some(host) = host { "?host=" (host) } } aria-live="polite" { (pending_rows(session, held)) }
     }
 }
 
@@ -272,31 +305,63 @@ pub fn request(host: &str, id: &str, replies: &[OperatorReply]) -> Markup {
     }
 }
 
+/// A host's kill switch from its status: `Some(reason)` when tripped, and
+/// where it is kept. A host of the fleet reports it through the store.
+fn kill_state(reply: &OperatorReply) -> Option<(Option<String>, String)> {
+    match reply {
+        OperatorReply::Status(report) => Some((
+            report.kill_switch.clone(),
+            format!("kill file {}", report.kill_file),
+        )),
+        OperatorReply::Json { value } => {
+            let killed = value.get("killed").and_then(Value::as_bool)?;
+            let reason = value.get("kill_reason").and_then(Value::as_str);
+            let tripped = killed.then(|| reason.unwrap_or("").to_owned());
+            Some((tripped, String::from("the fleet store's kill order")))
+        }
+        _ => None,
+    }
+}
+
+fn kill_form(session: &Session, host: &str, trip: bool, label: &str) -> Markup {
+    html! {
+        form method="post" action="/kill" {
+            input type="hidden" name="csrf" value=(session.csrf);
+            input type="hidden" name="host" value=(host);
+            input type="hidden" name="action" value=(if trip { "trip" } else { "release" });
+            label { "Reason " input type="text" name="reason" required; }
+            label { input type="checkbox" name="confirm" value="yes" required; " I confirm" }
+            button type="submit" { (label) }
+        }
+    }
+}
+
 pub fn kill(session: &Session, status: &Tagged) -> Markup {
     html! {
         p { "The kill switch refuses every command on a host until it is released." }
+        @if status.len() > 1 {
+            section.host {
+                h2 { "Every host" }
+                (kill_form(session, "*", true, "Trip every host"))
+                (kill_form(session, "*", false, "Release every host"))
+            }
+        }
         @for (host, reply) in status {
-            @match reply {
-                OperatorReply::Status(report) => section.host {
+            @if let OperatorReply::Refused { reason } = reply { (refused(host, reason)) }
+            @if let Some((tripped, kept)) = kill_state(reply) {
+                section.host {
                     h2 { (host) }
-                    @match &report.kill_switch {
+                    @match &tripped {
                         Some(reason) => p.tripped role="status" { "TRIPPED: " (reason) },
                         None => p.released role="status" { "Released: commands are judged as usual." },
                     }
-                    p { "Kill file: " code { (report.kill_file) } }
-                    form method="post" action="/kill" {
-                        input type="hidden" name="csrf" value=(session.csrf);
-                        input type="hidden" name="host" value=(host);
-                        input type="hidden" name="action" value=(if report.kill_switch.is_none() { "trip" } else { "release" });
-                        label { "Reason " input type="text" name="reason" required; }
-                        label { input type="checkbox" name="confirm" value="yes" required; " I confirm" }
-                        button type="submit" {
-                            @if report.kill_switch.is_none() { "Trip the kill switch" } @else { "Release the kill switch" }
-                        }
+                    p { "Kept in " (kept) }
+                    @if tripped.is_none() {
+                        (kill_form(session, host, true, "Trip the kill switch"))
+                    } @else {
+                        (kill_form(session, host, false, "Release the kill switch"))
                     }
-                },
-                OperatorReply::Refused { reason } => (refused(host, reason)),
-                _ => {},
+                }
             }
         }
     }
