@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::console::{field, http, log_in, login_url};
 use common::{Daemon, bin, signal_json};
 use store::Postgres;
 
@@ -779,4 +780,139 @@ fn a_lesson_proposed_on_a_and_confirmed_once_relaxes_the_same_push_on_c() {
     });
     held_id(&push_in(&c, work.path(), "feature/b"));
     held_id(&push_in(&a, work.path(), "feature/b"));
+}
+
+/// Host `a`, whose console spans the fleet through the operator's login.
+fn host_with_console(fleet: &Fleet, console_url: &str) -> Daemon {
+    let dir = tempfile::tempdir().unwrap();
+    let url_file = dir.path().join("config/praxis/console-fleet-url");
+    let config = format!(
+        "[fleet]\nurl = \"{}\"\nhost = \"a\"\npoll_secs = 30\n[console]\nfleet_url_file = \"{}\"\n",
+        fleet.host_url("a"),
+        url_file.display()
+    );
+    Daemon::start_in(
+        dir,
+        &[("praxis.toml", &config), ("console-fleet-url", console_url)],
+        &[],
+    )
+}
+
+/// A logged-in session on `d`'s console: its address and cookie.
+fn console_of(d: &Daemon) -> (String, String) {
+    let (host, login, _) = login_url(d);
+    let cookie = log_in(&host, &login);
+    (host, cookie)
+}
+
+fn get(console: &(String, String), path: &str) -> String {
+    let page = http(&console.0, "GET", path, &[("Cookie", &console.1)], "");
+    assert_eq!(page.status, 200, "{}", page.body);
+    page.body
+}
+
+fn post(console: &(String, String), path: &str, form: &str) -> u16 {
+    let headers = [
+        ("Cookie", console.1.as_str()),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+    ];
+    http(&console.0, "POST", path, &headers, form).status
+}
+
+#[test]
+fn a_hold_on_host_b_is_approved_from_host_as_console_and_runs_once_on_b() {
+    let fleet = Fleet::start(&["a", "b"]);
+    let a = host_with_console(&fleet, &fleet.operator_url());
+    let b = fleet.host("b", "poll_secs = 30");
+    fleet.wait_joined(&["a", "b"]);
+    repo(&b);
+    let request = held_id(&git_push(&b));
+
+    let console = console_of(&a);
+    let mut page = String::new();
+    wait(Duration::from_secs(10), "b's hold on a's console", || {
+        page = get(&console, "/pending");
+        page.contains(&request)
+    });
+    assert!(page.contains("git push"), "{page}");
+    assert!(page.contains("<dd>b</dd>"), "the host column: {page}");
+    assert!(
+        page.contains("<option value=\"b\""),
+        "the host filter: {page}"
+    );
+    // The host filter shows that host's rows only.
+    assert!(get(&console, "/pending?host=b").contains(&request));
+    let only_a = get(&console, "/pending?host=a");
+    assert!(
+        !only_a.contains(&request) && only_a.contains("Nothing is held."),
+        "{only_a}"
+    );
+    assert!(!get(&console, "/pending/rows?host=a").contains(&request));
+
+    let csrf = field(&page, "csrf");
+    let decide = format!("csrf={csrf}&host=b&request_id={request}&action=approve&note=from+a");
+    assert_eq!(post(&console, "/pending/decide", &decide), 303);
+    let told = get(&console, "/pending");
+    assert!(told.contains(&format!("approved b/{request}")), "{told}");
+    wait(Duration::from_secs(5), "the approval reached b", || {
+        !kinds(&b, "approved").is_empty()
+    });
+    let approved = &kinds(&b, "approved")[0];
+    assert!(
+        approved["reason"]
+            .as_str()
+            .unwrap()
+            .contains("fleet operator praxis_operator_ops"),
+        "{approved}"
+    );
+    // Runs once: the retry runs, the next one is held again.
+    let ran = git_push(&b);
+    assert!(!matches!(ran.status.code(), Some(125 | 126)), "{ran:?}");
+    held_id(&git_push(&b));
+    // A decision is taken once, from the console as from the CLI.
+    assert_eq!(post(&console, "/pending/decide", &decide), 303);
+    let again = get(&console, "/pending");
+    assert!(again.contains("is already decided"), "{again}");
+
+    // The kill switch page trips and releases another host.
+    let kill = get(&console, "/kill");
+    assert!(
+        kill.contains("<h2>a</h2>") && kill.contains("<h2>b</h2>"),
+        "{kill}"
+    );
+    let trip = format!("csrf={csrf}&host=b&action=trip&reason=drill&confirm=yes");
+    assert_eq!(post(&console, "/kill", &trip), 303);
+    wait(Duration::from_secs(5), "b tripped", || killed(&b).is_some());
+    assert_eq!(killed(&a), None, "only b");
+    let release = format!("csrf={csrf}&host=*&action=release&reason=over&confirm=yes");
+    assert_eq!(post(&console, "/kill", &release), 303);
+    wait(Duration::from_secs(5), "b released", || {
+        killed(&b).is_none()
+    });
+}
+
+#[test]
+fn a_console_given_a_hosts_own_login_cannot_approve_another_hosts_hold() {
+    let fleet = Fleet::start(&["a", "b"]);
+    // The attacker's shortcut: the host's own login where the operator's goes.
+    let a = host_with_console(&fleet, &fleet.host_url("a"));
+    let b = fleet.host("b", "poll_secs = 30");
+    fleet.wait_joined(&["a", "b"]);
+    repo(&b);
+    let request = held_id(&git_push(&b));
+
+    let console = console_of(&a);
+    let page = get(&console, "/pending");
+    let csrf = field(&page, "csrf");
+    let decide = format!("csrf={csrf}&host=b&request_id={request}&action=approve");
+    assert_eq!(post(&console, "/pending/decide", &decide), 303);
+    let told = get(&console, "/pending");
+    assert!(told.contains("b: refused"), "{told}");
+    let trip = format!("csrf={csrf}&host=b&action=trip&reason=x&confirm=yes");
+    assert_eq!(post(&console, "/kill", &trip), 303);
+    assert!(get(&console, "/kill").contains("b: refused"));
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(kinds(&b, "approved").is_empty());
+    assert_eq!(killed(&b), None);
+    held_id(&git_push(&b));
 }

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)] // each test file uses its own part of the harness
 
+pub mod console;
 pub mod judge;
 
 use std::io::{BufRead, BufReader, Write};

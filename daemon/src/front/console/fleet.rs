@@ -58,9 +58,7 @@ impl Fleet {
                     .collect();
                 Ok(OperatorReply::Pending { items })
             }
-            OperatorRequest::Approve {
-                remember: true, ..
-            } => Err(String::from(
+            OperatorRequest::Approve { remember: true, .. } => Err(String::from(
                 "approve and remember proposes a lesson on the host that held it: use its own console",
             )),
             OperatorRequest::Approve {
@@ -81,9 +79,16 @@ impl Fleet {
                 })
             }
             OperatorRequest::Release { .. } => {
-                let fleet_wide = self.link().await?.release(Some(host)).await.map_err(fleet_error)?;
+                let fleet_wide = self
+                    .link()
+                    .await?
+                    .release(Some(host))
+                    .await
+                    .map_err(fleet_error)?;
                 let message = if fleet_wide {
-                    format!("released {host}'s own order, but a fleet-wide kill order still holds it")
+                    format!(
+                        "released {host}'s own order, but a fleet-wide kill order still holds it"
+                    )
                 } else {
                     format!("released {host}; it resumes at its next poll")
                 };

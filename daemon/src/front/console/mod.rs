@@ -269,7 +269,9 @@ impl<B: Backend> Console<B> {
                 html(StatusCode::OK, pages::pending_rows(&visit.session, &held))
             }
             "/audit" => {
-                let verify = self.ask_all(visit, &hosts, &OperatorRequest::AuditVerify).await;
+                let verify = self
+                    .ask_all(visit, &hosts, &OperatorRequest::AuditVerify)
+                    .await;
                 let request = match query.get("since").filter(|s| !s.is_empty()) {
                     Some(since) => OperatorRequest::AuditExport {
                         since: Some(since.to_owned()),
@@ -284,8 +286,12 @@ impl<B: Backend> Console<B> {
                 frame("Kill switch", pages::kill(&visit.session, &status))
             }
             "/sessions" => {
-                let sessions = self.ask_all(visit, &hosts, &OperatorRequest::SessionList).await;
-                let snapshots = self.ask_all(visit, &hosts, &OperatorRequest::UndoList).await;
+                let sessions = self
+                    .ask_all(visit, &hosts, &OperatorRequest::SessionList)
+                    .await;
+                let snapshots = self
+                    .ask_all(visit, &hosts, &OperatorRequest::UndoList)
+                    .await;
                 frame("Sessions", pages::sessions(&sessions, &snapshots))
             }
             "/review" => {
