@@ -781,6 +781,23 @@ mod tests {
     }
 
     #[test]
+    fn a_console_spans_the_fleet_only_on_a_host_of_the_fleet() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |text: &str| std::fs::write(tmp.path().join(CONFIG_FILE), text).unwrap();
+        assert_eq!(Config::load(layout(tmp.path())).unwrap().console_fleet, None);
+        write("[console]\nfleet_url_file = \"/etc/praxis/operator-url\"\n");
+        let err = Config::load(layout(tmp.path())).unwrap_err().to_string();
+        assert!(err.contains("fleet_url_file needs [fleet]"), "{err}");
+        write(
+            "[fleet]\nurl = \"postgresql://h@db/praxis\"\nhost = \"a\"\n\
+             [console]\nfleet_url_file = \"/etc/praxis/operator-url\"\n",
+        );
+        let c = Config::load(layout(tmp.path())).unwrap();
+        let file = FleetUrl::File("/etc/praxis/operator-url".into());
+        assert_eq!(c.console_fleet, Some(file));
+    }
+
+    #[test]
     fn unknown_keys_are_errors() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join(CONFIG_FILE), "kill_fiel = \"/x\"\n").unwrap();
