@@ -784,7 +784,10 @@ mod tests {
     fn a_console_spans_the_fleet_only_on_a_host_of_the_fleet() {
         let tmp = tempfile::tempdir().unwrap();
         let write = |text: &str| std::fs::write(tmp.path().join(CONFIG_FILE), text).unwrap();
-        assert_eq!(Config::load(layout(tmp.path())).unwrap().console_fleet, None);
+        assert_eq!(
+            Config::load(layout(tmp.path())).unwrap().console_fleet,
+            None
+        );
         write("[console]\nfleet_url_file = \"/etc/praxis/operator-url\"\n");
         let err = Config::load(layout(tmp.path())).unwrap_err().to_string();
         assert!(err.contains("fleet_url_file needs [fleet]"), "{err}");
