@@ -231,10 +231,25 @@ fn warnings(skipped: &Skipped, stale: u32, disputed: u32) -> Vec<Warning> {
     out
 }
 
+/// The lower-case words of `text` of three letters or more.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 3)
+        .map(str::to_lowercase)
+}
+
+/// The words a recall query is about: its summary's and its topics'.
+fn query_words(request: &RecallRequest) -> Vec<String> {
+    words(&request.query.summary)
+        .chain(request.entities.topics.iter().flat_map(|t| words(t)))
+        .collect()
+}
+
 /// The policy hits of a recall: the rules of the policy in force that name
 /// the request's `tool_name` as their program (the seed's simple policy
-/// hits), STOP rules first, at most `limits.max_items`. Each names its rule
-/// and the policy revision it belongs to.
+/// hits), those whose id or reason share words with the query first, then
+/// STOP rules first, at most `limits.max_items`. Each names its rule and the
+/// policy revision it belongs to.
 pub fn policy_hits(rules: &[Rule], request: &RecallRequest, revision: &str) -> Vec<PolicyHit> {
     let Some(tool) = request.query.tool_name.as_deref() else {
         return Vec::new();
@@ -243,7 +258,16 @@ pub fn policy_hits(rules: &[Rule], request: &RecallRequest, revision: &str) -> V
         .iter()
         .filter(|r| r.programs().iter().any(|p| p == tool))
         .collect();
-    hits.sort_by_key(|r| std::cmp::Reverse(r.verdict));
+    // A tool has many rules: those that speak of what the query is about
+    // (its summary and topics) come first, the strictest first among equals.
+    let asked = query_words(request);
+    hits.sort_by_key(|r| {
+        let spoken = words(&r.id)
+            .chain(words(&r.reason))
+            .filter(|w| asked.contains(w))
+            .count();
+        (std::cmp::Reverse(spoken), std::cmp::Reverse(r.verdict))
+    });
     hits.into_iter()
         .take(request.limits.max_items as usize)
         .map(|r| PolicyHit {
