@@ -40,7 +40,28 @@ pub struct ExecEnvSpec {
     /// in them is not judged as code loading.
     #[serde(default)]
     pub inert: Vec<String>,
+    /// What shell builtins do to the variables a script set to literals:
+    /// see [`ShellScope`].
+    #[serde(default)]
+    pub scope: ShellScope,
     pub examples: Vec<DecisionExample>,
+}
+
+/// `[exec_env.scope]`: builtins that change the shell's variables, so that a
+/// variable set to a literal earlier may no longer hold it.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellScope {
+    /// Set the variables their `NAME=value` operands name (`export`).
+    pub declarers: Vec<String>,
+    /// May assign any variable (`read`, `unset`, `printf -v`).
+    pub assigners: Vec<String>,
+    /// Change how later assignments or expansions behave, or run code from
+    /// elsewhere (`declare -i`, `trap`, `eval`, `source`): no value is known
+    /// for the rest of the script.
+    pub breakers: Vec<String>,
+    /// Run the builtin their operand names (`command read x`).
+    pub runners: Vec<String>,
 }
 
 /// What an option's value (or an operand) is to its program.
@@ -131,6 +152,7 @@ pub struct Launchers {
     pub tool_bins: Vec<String>,
     /// Variables of no role whose paths are not code.
     pub inert: Vec<String>,
+    pub scope: ShellScope,
     variables: EnvTable,
     entries: Vec<ExecOption>,
     by_program: HashMap<String, Vec<usize>>,
@@ -152,6 +174,7 @@ impl Launchers {
             search_paths: env.search_paths.clone(),
             tool_bins: env.tool_bins.clone(),
             inert: env.inert.clone(),
+            scope: env.scope.clone(),
             variables: variables.clone(),
             ..Launchers::default()
         };

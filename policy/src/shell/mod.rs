@@ -124,6 +124,7 @@ pub struct Script {
 mod invocation;
 mod launchers;
 mod scan;
+mod scope;
 mod walk;
 mod words;
 mod wrapper_table;
@@ -228,7 +229,7 @@ pub fn display_command(cmd: &SimpleCommand) -> String {
 pub fn environment(cmd: &SimpleCommand, launchers: &Launchers) -> Vec<(String, Word)> {
     let mut out = cmd.assignments.clone();
     if launchers.exporters.contains(&cmd.program) {
-        out.extend(cmd.args.iter().filter_map(wrappers::as_assignment));
+        out.extend(cmd.args.iter().filter_map(scope::as_assignment));
     }
     out
 }

@@ -190,7 +190,7 @@ fn dynamic_command_words_hold() {
     held("${X} y", "dynamic command word");
     held("$(echo rm) -rf /", "dynamic command word `$(echo rm)`");
     held("`which rm` -rf /", "dynamic command word");
-    held("a=rm; $a", "dynamic command word `$a`");
+    held("read a; $a", "dynamic command word `$a`");
     held("rm${IFS}-rf${IFS}/", "dynamic command word");
     held("/bin/r? -rf /", "glob in command word");
     held("{rm,-rf,/}", "dynamic command word");
@@ -528,5 +528,84 @@ fn random_inputs_never_panic() {
         let _ = parse_script(&src);
         let argv: Vec<String> = src.split(' ').map(str::to_owned).collect();
         let _ = parse_argv(&argv);
+    }
+}
+
+/// The last `program` command's first argument: its text, and whether it is
+/// only known at run time.
+fn first_arg(src: &str, program: &str) -> (String, bool) {
+    let s = parse(src);
+    let c = s
+        .commands
+        .iter()
+        .rev()
+        .find(|c| c.program == program)
+        .unwrap_or_else(|| panic!("no {program} in {s:#?}"));
+    (c.args[0].text.clone(), c.args[0].dynamic)
+}
+
+#[test]
+fn a_variable_set_to_a_literal_is_that_literal() {
+    for (src, program, value) in [
+        ("f=~/.ssh/id_rsa; cat $f", "cat", "~/.ssh/id_rsa"),
+        ("export T=/etc/shadow; cat \"$T\"", "cat", "/etc/shadow"),
+        ("h=$HOME; rm \"${h}\"", "rm", "~"),
+        ("a=/etc; b=$a/x; cat $b", "cat", "/etc/x"),
+        ("f=~/.netrc; x=$(cat $f)", "cat", "~/.netrc"),
+        ("f=~/.netrc; diff <(cat $f) x", "cat", "~/.netrc"),
+        ("d=/; (d=x); rm $d", "rm", "/"),
+        ("d=/; if true; then rm $d; fi", "rm", "/"),
+        (
+            "f=a; command export f=/etc/shadow; cat $f",
+            "cat",
+            "/etc/shadow",
+        ),
+        ("HOME=/; rm $HOME", "rm", "/"),
+    ] {
+        assert_eq!(first_arg(src, program), (value.to_owned(), false), "{src}");
+    }
+}
+
+#[test]
+fn a_variable_that_may_have_changed_stays_unknown() {
+    for src in [
+        "d=/; true || d=x && rm $d",
+        "d=/; if true; then d=x; fi; rm $d",
+        "d=/; case a in a) d=x;; esac; rm $d",
+        "d=x; for i in 1 2; do rm $d; d=/; done",
+        "d=x; while true; do rm $d; d=/; done",
+        "d=/; f() { d=x; }; f; rm $d",
+        "d=/; echo | d=x; rm $d",
+        "d=/; d=x & rm $d",
+        "d=/; read d; rm $d",
+        "d=/; command read d; rm $d",
+        "d=/; printf -v d x; rm $d",
+        "d=/; declare -i d; d=x; rm $d",
+        "d=/; : ${d:=x}; rm $d",
+        "d=/; : $((d=1)); rm $d",
+        "d=/; ((d=1)); rm $d",
+        "d=/; [[ 1 -eq d=1 ]]; rm $d",
+        "d=/; trap 'd=x' DEBUG; rm $d",
+        "d=/; eval d=x; rm $d",
+        "d=/; . ./env.sh; rm $d",
+        "d=/; d+=x; rm $d",
+        "d=/; d=x true; rm $d",
+        "d=x; d=/ y=$d; rm $y",
+        "d=/; export -n d; rm $d",
+        "d=/; sh -c 'rm $d'",
+        "d=; rm $d",
+        "d='a b'; rm $d",
+        "d='*'; rm $d",
+        "IFS=_; d=a_b; rm $d",
+        "d=$(pwd); rm $d",
+    ] {
+        let (text, dynamic) = first_arg(src, "rm");
+        let known_literal = !dynamic && text != "$y";
+        // `d=x; d=/ y=$d`: assignments run in order, `y` is `/`.
+        if src.starts_with("d=x; d=/ y") {
+            assert_eq!(text, "/", "{src}");
+            continue;
+        }
+        assert!(!known_literal, "{src}: {text}");
     }
 }

@@ -14,6 +14,7 @@ use brush_parser::{Parser, ParserOptions};
 
 use super::launchers::{Effect, Launchers};
 use super::scan::{ScanError, scan};
+use super::scope::{Known, ScopeEffect, as_assignment, effect};
 use super::words::{canonicalize, excerpt, substitutions_in};
 use super::wrapper_table::Wrappers;
 use super::{
@@ -58,6 +59,12 @@ pub struct Frontend<'w> {
     tokens_left: usize,
     bytes_left: usize,
     options: ParserOptions,
+    /// Literal values of the variables of the script being walked.
+    known: Known,
+    /// Above zero while walking code that may not run, or not in this shell
+    /// (a branch, a loop, after `&&`/`||`, a pipeline stage, `&`): its
+    /// assignments make their variable unknown instead of known.
+    uncertain: usize,
 }
 
 impl<'w> Frontend<'w> {
@@ -68,6 +75,8 @@ impl<'w> Frontend<'w> {
             tokens_left: MAX_TOKENS,
             bytes_left: MAX_PARSED_BYTES,
             options: ParserOptions::default(),
+            known: Known::default(),
+            uncertain: 0,
         }
     }
 
@@ -77,8 +86,22 @@ impl<'w> Frontend<'w> {
         }
     }
 
-    /// Parses `src` as a shell script and collects its commands.
+    /// Parses `src` as a shell script and collects its commands. A
+    /// substitution sees the variables of its shell; any other script runs
+    /// in a new shell and starts knowing none. Neither changes the caller's.
     pub fn script(&mut self, src: &str, ctx: &Ctx) {
+        let outer = if is_subshell(ctx.origin) {
+            self.known.clone()
+        } else {
+            std::mem::take(&mut self.known)
+        };
+        let uncertain = std::mem::take(&mut self.uncertain);
+        self.script_in_scope(src, ctx);
+        self.known = outer;
+        self.uncertain = uncertain;
+    }
+
+    fn script_in_scope(&mut self, src: &str, ctx: &Ctx) {
         if ctx.depth >= MAX_NESTING {
             self.hold(format!(
                 "shell text nested deeper than {MAX_NESTING} levels"
@@ -122,23 +145,41 @@ impl<'w> Frontend<'w> {
 
     fn list(&mut self, list: &CompoundList, ctx: &Ctx) {
         for item in &list.0 {
-            self.and_or(&item.0, ctx);
+            let background = matches!(item.1, ast::SeparatorOperator::Async);
+            self.uncertain_if(background, |fe| fe.and_or(&item.0, ctx));
         }
     }
 
     fn and_or(&mut self, list: &AndOrList, ctx: &Ctx) {
         self.pipeline(&list.first, ctx);
-        for next in &list.additional {
-            let (ast::AndOr::And(p) | ast::AndOr::Or(p)) = next;
-            self.pipeline(p, ctx);
-        }
+        self.uncertain_if(true, |fe| {
+            for next in &list.additional {
+                let (ast::AndOr::And(p) | ast::AndOr::Or(p)) = next;
+                fe.pipeline(p, ctx);
+            }
+        });
+    }
+
+    /// Walks `body` as code whose assignments may not reach what follows.
+    fn uncertain_if(&mut self, uncertain: bool, body: impl FnOnce(&mut Self)) {
+        self.uncertain += usize::from(uncertain);
+        body(self);
+        self.uncertain -= usize::from(uncertain);
+    }
+
+    /// Walks `body` in a subshell: it sees the variables, its assignments
+    /// do not come back.
+    fn subshell(&mut self, body: impl FnOnce(&mut Self)) {
+        let outer = self.known.clone();
+        body(self);
+        self.known = outer;
     }
 
     fn pipeline(&mut self, p: &Pipeline, ctx: &Ctx) {
         let mut previous: Option<Vec<usize>> = None;
         for cmd in &p.seq {
             let start = self.script.commands.len();
-            self.command(cmd, ctx);
+            self.uncertain_if(p.seq.len() > 1, |fe| fe.command(cmd, ctx));
             let end = self.script.commands.len();
             let stage: Vec<usize> = (start..end)
                 .filter(|&i| !is_substitution(&self.script.commands[i]))
@@ -168,12 +209,19 @@ impl<'w> Frontend<'w> {
                 }
                 let inner = ctx.with_origin(Origin::FunctionBody);
                 let ast::FunctionBody(body, redirects) = &def.body;
-                self.with_redirects(redirects.as_ref(), &inner, |fe| fe.compound(body, &inner));
+                // The body runs when called, with whatever values then.
+                let outer = std::mem::take(&mut self.known);
+                self.uncertain_if(true, |fe| {
+                    fe.with_redirects(redirects.as_ref(), &inner, |fe| fe.compound(body, &inner));
+                });
+                self.known = outer;
             }
             Command::ExtendedTest(test, redirects) => {
                 self.with_redirects(redirects.as_ref(), ctx, |fe| {
                     fe.extended_test(&test.expr, ctx)
                 });
+                // Its arithmetic operands may assign.
+                self.known.clear();
             }
         }
     }
@@ -227,50 +275,66 @@ impl<'w> Frontend<'w> {
 
     fn compound(&mut self, cc: &CompoundCommand, ctx: &Ctx) {
         match cc {
-            CompoundCommand::Arithmetic(a) => self.substitutions(&a.expr.value, ctx),
+            CompoundCommand::Arithmetic(a) => {
+                self.substitutions(&a.expr.value, ctx);
+                self.known.clear();
+            }
             CompoundCommand::ArithmeticForClause(f) => {
+                self.known.clear();
                 for e in [&f.initializer, &f.condition, &f.updater]
                     .into_iter()
                     .flatten()
                 {
                     self.substitutions(&e.value, ctx);
                 }
-                self.list(&f.body.list, ctx);
+                self.uncertain_if(true, |fe| fe.list(&f.body.list, ctx));
+                self.known.clear();
             }
             CompoundCommand::BraceGroup(b) => self.list(&b.list, ctx),
-            CompoundCommand::Subshell(s) => self.list(&s.list, ctx),
+            CompoundCommand::Subshell(s) => self.subshell(|fe| fe.list(&s.list, ctx)),
             CompoundCommand::ForClause(f) => {
                 for w in f.values.iter().flatten() {
                     self.word(w, ctx);
                 }
-                self.list(&f.body.list, ctx);
+                // A later pass sees what an earlier one assigned.
+                self.known.clear();
+                self.uncertain_if(true, |fe| fe.list(&f.body.list, ctx));
+                self.known.clear();
             }
             CompoundCommand::CaseClause(c) => {
                 self.word(&c.value, ctx);
-                for item in &c.cases {
-                    for w in &item.patterns {
-                        self.word(w, ctx);
+                self.uncertain_if(true, |fe| {
+                    for item in &c.cases {
+                        for w in &item.patterns {
+                            fe.word(w, ctx);
+                        }
+                        if let Some(list) = &item.cmd {
+                            fe.list(list, ctx);
+                        }
                     }
-                    if let Some(list) = &item.cmd {
-                        self.list(list, ctx);
-                    }
-                }
+                });
             }
             CompoundCommand::IfClause(c) => {
                 self.list(&c.condition, ctx);
-                self.list(&c.then, ctx);
-                for e in c.elses.iter().flatten() {
-                    if let Some(cond) = &e.condition {
-                        self.list(cond, ctx);
+                self.uncertain_if(true, |fe| {
+                    fe.list(&c.then, ctx);
+                    for e in c.elses.iter().flatten() {
+                        if let Some(cond) = &e.condition {
+                            fe.list(cond, ctx);
+                        }
+                        fe.list(&e.body, ctx);
                     }
-                    self.list(&e.body, ctx);
-                }
+                });
             }
             CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
-                self.list(&w.0, ctx);
-                self.list(&w.1.list, ctx);
+                self.known.clear();
+                self.uncertain_if(true, |fe| {
+                    fe.list(&w.0, ctx);
+                    fe.list(&w.1.list, ctx);
+                });
+                self.known.clear();
             }
-            CompoundCommand::Coprocess(c) => self.command(&c.body, ctx),
+            CompoundCommand::Coprocess(c) => self.subshell(|fe| fe.command(&c.body, ctx)),
         }
     }
 
@@ -319,10 +383,18 @@ impl<'w> Frontend<'w> {
             .as_ref()
             .map(|s| s.0.as_slice())
             .unwrap_or_default();
+        // With no command word the assignments stay in the shell, in order.
+        let assigns_to_shell = sc.word_or_name.is_none();
         for item in prefix {
             match item {
                 CommandPrefixOrSuffixItem::AssignmentWord(a, _) => {
                     let assignment = self.assignment(a, ctx);
+                    let (name, value) = &assignment;
+                    if assigns_to_shell && self.uncertain == 0 && !a.append {
+                        self.known.set(name, value);
+                    } else {
+                        self.known.forget(name);
+                    }
                     cmd.assignments.push(assignment);
                 }
                 other => self.item(other, ctx, &mut words, &mut cmd.redirects, &mut feed),
@@ -335,7 +407,30 @@ impl<'w> Frontend<'w> {
             self.item(item, ctx, &mut words, &mut cmd.redirects, &mut feed);
         }
         cmd.stdin = feed.unwrap_or_default();
+        self.scope_after(&words);
         self.dispatch(cmd, &words, ctx);
+    }
+
+    /// What running the command `words` does to the known values.
+    fn scope_after(&mut self, words: &[Word]) {
+        match effect(
+            words,
+            &self.wrappers.launchers().scope,
+            &self.script.functions,
+        ) {
+            ScopeEffect::None => {}
+            ScopeEffect::Clear => self.known.clear(),
+            ScopeEffect::Freeze => self.known.freeze(),
+            ScopeEffect::Declares(operands) => {
+                for (name, value) in operands.iter().filter_map(as_assignment) {
+                    if self.uncertain == 0 {
+                        self.known.set(&name, &value);
+                    } else {
+                        self.known.forget(&name);
+                    }
+                }
+            }
+        }
     }
 
     fn item(
@@ -458,8 +553,11 @@ impl<'w> Frontend<'w> {
 
     /// Canonicalizes a word and collects the commands of its substitutions.
     pub fn word(&mut self, w: &ast::Word, ctx: &Ctx) -> Word {
-        match canonicalize(&w.value, &self.options) {
+        match canonicalize(&w.value, &self.options, &self.known) {
             Ok(canon) => {
+                if canon.assigns {
+                    self.known.clear();
+                }
                 let sub_ctx = ctx.with_origin(Origin::CommandSubstitution);
                 for text in &canon.substitutions {
                     self.script(text, &sub_ctx);
@@ -498,7 +596,8 @@ impl<'w> Frontend<'w> {
         sub: &SubshellCommand,
         ctx: &Ctx,
     ) -> Word {
-        self.list(&sub.list, &ctx.with_origin(Origin::ProcessSubstitution));
+        let inner = ctx.with_origin(Origin::ProcessSubstitution);
+        self.subshell(|fe| fe.list(&sub.list, &inner));
         Word {
             text: format!("{kind}{sub}"),
             dynamic: true,
@@ -634,8 +733,13 @@ pub fn env_commands(
 }
 
 fn is_substitution(cmd: &SimpleCommand) -> bool {
+    is_subshell(cmd.origin)
+}
+
+/// Code run by a subshell of the shell it is written in.
+fn is_subshell(origin: Origin) -> bool {
     matches!(
-        cmd.origin,
+        origin,
         Origin::CommandSubstitution | Origin::ProcessSubstitution
     )
 }

@@ -8,6 +8,7 @@ use brush_parser::word::{
 use thiserror::Error;
 
 use super::Word;
+use super::scope::Known;
 
 /// Why a word could not be canonicalized. The message is the hold reason.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -22,15 +23,18 @@ pub enum WordError {
 pub struct Canon {
     pub word: Word,
     pub substitutions: Vec<String>,
+    /// Holds an expansion that may assign a variable (`${x:=v}`, `$((x=1))`).
+    pub assigns: bool,
 }
 
-/// Canonicalizes one raw shell word (as the tokenizer delivered it).
-pub fn canonicalize(raw: &str, options: &ParserOptions) -> Result<Canon, WordError> {
+/// Canonicalizes one raw shell word (as the tokenizer delivered it); an
+/// expansion of a variable in `known` is its literal value.
+pub fn canonicalize(raw: &str, options: &ParserOptions, known: &Known) -> Result<Canon, WordError> {
     let pieces =
         guarded(|| word::parse(raw, options)).ok_or_else(|| WordError::Unparsable(excerpt(raw)))?;
     let mut out = Canon::default();
     for p in &pieces {
-        append_piece(raw, p, false, &mut out);
+        append_piece(raw, p, false, known, &mut out);
     }
     if !out.word.dynamic && is_brace_expansion(&out.word.text, &pieces) {
         // `{rm,-rf,/}` becomes several words; its value is not this one text.
@@ -49,7 +53,7 @@ pub fn substitutions_in(text: &str, options: &ParserOptions) -> Result<Vec<Strin
         .ok_or_else(|| WordError::Unparsable(excerpt(text)))?;
     let mut out = Canon::default();
     for p in &pieces {
-        append_piece(text, p, true, &mut out);
+        append_piece(text, p, true, &Known::default(), &mut out);
     }
     Ok(out.substitutions)
 }
@@ -95,7 +99,7 @@ fn is_glob_pattern(t: &str) -> bool {
     t.contains(['*', '?']) || t.find('[').is_some_and(|i| t[i + 1..].contains(']'))
 }
 
-fn append_piece(raw: &str, p: &WordPieceWithSource, quoted: bool, out: &mut Canon) {
+fn append_piece(raw: &str, p: &WordPieceWithSource, quoted: bool, known: &Known, out: &mut Canon) {
     let source = raw.get(p.start_index..p.end_index).unwrap_or_default();
     match &p.piece {
         WordPiece::Text(t) => {
@@ -108,7 +112,7 @@ fn append_piece(raw: &str, p: &WordPieceWithSource, quoted: bool, out: &mut Cano
         WordPiece::AnsiCQuotedText(t) => out.word.text.push_str(&decode_ansi_c(t)),
         WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
             for q in inner {
-                append_piece(raw, q, true, out);
+                append_piece(raw, q, true, known, out);
             }
         }
         WordPiece::TildeExpansion(TildeExpr::Home) => out.word.text.push('~'),
@@ -118,6 +122,11 @@ fn append_piece(raw: &str, p: &WordPieceWithSource, quoted: bool, out: &mut Cano
         }
         WordPiece::TildeExpansion(_) => dynamic(source, out),
         WordPiece::ParameterExpansion(expr) => {
+            if let Some(value) = known_value(expr, known) {
+                out.word.text.push_str(value);
+                return;
+            }
+            out.assigns |= matches!(expr, ParameterExpr::AssignDefaultValues { .. });
             if let Some(home) = home_spelling(expr) {
                 out.word.text.push_str(home);
                 return;
@@ -139,6 +148,7 @@ fn append_piece(raw: &str, p: &WordPieceWithSource, quoted: bool, out: &mut Cano
         }
         WordPiece::ArithmeticExpression(expr) => {
             dynamic(source, out);
+            out.assigns = true;
             if let Ok(found) = substitutions_in(&expr.value, &ParserOptions::default()) {
                 out.substitutions.extend(found);
             }
@@ -149,6 +159,17 @@ fn append_piece(raw: &str, p: &WordPieceWithSource, quoted: bool, out: &mut Cano
             chars.next();
             out.word.text.extend(chars.filter(|&c| c != '\n'));
         }
+    }
+}
+
+/// The literal a plain `$name` / `${name}` stands for, when `known` has it.
+fn known_value<'k>(expr: &ParameterExpr, known: &'k Known) -> Option<&'k str> {
+    match expr {
+        ParameterExpr::Parameter {
+            parameter: Parameter::Named(name),
+            indirect: false,
+        } => known.get(name),
+        _ => None,
     }
 }
 
@@ -302,7 +323,7 @@ mod tests {
     use super::*;
 
     fn canon(raw: &str) -> Canon {
-        canonicalize(raw, &ParserOptions::default()).unwrap()
+        canonicalize(raw, &ParserOptions::default(), &Known::default()).unwrap()
     }
 
     fn text(raw: &str) -> String {

@@ -11,6 +11,7 @@
 use std::ops::Range;
 
 use super::invocation::{ShellRun, long_attached, shell_invocation};
+use super::scope::as_assignment;
 use super::walk::{Ctx, Frontend, env_commands};
 use super::words::excerpt;
 use super::wrapper_table::{Options, Unwrap, Wrapper};
@@ -329,24 +330,6 @@ fn command_step(w: &Wrapper, args: &[Word]) -> Step {
         assignments,
         default: w.default_command.clone(),
     }
-}
-
-/// `NAME=value` as `env` and `sudo` read it.
-pub(super) fn as_assignment(w: &Word) -> Option<(String, Word)> {
-    let (name, value) = w.text.split_once('=')?;
-    let valid = !name.is_empty()
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric());
-    valid.then(|| {
-        (
-            name.to_owned(),
-            Word {
-                text: value.to_owned(),
-                dynamic: w.dynamic,
-                glob: false,
-            },
-        )
-    })
 }
 
 fn env_step(w: &Wrapper, program: &str, args: &[Word]) -> Step {
