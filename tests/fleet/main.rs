@@ -933,8 +933,7 @@ fn faketime() -> Option<&'static str> {
     if found {
         return Some("faketime");
     }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = nix::unistd::geteuid().is_root();
     assert!(
         !root,
         "faketime is missing: make test installs it (Debian: apt-get install faketime)"
