@@ -80,7 +80,8 @@ $(MCP_CLIENTS)/node_modules/.installed: $(MCP_CLIENTS)/package-lock.json
 NODE_PACKAGES := $(if $(shell command -v npm 2>/dev/null),$(OPENCLAW)/dist/index.js $(MCP_CLIENTS)/node_modules/.installed)
 
 # The fleet tests start a real PostgreSQL server (initdb and postgres from
-# Debian's `postgresql`); installed here when missing and make runs as root.
+# Debian's `postgresql`) and skew hosts' clocks with Debian's `faketime`;
+# both installed here when missing and make runs as root.
 POSTGRES_BIN := $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb))
 
 postgres:
@@ -90,6 +91,14 @@ postgres:
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	  else \
 	    echo "make: the fleet tests need PostgreSQL's server binaries (Debian: apt-get install postgresql)" >&2; exit 1; \
+	  fi; \
+	fi
+	@if ! command -v faketime >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime || \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime; }; \
+	  else \
+	    echo "make: no faketime; the fleet's clock skew test is skipped (Debian: apt-get install faketime)"; \
 	  fi; \
 	fi
 

@@ -137,6 +137,18 @@ fn pushed(r: &tokio_postgres::Row) -> Pushed {
     }
 }
 
+/// A shared memory read for review, with what the review is stamped by.
+#[derive(Clone, Debug)]
+pub struct UnderReview {
+    pub seen: StoredMemory,
+    /// The login the store knows this operator by.
+    pub login: String,
+    /// The store's clock, in Unix seconds: a review's times (when it was
+    /// confirmed, when it goes stale) are the store's, which every host
+    /// shares, not this machine's own.
+    pub store_now_secs: i64,
+}
+
 impl OperatorLink {
     pub async fn connect(url: &str) -> Result<OperatorLink, OperatorError> {
         let (client, _notices) = link::connect(url).await?;
@@ -324,17 +336,24 @@ impl OperatorLink {
         Ok(rows.iter().map(stored).collect())
     }
 
-    /// One shared memory, and the login the store knows this operator by.
-    pub async fn memory(&self, id: &str) -> Result<(StoredMemory, String), OperatorError> {
+    /// One shared memory, as a review starts from it.
+    pub async fn memory(&self, id: &str) -> Result<UnderReview, OperatorError> {
         let row = self
             .client
             .query_opt(
-                &format!("SELECT {COLUMNS}, session_user::text FROM fleet.memories WHERE id = $1"),
+                &format!(
+                    "SELECT {COLUMNS}, session_user::text, extract(epoch FROM now())::bigint
+                     FROM fleet.memories WHERE id = $1"
+                ),
                 &[&id],
             )
             .await?
             .ok_or_else(|| OperatorError::NoMemory(id.to_owned()))?;
-        Ok((stored(&row), row.get(8)))
+        Ok(UnderReview {
+            seen: stored(&row),
+            login: row.get(8),
+            store_now_secs: row.get(9),
+        })
     }
 
     /// Replaces a shared memory's review and body, unless it changed since

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use praxis_fleet::operator::{OperatorError, OperatorLink};
+use praxis_fleet::operator::{OperatorError, OperatorLink, UnderReview};
 use praxis_fleet::policy::PolicyFiles;
 use praxis_fleet::schema;
 use praxis_memory::memory::Memory;
@@ -211,7 +211,11 @@ async fn review(
     id: &str,
     action: ReviewAction,
 ) -> Result<String, FleetCliError> {
-    let (seen, login) = link.memory(id).await?;
+    let UnderReview {
+        seen,
+        login,
+        store_now_secs,
+    } = link.memory(id).await?;
     let unreadable = |why: String| FleetCliError::Memory {
         id: id.to_owned(),
         why,
@@ -222,10 +226,7 @@ async fn review(
         name: login,
         kind: ReviewerKind::Human,
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    let after = review::apply(&before, &action, &by, Timestamp(now))?;
+    let after = review::apply(&before, &action, &by, Timestamp(store_now_secs))?;
     after.check().map_err(|e| unreadable(e.to_string()))?;
     let body = serde_json::to_value(&after).map_err(|e| unreadable(e.to_string()))?;
     link.review_memory(&seen, after.review.as_str(), &body)
@@ -404,8 +405,7 @@ async fn dispatch(url: String, cmd: FleetCmd) -> Result<(), FleetCliError> {
             }
         }
         FleetCmd::Review(FleetReviewCmd::Confirm { id, evidence }) => {
-            let (seen, _) = link.memory(&id).await?;
-            let lesson = !seen.memory.body["lesson"].is_null();
+            let lesson = !link.memory(&id).await?.seen.memory.body["lesson"].is_null();
             let action = ReviewAction::Confirm {
                 as_instruction: !evidence,
                 fresh_for: (lesson && !evidence).then_some(LESSON_FRESH_FOR),

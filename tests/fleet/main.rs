@@ -706,6 +706,19 @@ fn queued(fleet: &Fleet) -> Vec<String> {
         .collect()
 }
 
+/// Waits until host `d` has taken in the review that made `lesson` `to`.
+fn took_in(d: &Daemon, lesson: &str, to: &str) {
+    wait(
+        Duration::from_secs(10),
+        "the host took the review in",
+        || {
+            kinds(d, "review")
+                .iter()
+                .any(|e| e["detail"]["memory_id"] == lesson && e["detail"]["to"] == to)
+        },
+    );
+}
+
 #[test]
 fn a_lesson_proposed_on_a_and_confirmed_once_relaxes_the_same_push_on_c() {
     let fleet = Fleet::start(&["a", "c"]);
@@ -753,11 +766,7 @@ fn a_lesson_proposed_on_a_and_confirmed_once_relaxes_the_same_push_on_c() {
     // same push runs there, naming the lesson.
     let out = fleet.operator(&["review", "confirm", &lesson]);
     assert!(out.status.success(), "{out:?}");
-    wait(Duration::from_secs(10), "c took the lesson in", || {
-        kinds(&c, "review").iter().any(|e| {
-            e["detail"]["memory_id"] == lesson.as_str() && e["detail"]["to"] == "confirmed"
-        })
-    });
+    took_in(&c, &lesson, "confirmed");
     let ran = push_in(&c, work.path(), "feature/b");
     assert!(!matches!(ran.status.code(), Some(125 | 126)), "{ran:?}");
     let decided = c.events_of_kind("decided").pop().unwrap();
@@ -773,11 +782,7 @@ fn a_lesson_proposed_on_a_and_confirmed_once_relaxes_the_same_push_on_c() {
     // Rejected in the fleet, it relaxes nothing any more.
     let out = fleet.operator(&["review", "reject", &lesson]);
     assert!(out.status.success(), "{out:?}");
-    wait(Duration::from_secs(10), "c took the rejection in", || {
-        kinds(&c, "review")
-            .iter()
-            .any(|e| e["detail"]["memory_id"] == lesson.as_str() && e["detail"]["to"] == "rejected")
-    });
+    took_in(&c, &lesson, "rejected");
     held_id(&push_in(&c, work.path(), "feature/b"));
     held_id(&push_in(&a, work.path(), "feature/b"));
 }
@@ -915,4 +920,186 @@ fn a_console_given_a_hosts_own_login_cannot_approve_another_hosts_hold() {
     assert!(kinds(&b, "approved").is_empty());
     assert_eq!(killed(&b), None);
     held_id(&git_push(&b));
+}
+
+/// `faketime`'s wrapper, or `None` (and a note that the test is skipped)
+/// when it is absent and cannot be installed here; as root `make test`
+/// installs it, so there it must be found.
+fn faketime() -> Option<&'static str> {
+    let found = Command::new("faketime")
+        .args(["-f", "+0", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if found {
+        return Some("faketime");
+    }
+    let root = nix::unistd::geteuid().is_root();
+    assert!(
+        !root,
+        "faketime is missing: make test installs it (Debian: apt-get install faketime)"
+    );
+    eprintln!("skipped: faketime is absent (Debian: apt-get install faketime)");
+    None
+}
+
+/// A praxisd that joins the fleet as `host` with its wall clock `offset`
+/// (libfaketime's "+2h", "-2h") away from the store's; its monotonic
+/// clock is left alone, as a skewed host's is. The library is preloaded
+/// into praxisd itself (not through the wrapper, which would stand between
+/// the test and the daemon it stops).
+fn skewed_host(fleet: &Fleet, host: &str, offset: &str) -> Daemon {
+    let config = format!(
+        "[fleet]\nurl = \"{}\"\nhost = \"{host}\"\npoll_secs = 1\n",
+        fleet.host_url(host)
+    );
+    Daemon::start_with(
+        &[("praxis.toml", &config)],
+        &[
+            ("LD_PRELOAD", "/usr/$LIB/faketime/libfaketime.so.1"),
+            ("FAKETIME", offset),
+            ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+        ],
+    )
+}
+
+/// `praxis fleet ARGS` as the operator, from a machine whose wall clock is
+/// `offset` away from the store's.
+fn skewed_operator(fleet: &Fleet, faketime: &str, offset: &str, args: &[&str]) -> Output {
+    Command::new(faketime)
+        .args(["-f", offset])
+        .arg(bin("praxis"))
+        .arg("fleet")
+        .args(args)
+        .env("PRAXIS_FLEET_URL", fleet.operator_url())
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn hosts_two_hours_ahead_and_behind_lose_nothing_and_double_nothing() {
+    let Some(faketime) = faketime() else { return };
+    let fleet = Fleet::start(&["a", "b", "c"]);
+    let a = fleet.host("a", "poll_secs = 1");
+    let b = skewed_host(&fleet, "b", "+2h");
+    let c = skewed_host(&fleet, "c", "-2h");
+    fleet.wait_joined(&["a", "b", "c"]);
+    // Seen just now, by the store's clock, whatever the hosts' say.
+    let status = fleet.status();
+    for h in status["hosts"].as_array().unwrap() {
+        let seen = h["last_seen_secs"].as_f64().unwrap();
+        assert!((0.0..60.0).contains(&seen), "{status}");
+    }
+    let skewed = [("b", &b), ("c", &c)];
+
+    // A hold on each skewed host, approved by an operator whose clock is
+    // off the other way: it runs once, neither refused as expired nor
+    // left open for reuse.
+    for (name, d) in skewed {
+        repo(d);
+        let request = held_id(&git_push(d));
+        let mut id = String::new();
+        wait(Duration::from_secs(10), "the hold is listed", || {
+            let out = fleet.operator(&["pending", "--json"]);
+            let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let hold = listed
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|h| h["request_id"] == request.as_str());
+            if let Some(h) = hold {
+                assert_eq!(h["host"], name);
+                let age = h["age_secs"].as_f64().unwrap();
+                assert!((0.0..60.0).contains(&age), "{h}");
+                id = h["id"].as_str().unwrap().to_owned();
+            }
+            hold.is_some()
+        });
+        let offset = if name == "b" { "-3h" } else { "+3h" };
+        let out = skewed_operator(&fleet, faketime, offset, &["approve", &id, "--ttl", "60"]);
+        assert!(out.status.success(), "{out:?}");
+        wait(
+            Duration::from_secs(5),
+            "the approval reached the host",
+            || !kinds(d, "approved").is_empty(),
+        );
+        let ran = git_push(d);
+        assert!(
+            !matches!(ran.status.code(), Some(125 | 126)),
+            "{name}: {ran:?}"
+        );
+        held_id(&git_push(d));
+        assert_eq!(kinds(d, "approved").len(), 1, "{name}");
+    }
+
+    // A fleet kill reaches both, and the release too.
+    let out = skewed_operator(&fleet, faketime, "+5h", &["kill", "--reason", "skewed"]);
+    assert!(out.status.success(), "{out:?}");
+    for d in [&a, &b, &c] {
+        wait(Duration::from_secs(3), "the kill reached a host", || {
+            killed(d).is_some()
+        });
+        assert_eq!(d.run(&["--", "true"]).status.code(), Some(126));
+    }
+    let out = skewed_operator(&fleet, faketime, "-5h", &["release"]);
+    assert!(out.status.success(), "{out:?}");
+    for d in [&a, &b, &c] {
+        wait(Duration::from_secs(3), "the release reached a host", || {
+            killed(d).is_none()
+        });
+        assert!(d.run(&["--", "true"]).status.success());
+    }
+
+    // Every record of each skewed host is in the store once, and the
+    // chains verify.
+    for ((name, d), offset) in skewed.into_iter().zip([7200, -7200]) {
+        wait_copied(&fleet, name, d);
+        // The host's clock was skewed: its records' times are off the
+        // store's by as much.
+        let off = fleet
+            .pg
+            .psql(
+                &fleet.pg.owner_url(),
+                &format!(
+                    "SELECT round(extract(epoch FROM max(ts::timestamptz - copied_at)))
+                     FROM fleet.audit WHERE host = '{name}'"
+                ),
+            )
+            .unwrap();
+        let off: i64 = off.trim().parse().unwrap();
+        assert!((off - offset).abs() < 120, "{name}: {off}");
+    }
+    wait(Duration::from_secs(10), "verify passes", || {
+        fleet.operator(&["audit", "verify"]).status.success()
+    });
+    let status = fleet.status();
+    for h in status["hosts"].as_array().unwrap() {
+        let seen = h["last_seen_secs"].as_f64().unwrap();
+        assert!((0.0..60.0).contains(&seen), "{status}");
+    }
+}
+
+#[test]
+fn a_lesson_confirmed_from_a_machine_a_hundred_days_behind_is_fresh_on_every_host() {
+    let Some(faketime) = faketime() else { return };
+    let fleet = Fleet::start(&["a", "c"]);
+    let a = fleet.host("a", "poll_secs = 1");
+    let c = fleet.host("c", "poll_secs = 1");
+    fleet.wait_joined(&["a", "c"]);
+    let work = tempfile::tempdir().unwrap();
+    common::judge::pushable_repo(work.path());
+    let id = held_id(&push_in(&a, work.path(), "feature/a"));
+    assert!(a.praxis(&["approve", &id, "--remember"]).status.success());
+    let lesson = format!("lesson-{id}");
+    wait(Duration::from_secs(10), "the lesson queued", || {
+        queued(&fleet).contains(&lesson)
+    });
+    // The operator's clock is further behind than a lesson stays fresh:
+    // stamped by it, the lesson would arrive stale everywhere.
+    let out = skewed_operator(&fleet, faketime, "-100d", &["review", "confirm", &lesson]);
+    assert!(out.status.success(), "{out:?}");
+    took_in(&c, &lesson, "confirmed");
+    let ran = push_in(&c, work.path(), "feature/b");
+    assert!(!matches!(ran.status.code(), Some(125 | 126)), "{ran:?}");
 }
