@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use super::Word;
+use super::scope::ShellScope;
 use crate::Verdict;
 use crate::env::{EnvRole, EnvTable};
 
@@ -45,23 +46,6 @@ pub struct ExecEnvSpec {
     #[serde(default)]
     pub scope: ShellScope,
     pub examples: Vec<DecisionExample>,
-}
-
-/// `[exec_env.scope]`: builtins that change the shell's variables, so that a
-/// variable set to a literal earlier may no longer hold it.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ShellScope {
-    /// Set the variables their `NAME=value` operands name (`export`).
-    pub declarers: Vec<String>,
-    /// May assign any variable (`read`, `unset`, `printf -v`).
-    pub assigners: Vec<String>,
-    /// Change how later assignments or expansions behave, or run code from
-    /// elsewhere (`declare -i`, `trap`, `eval`, `source`): no value is known
-    /// for the rest of the script.
-    pub breakers: Vec<String>,
-    /// Run the builtin their operand names (`command read x`).
-    pub runners: Vec<String>,
 }
 
 /// What an option's value (or an operand) is to its program.

@@ -8,7 +8,24 @@
 //! assignments or expansions behave.
 
 use super::Word;
-use super::launchers::ShellScope;
+use serde::Deserialize;
+
+/// `[exec_env.scope]`: builtins that change the shell's variables, so that a
+/// variable set to a literal earlier may no longer hold it.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellScope {
+    /// Set the variables their `NAME=value` operands name (`export`).
+    pub declarers: Vec<String>,
+    /// May assign any variable (`read`, `unset`, `printf -v`).
+    pub assigners: Vec<String>,
+    /// Change how later assignments or expansions behave, or run code from
+    /// elsewhere (`declare -i`, `trap`, `eval`, `source`): no value is known
+    /// for the rest of the script.
+    pub breakers: Vec<String>,
+    /// Run the builtin their operand names (`command read x`).
+    pub runners: Vec<String>,
+}
 
 /// Most variables remembered; later ones stay unknown (keeps lookups short).
 const MAX_KNOWN: usize = 64;
