@@ -47,15 +47,29 @@ fn lock(file: &File, wait: bool) -> io::Result<bool> {
     }
 }
 
-/// Creates this daemon's base under `own` and locks it, after sweeping the
+/// Creates this daemon's base under `own` and locks it, then sweeps the
 /// bases of dead daemons there.
 pub(crate) fn claim(own: &Path, empty: Empty) -> Result<PathBuf, String> {
     let parent = File::open(own).map_err(|e| format!("cannot open {}: {e}", own.display()))?;
     lock(&parent, true).map_err(|e| format!("cannot lock {}: {e}", own.display()))?;
-    sweep_dead_daemons(own, empty);
+    // Under the parent's lock only what is quick: taking the dead bases'
+    // locks and making and locking our own. Emptying the dead ones can wait
+    // on their processes, and other daemons starting meanwhile would wait
+    // on the parent's lock; holding each dead base's lock is enough to keep
+    // it ours to sweep.
+    let dead = dead_daemons(own);
+    let claimed = make_base(own);
+    drop(parent);
+    for (base, _held) in &dead {
+        sweep_and_remove(base, empty);
+    }
+    claimed
+}
+
+/// Creates and locks this daemon's base under `own`: the plain name, unless
+/// a live daemon of the same pid in another PID namespace holds it.
+fn make_base(own: &Path) -> Result<PathBuf, String> {
     let pid = std::process::id();
-    // The plain name, unless a live daemon of the same pid in another PID
-    // namespace holds it.
     for n in 0u32.. {
         let name = match n {
             0 => format!("praxisd-{pid}"),
@@ -84,7 +98,6 @@ pub(crate) fn claim(own: &Path, empty: Empty) -> Result<PathBuf, String> {
             }
         };
     }
-    // (The parent's lock goes with `parent`, here as on every return.)
     Err(format!("no free base name under {}", own.display()))
 }
 
@@ -98,25 +111,22 @@ pub(crate) fn command_name() -> String {
     )
 }
 
-/// Empties and removes every `praxisd-*` base under `parent` whose lock can
-/// be taken: its daemon (and guardian) are gone.
-fn sweep_dead_daemons(parent: &Path, empty: Empty) {
+/// The `praxisd-*` bases under `parent` whose lock can be taken (their
+/// daemon and guardian are gone), each with its lock, held until swept.
+fn dead_daemons(parent: &Path) -> Vec<(PathBuf, File)> {
     let Ok(entries) = fs::read_dir(parent) else {
-        return;
+        return Vec::new();
     };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with("praxisd-") {
-            continue;
-        }
-        let path = entry.path();
-        // Not ours to judge when it cannot be opened or locked.
-        let Ok(file) = File::open(&path) else {
-            continue;
-        };
-        if lock(&file, false).unwrap_or(false) {
-            sweep_and_remove(&path, empty);
-        }
-    }
+    entries
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("praxisd-"))
+        .filter_map(|entry| {
+            let path = entry.path();
+            // Not ours to judge when it cannot be opened or locked.
+            let file = File::open(&path).ok()?;
+            lock(&file, false).unwrap_or(false).then_some((path, file))
+        })
+        .collect()
 }
 
 /// Empties every command cgroup under `base` (one still populated after
