@@ -5,7 +5,7 @@
 //! the config directory), `praxis reload`, a revision the fleet pushed.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use praxis_fleet::policy::Revision;
@@ -59,7 +59,14 @@ pub fn load(config: &Config) -> Result<Policy, String> {
 }
 
 /// Reloads and audits the attempt. Blocking (reads files, waits for the commit).
+/// Held from reading the files to setting the policy, so that of two
+/// reloads at once (the file watcher and `praxis reload` after one edit)
+/// the one that read last sets last: a slower load of what the files held
+/// before must not replace the newer policy.
+static RELOADING: Mutex<()> = Mutex::new(());
+
 pub fn reload(daemon: &Daemon, trigger: &str, by: Option<Maker>) -> Result<String, String> {
+    let _one_at_a_time = RELOADING.lock().unwrap_or_else(PoisonError::into_inner);
     let result = load(&daemon.config).map(|policy| {
         let revision = policy.revision().to_owned();
         daemon.set_policy(Arc::new(policy));
@@ -73,6 +80,7 @@ pub fn reload(daemon: &Daemon, trigger: &str, by: Option<Maker>) -> Result<Strin
 /// policy from now on (and after a restart); refused, the last good policy
 /// stays. Audited either way. Blocking.
 pub fn adopt(daemon: &Daemon, revision: &Revision, by: Maker) -> Result<String, String> {
+    let _one_at_a_time = RELOADING.lock().unwrap_or_else(PoisonError::into_inner);
     let result = revision
         .files
         .load()
