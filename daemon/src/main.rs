@@ -175,6 +175,9 @@ fn main() {
     }
 }
 
+/// How long a starting praxisd waits for another instance's lock.
+const INSTANCE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 fn start(layout: Layout) -> Result<i32, String> {
     let private = if layout.mode == Mode::User {
         0o700
@@ -192,12 +195,26 @@ fn start(layout: Layout) -> Result<i32, String> {
         .write(true)
         .open(layout.instance_lock())
         .map_err(|e| format!("cannot open {}: {e}", layout.instance_lock().display()))?;
-    let Ok(_instance) = Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) else {
-        eprintln!(
-            "praxisd: another instance holds {}",
-            layout.instance_lock().display()
-        );
-        return Ok(0);
+    // A praxisd started right after one was killed may find the lock still
+    // held for a moment by the dead one's last processes (its spare
+    // launchers share its file table until they die with it): wait briefly.
+    let mut lock_file = lock_file;
+    let deadline = std::time::Instant::now() + INSTANCE_LOCK_WAIT;
+    let _instance = loop {
+        match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
+            Ok(held) => break held,
+            Err((file, _)) if std::time::Instant::now() < deadline => {
+                lock_file = file;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(_) => {
+                eprintln!(
+                    "praxisd: another instance holds {}",
+                    layout.instance_lock().display()
+                );
+                return Ok(0);
+            }
+        }
     };
 
     let mut config = Config::load(layout.clone()).map_err(|e| errors::one_line(&e))?;

@@ -239,6 +239,12 @@ impl Daemon {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
+            // Its spare launchers share its file table until they die with
+            // it: until then its socket still accepts into a dead backlog.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while UnixStream::connect(self.socket()).is_ok() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
     }
 
