@@ -30,10 +30,16 @@ pub enum ClientError {
     Refused(String),
     #[error("i/o error: {0}")]
     Io(#[from] io::Error),
-    #[error("praxisd did not answer within {} s (set {} to change the deadline)", .0.as_secs_f64(), crate::deadline::ENV)]
+    #[error("praxisd did not answer within {} s (set {} to change the deadline)", tenths(*.0), crate::deadline::ENV)]
     Deadline(Duration),
     #[error("outcome unknown: praxisd ended after the command started ({0})")]
     OutcomeUnknown(String),
+}
+
+/// Seconds to a tenth: a wait cut to what was left of a budget reads as
+/// the budget it was cut from.
+fn tenths(wait: Duration) -> f64 {
+    (wait.as_secs_f64() * 10.0).round() / 10.0
 }
 
 /// The daemon's executable: next to this one, else on `PATH`.
@@ -164,10 +170,10 @@ pub fn recv(stream: &UnixStream) -> Result<Frame, ClientError> {
 }
 
 /// Connects (starting a user-mode daemon if needed) with every read and
-/// write bounded by the decision deadline.
+/// write bounded by what is left of the decision deadline.
 pub fn connect_for_decision() -> Result<UnixStream, ClientError> {
     let stream = connect()?;
-    set_deadline(&stream, Some(crate::deadline::decision()))?;
+    set_deadline(&stream, Some(crate::deadline::decision_left()))?;
     Ok(stream)
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 
@@ -33,8 +33,14 @@ pub const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
 /// hook watchdog's slack and the time to start and answer.
 pub const HOOK_DECISION_MAX: Duration = Duration::from_secs(25);
 
-/// A ceiling on the decision deadline for the rest of the process, set once.
-static CAP: OnceLock<Duration> = OnceLock::new();
+/// A ceiling on the decision deadline for the rest of the process, set once,
+/// and when it was set: a capped process answers within the ceiling counted
+/// from then, however many requests it makes.
+static CAP: OnceLock<(Duration, Instant)> = OnceLock::new();
+
+/// The shortest wait a request is given, so a spent budget still sets a
+/// bound (a zero socket timeout means none).
+const LEAST_WAIT: Duration = Duration::from_millis(1);
 
 /// The deadline asked for: `PRAXIS_DECISION_TIMEOUT`, else [`DEFAULT`]. A
 /// value that is not a positive number of seconds falls back to the default.
@@ -49,13 +55,22 @@ fn requested() -> Duration {
 /// The decision deadline in force: the one asked for, under the cap if one is set.
 pub fn decision() -> Duration {
     let asked = requested();
-    CAP.get().map_or(asked, |cap| asked.min(*cap))
+    CAP.get().map_or(asked, |(cap, _)| asked.min(*cap))
+}
+
+/// How long the next request may wait for a decision: the deadline in
+/// force, less what a capped process has spent since the cap was set.
+pub fn decision_left() -> Duration {
+    match CAP.get() {
+        Some((_, since)) => decision().saturating_sub(since.elapsed()).max(LEAST_WAIT),
+        None => decision(),
+    }
 }
 
 /// Caps the decision deadline at `max` for the rest of the process; returns
 /// the deadline asked for when the cap cut it, for the caller to warn.
 pub fn cap(max: Duration) -> Option<Duration> {
-    let max = *CAP.get_or_init(|| max);
+    let (max, _) = *CAP.get_or_init(|| (max, Instant::now()));
     let asked = requested();
     (asked > max).then_some(asked)
 }
