@@ -57,7 +57,7 @@ pub enum EnvError {
 }
 
 /// The checked table.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EnvTable {
     roles: BTreeMap<String, EnvRole>,
     prefixes: Vec<(String, EnvRole)>,
@@ -169,11 +169,14 @@ struct EnvSection {
     env: Vec<EnvSpec>,
 }
 
+/// The `[[env]]` entries of the built-in `patterns.toml`, copied out by the
+/// build script: a client reads this table alone, not the whole file.
+const BUILTIN_ENV: &str = include_str!(concat!(env!("OUT_DIR"), "/env.toml"));
+
 static BUILTIN: LazyLock<EnvTable> = LazyLock::new(|| {
     // The built-in file is the one every policy test loads and checks, so a
     // failure here is a broken build, never a run-time condition.
-    let section: EnvSection =
-        toml::from_str(crate::BUILTIN_PATTERNS).expect("built-in patterns parse");
+    let section: EnvSection = toml::from_str(BUILTIN_ENV).expect("built-in patterns parse");
     EnvTable::build(&section.env).expect("built-in env table is valid")
 });
 
@@ -210,6 +213,12 @@ mod tests {
             assert!(t.is_stripped(name) && !t.is_forwarded(name), "{name}");
         }
         assert!(!t.is_forwarded("GH_TOKEN") && !t.is_stripped("GH_TOKEN"));
+    }
+
+    #[test]
+    fn the_table_clients_read_is_the_one_in_the_whole_file() {
+        let whole: EnvSection = toml::from_str(crate::BUILTIN_PATTERNS).unwrap();
+        assert_eq!(&EnvTable::build(&whole.env).unwrap(), EnvTable::builtin());
     }
 
     #[test]
