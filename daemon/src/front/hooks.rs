@@ -1,5 +1,5 @@
 //! The hook adapters' API: a tool call judged before the runtime acts on it
-//! (the judging itself is [`pipeline::judge_tool_call`]), answered with a
+//! (the judging itself is [`judged::judge_tool_call`]), answered with a
 //! decision frame, and the adapters' notes (a tool call's outcome, a
 //! session's end, a contract verdict), which are audited and decide
 //! nothing. Both feed the session's trajectory.

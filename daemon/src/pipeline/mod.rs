@@ -14,9 +14,11 @@
 //! committed as it goes out) → session (the exit; a steer it reached is the
 //! last stderr line).
 //!
-//! Only this module can make a [`Permit`] (its seal is in [`gate`]), and
-//! [`execute::run`] takes it by value. [`Gate::Allow`] carries one; a policy
-//! HOLD carries one sealed in a [`Held`], which only [`Held::lift`] opens,
+//! Only this module can make a [`Permit`] (with [`seal`], which no other
+//! module names), and [`execute::run`] takes it by value. [`Gate::Allow`]
+//! carries one; a policy HOLD carries one sealed in a
+//! [`Held`](crate::gate::Held), which only
+//! [`Held::lift`](crate::gate::Held::lift) opens,
 //! and only the approval stage lifts (a one-shot approval, or a steer-only
 //! role). The exec stage is reachable only by destructuring an ALLOW.
 //!
