@@ -10,8 +10,8 @@
 //!   another stage or the spine;
 //! - [`store`] keeps state on disk: audit, approvals, credentials, memory,
 //!   sessions;
-//! - the gate ([`pipeline::gate`]) holds the values passed between stages,
-//!   below every layer.
+//! - the [`gate`] holds the values passed between stages, below every
+//!   layer.
 //!
 //! The modules at the root are the ground any layer may use (config, the
 //! wire, ids, paths, [`spawn`], the one path into the sandbox, and
@@ -30,6 +30,7 @@ pub mod conn;
 pub mod egress;
 pub mod errors;
 pub mod front;
+pub mod gate;
 pub mod ids;
 pub mod logins;
 pub mod paths;

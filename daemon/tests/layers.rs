@@ -1,13 +1,13 @@
 //! The daemon's folders are its layers, from the top: `front/` (what takes
 //! requests), `pipeline/` (the spine), `stage/` (one module a stage),
-//! `store/` (what keeps state on disk), and the gate (`pipeline/gate.rs`,
-//! the values passed between stages) below them all: it lives in the
-//! pipeline's folder so that only the spine can seal a `Permit`, but ranks
-//! below every layer. The modules at the crate root outside
+//! `store/` (what keeps state on disk), and `gate/` (the values passed
+//! between stages) below them all. The modules at the crate root outside
 //! these (`config`, `conn`, `spawn`, `state`, …) are the ground every layer
 //! may use. This test reads the daemon's module graph and fails when
 //! - a module names a module of a layer above its own, or a ground module
 //!   names `front/` or `pipeline/`;
+//! - a module other than the pipeline names `gate::seal`, the one way to
+//!   make a `Permit` or hold one;
 //! - a stage names another stage;
 //! - a stage names the daemon's whole state instead of taking what it uses.
 //!
@@ -30,18 +30,14 @@ fn daemon() -> ModuleGraph {
     graph
 }
 
-/// The layers, from the top; `gate` is the module `pipeline::gate`.
+/// The layers, from the top.
 const LAYERS: [&str; 5] = ["front", "pipeline", "stage", "store", "gate"];
 
-/// The layer of a module: its index in [`LAYERS`], by its first name (the
-/// gate by its second), or `None` for a ground module at the crate root.
+/// The layer of a module: its index in [`LAYERS`], by its first name, or
+/// `None` for a ground module at the crate root.
 fn layer_of(module: &[String]) -> Option<usize> {
-    let name = match module {
-        [pipeline, gate, ..] if pipeline == "pipeline" && gate == "gate" => gate,
-        [first, ..] => first,
-        [] => return None,
-    };
-    LAYERS.iter().position(|l| l == name)
+    let first = module.first()?;
+    LAYERS.iter().position(|l| l == first)
 }
 
 /// Every import that goes up: a layered module naming a layer above its
@@ -64,6 +60,18 @@ fn upward_imports(krate: &ModuleGraph) -> Vec<String> {
         }
     }
     offenders
+}
+
+/// Every module outside the pipeline that names `gate::seal`.
+fn seal_users(krate: &ModuleGraph) -> Vec<String> {
+    let seal = [String::from("gate"), String::from("seal")];
+    krate
+        .edges
+        .iter()
+        .filter(|(module, _)| module.first().is_none_or(|m| m != "pipeline"))
+        .filter(|(_, (_, named))| named.contains(seal.as_slice()))
+        .map(|(_, (file, _))| file.clone())
+        .collect()
 }
 
 #[test]
@@ -92,7 +100,7 @@ fn the_layer_rule_fails_on_a_stage_that_imports_the_front() {
         for (file, text) in [
             (
                 "lib.rs",
-                "pub mod front; pub mod pipeline; pub mod stage; pub mod store; pub mod config;",
+                "pub mod front; pub mod pipeline; pub mod stage; pub mod store; pub mod gate; pub mod config;",
             ),
             ("front/mod.rs", "pub mod server;"),
             (
@@ -101,12 +109,13 @@ fn the_layer_rule_fails_on_a_stage_that_imports_the_front() {
             ),
             (
                 "pipeline/mod.rs",
-                "pub mod gate; use crate::stage::parse; use gate::Trail;",
+                "use crate::stage::parse; use crate::gate::{Trail, seal};",
             ),
-            ("pipeline/gate.rs", "use crate::config::Config;"),
+            ("gate/mod.rs", "pub mod seal; use crate::config::Config;"),
+            ("gate/seal.rs", "use super::Trail;"),
             ("stage/mod.rs", "pub mod parse;"),
             ("stage/parse.rs", parse),
-            ("store/mod.rs", "use crate::pipeline::gate::Trail;"),
+            ("store/mod.rs", "use crate::gate::Trail;"),
             ("config.rs", config),
         ] {
             let path = dir.path().join("src").join(file);
@@ -122,21 +131,48 @@ fn the_layer_rule_fails_on_a_stage_that_imports_the_front() {
             .map(|o| o[o.find("src/").unwrap()..].to_string())
             .collect()
     };
-    let stage_ok = "use crate::store::x; use crate::pipeline::gate::Trail;";
+    let stage_ok = "use crate::store::x; use crate::gate::Trail;";
     let clean = tree(stage_ok, "pub struct Config;");
     assert_eq!(offenders(&clean), Vec::<String>::new());
+    assert_eq!(seal_users(&clean), Vec::<String>::new());
+    // A stage that seals its own permit, by any path to the seal.
+    for forger in [
+        "use crate::gate::seal;",
+        "use crate::gate as g; fn f() { g::seal::seal(); }",
+        "fn f() { crate::gate::seal::hold(); }",
+    ] {
+        let users: Vec<String> = seal_users(&tree(forger, "pub struct Config;"))
+            .iter()
+            .map(|o| o[o.find("src/").unwrap()..].to_string())
+            .collect();
+        assert_eq!(users, vec![String::from("src/stage/parse.rs")], "{forger}");
+    }
     let planted = tree(
-        "use crate::{pipeline::gate::Trail, front::server::Peer};",
+        "use crate::{gate::Trail, front::server::Peer};",
         "pub struct Config;",
     );
+    // The path goes through `front` and ends in `front::server`: both name the front.
     assert_eq!(
         offenders(&planted),
-        vec![String::from("src/stage/parse.rs names front::server")]
+        vec![
+            String::from("src/stage/parse.rs names front"),
+            String::from("src/stage/parse.rs names front::server"),
+        ]
     );
     let ground_up = tree(stage_ok, "use crate::pipeline::run;");
     assert_eq!(
         offenders(&ground_up),
         vec![String::from("src/config.rs names pipeline")]
+    );
+}
+
+#[test]
+fn only_the_pipeline_seals_a_permit() {
+    let users = seal_users(&daemon());
+    assert!(
+        users.is_empty(),
+        "only the pipeline may name gate::seal:\n{}",
+        users.join("\n")
     );
 }
 

@@ -130,7 +130,7 @@ impl Host {
     }
 
     /// `localhost` and names below it may resolve to loopback; no other
-    /// granted name may (see [`crate::proxy`]).
+    /// granted name may (the proxy, which uses this, refuses loopback for them).
     pub(crate) fn is_localhost(&self) -> bool {
         matches!(self, Host::Name(n) if n == "localhost" || n.ends_with(".localhost"))
     }

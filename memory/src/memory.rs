@@ -5,7 +5,7 @@
 //! The one invariant: a memory is instruction-grade only when a human
 //! confirmed it. [`Memory::check`] says so, [`propose`] can only make
 //! memories that wait for review, and only a human review action
-//! ([`crate::review`]) makes one instruction-grade.
+//! (the `review` module, which builds on this one) makes one instruction-grade.
 
 use serde::{Deserialize, Serialize};
 

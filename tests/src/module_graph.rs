@@ -1,7 +1,11 @@
 //! A crate's module graph, read from its sources: which module names which.
-//! Every `crate::` and `super::` path (grouped `use` trees included) is
-//! resolved to the module file it names. The crate root (`lib.rs`) is left
-//! out, as are binaries (`main.rs`, `src/bin/`) and inline test modules.
+//! A module names another by a `use` tree (groups, renames, `self`, globs),
+//! by a path in code (types, calls, trait impls) that starts with `crate`,
+//! `self`, `super`, a child module or a name it imports, and by an
+//! intra-doc link. Each path names every module it goes through and the
+//! module that defines its item, found by following imports and re-exports.
+//! The crate root (`lib.rs`) is left out as a node, as are binaries
+//! (`main.rs`, `src/bin/`) and inline test modules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -40,15 +44,24 @@ fn module_of(src: &Path, file: &Path) -> Vec<String> {
 }
 
 /// The text with comments and string literals blanked, so a path in prose
-/// or in a message is not taken for an import.
+/// or in a message is not taken for an import. The paths of a doc
+/// comment's intra-doc links stay: rustdoc resolves them as the compiler
+/// resolves code, so they name what they link to.
 fn code_only(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i..].starts_with(b"//") {
+            let start = i;
             while i < bytes.len() && bytes[i] != b'\n' {
                 i += 1;
+            }
+            let comment = &text[start..i];
+            if comment.starts_with("///") || comment.starts_with("//!") {
+                for link in doc_links(comment) {
+                    out.push_str(&format!(" {link} ;"));
+                }
             }
         } else if bytes[i..].starts_with(b"/*") {
             let end = text[i + 2..]
@@ -83,6 +96,39 @@ fn code_only(text: &str) -> String {
     out
 }
 
+/// The targets of a doc comment's intra-doc links that are paths:
+/// ``[`a::B`]``, `[text](a::B)`, `[text]: a::B`.
+fn doc_links(comment: &str) -> Vec<&str> {
+    let mut links = Vec::new();
+    let mut candidates: Vec<&str> = Vec::new();
+    for (at, _) in comment.match_indices("[`") {
+        let rest = &comment[at + 2..];
+        if let Some(end) = rest.find("`]") {
+            candidates.push(&rest[..end]);
+        }
+    }
+    for opener in ["](", "]: "] {
+        for (at, _) in comment.match_indices(opener) {
+            let rest = &comment[at + opener.len()..];
+            let end = rest.find([')', ' ']).unwrap_or(rest.len());
+            candidates.push(rest[..end].trim_matches('`'));
+        }
+    }
+    for candidate in candidates {
+        // `struct@a::B`, `a::f()`, `a::m!`: the path without its markers.
+        let path = candidate.rsplit('@').next().unwrap_or_default();
+        let path = path.trim_end_matches("()").trim_end_matches('!');
+        if path.contains("::")
+            && path
+                .split("::")
+                .all(|s| !s.is_empty() && s.chars().all(is_ident))
+        {
+            links.push(path);
+        }
+    }
+    links
+}
+
 fn is_ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
@@ -97,160 +143,254 @@ fn raw_string_at(text: &str, i: usize) -> Option<usize> {
     rest[hashes..].starts_with('"').then_some(hashes)
 }
 
-/// Expands the path tree starting at `s` (after `crate::` or `super::`):
-/// `a::b`, `a::{b, c::{d, e}}`, `a::*`, `self`. Each full path found is
-/// pushed onto `out`, prefixed with `prefix`.
-fn expand(s: &str, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+/// A path as written, its segments (`crate`, `self` and `super` included).
+type Written = Vec<String>;
+
+/// One name a `use` tree brings into scope: the path it is written with,
+/// and the name it is known by here (`None` for a glob, `a::*`).
+struct Import {
+    path: Written,
+    name: Option<String>,
+}
+
+/// Expands the `use` tree at the start of `s`: `a::b`, `a::{b, c::{d as e,
+/// self}}`, `a::*`. Each import found is pushed onto `out`, its path
+/// prefixed with `prefix`. Returns how many characters the tree took.
+fn expand(s: &[char], prefix: &[String], out: &mut Vec<Import>) -> usize {
     let mut path = prefix.to_vec();
     let mut i = 0;
-    let chars: Vec<char> = s.chars().collect();
-    loop {
-        while i < chars.len() && chars[i].is_whitespace() {
-            i += 1;
+    let skip_space = |i: &mut usize| {
+        while *i < s.len() && s[*i].is_whitespace() {
+            *i += 1;
         }
-        if i < chars.len() && chars[i] == '{' {
+    };
+    loop {
+        skip_space(&mut i);
+        if s.get(i) == Some(&'{') {
             i += 1;
             loop {
-                while i < chars.len() && (chars[i].is_whitespace() || chars[i] == ',') {
+                while i < s.len() && (s[i].is_whitespace() || s[i] == ',') {
                     i += 1;
                 }
-                if i >= chars.len() || chars[i] == '}' {
+                if i >= s.len() || s[i] == '}' {
                     return i + 1;
                 }
-                let rest: String = chars[i..].iter().collect();
-                i += expand(&rest, &path, out);
+                i += expand(&s[i..], &path, out);
             }
         }
+        if s.get(i) == Some(&'*') {
+            out.push(Import { path, name: None });
+            return i + 1;
+        }
         let start = i;
-        while i < chars.len() && is_ident(chars[i]) {
+        while i < s.len() && is_ident(s[i]) {
             i += 1;
         }
-        let ident: String = chars[start..i].iter().collect();
-        if ident.is_empty() && chars.get(i) == Some(&'*') {
-            i += 1;
+        let ident: String = s[start..i].iter().collect();
+        if ident.is_empty() {
+            return i.max(1);
         }
-        if !ident.is_empty() && ident != "self" {
+        skip_space(&mut i);
+        if s[i..].starts_with(&[':', ':']) {
             path.push(ident);
-        }
-        if chars[i..].starts_with(&[':', ':']) {
             i += 2;
             continue;
         }
-        out.push(path);
-        // Skip an `as name` rename.
-        let rest: String = chars[i..].iter().collect();
-        let trimmed = rest.trim_start();
-        if let Some(after) = trimmed.strip_prefix("as ") {
-            let skipped = rest.len() - trimmed.len() + 3;
-            let name_len = after
-                .trim_start()
-                .chars()
-                .take_while(|c| is_ident(*c))
-                .count();
-            let ws = after.len() - after.trim_start().len();
-            i += skipped + ws + name_len;
+        // `a::{self}` is `a` itself.
+        if ident != "self" || path.is_empty() {
+            path.push(ident);
         }
+        let mut name = path.last().cloned();
+        let after = i;
+        if s[i..].starts_with(&['a', 's']) && s.get(i + 2).is_some_and(|c| c.is_whitespace()) {
+            i += 2;
+            skip_space(&mut i);
+            let start = i;
+            while i < s.len() && is_ident(s[i]) {
+                i += 1;
+            }
+            let alias: String = s[start..i].iter().collect();
+            name = (alias != "_").then_some(alias);
+        } else {
+            i = after;
+        }
+        out.push(Import { path, name });
         return i;
     }
 }
 
-/// Every module path named by `crate::` or `super::` paths in `code`, for
-/// a file whose module is `module`.
-fn named_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    let mut search = 0;
-    while let Some(found) = code[search..]
-        .find("crate::")
-        .map(|p| (p + search, "crate::"))
-        .into_iter()
-        .chain(
-            code[search..]
-                .find("super::")
-                .map(|p| (p + search, "super::")),
-        )
-        .min_by_key(|(p, _)| *p)
-    {
-        let (at, kind) = found;
-        let preceded = code[..at]
-            .chars()
-            .next_back()
-            .is_some_and(|c| is_ident(c) || c == ':');
-        search = at + kind.len();
-        if preceded {
+/// What one source file says: the imports of its `use` declarations and
+/// every other path its code (and its intra-doc links) writes.
+struct Source {
+    /// The file, relative to the crate's parent directory.
+    file: String,
+    imports: Vec<Import>,
+    paths: Vec<Written>,
+}
+
+/// Reads the `use` declarations out of `code` and the paths of the rest:
+/// every run of two or more names joined by `::`.
+fn read_source(file: String, code: &str) -> Source {
+    let chars: Vec<char> = code.chars().collect();
+    let mut imports = Vec::new();
+    let mut paths = Vec::new();
+    let starts_word = |i: usize| i == 0 || !(is_ident(chars[i - 1]) || chars[i - 1] == ':');
+    let mut i = 0;
+    while i < chars.len() {
+        if !is_ident(chars[i]) || !starts_word(i) || (i > 0 && chars[i - 1] == '\'') {
+            i += 1;
             continue;
         }
-        let prefix: Vec<String> = if kind == "crate::" {
-            Vec::new()
-        } else {
-            // `super` of `a/b.rs` is `a`; of `a/b/mod.rs` it is also `a`.
-            let mut up = module.to_vec();
-            up.pop();
-            let mut rest = &code[search..];
-            while let Some(more) = rest.strip_prefix("super::") {
-                up.pop();
-                rest = more;
-                search += "super::".len();
+        if chars[i..].starts_with(&['u', 's', 'e'])
+            && chars.get(i + 3).is_some_and(|c| c.is_whitespace())
+        {
+            let mut tree = i + 3;
+            while chars.get(tree).is_some_and(|c| c.is_whitespace()) {
+                tree += 1;
             }
-            up
-        };
-        expand(&code[search..], &prefix, &mut out);
-    }
-    out
-}
-
-/// The paths a module re-exports with `pub use` or `pub(crate) use`, from
-/// the crate root: `pub use child::Name` in `a` gives `a::child::Name`. A
-/// renamed re-export (`as`) is known by its old name only.
-fn reexported_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    for opener in ["pub use ", "pub(crate) use "] {
-        for (at, _) in code.match_indices(opener) {
-            let mut rest = code[at + opener.len()..].trim_start();
-            let mut prefix = module.to_vec();
-            if let Some(more) = rest.strip_prefix("crate::") {
-                prefix.clear();
-                rest = more;
-            } else if let Some(more) = rest.strip_prefix("self::") {
-                rest = more;
+            // `use ::name` is an outside crate.
+            if chars[tree..].starts_with(&[':', ':']) {
+                i = tree + 2;
+                continue;
+            }
+            i = tree + expand(&chars[tree..], &[], &mut imports);
+            continue;
+        }
+        let mut path = Vec::new();
+        loop {
+            let start = i;
+            while i < chars.len() && is_ident(chars[i]) {
+                i += 1;
+            }
+            path.push(chars[start..i].iter().collect::<String>());
+            if chars[i..].starts_with(&[':', ':']) && chars.get(i + 2).is_some_and(|c| is_ident(*c))
+            {
+                i += 2;
             } else {
-                while let Some(more) = rest.strip_prefix("super::") {
-                    prefix.pop();
-                    rest = more;
-                }
+                break;
             }
-            expand(rest, &prefix, &mut out);
+        }
+        if path.len() >= 2 {
+            paths.push(path);
         }
     }
-    out
+    Source {
+        file,
+        imports,
+        paths,
+    }
 }
 
-/// What the modules of a crate are, and which module each re-exported name
-/// comes from.
-struct Names {
-    modules: BTreeSet<Module>,
-    /// (module, name it re-exports) → the full path it re-exports.
-    reexports: BTreeMap<(Module, String), Vec<String>>,
+/// The modules of a crate and the names each module's imports bring in.
+struct Crate {
+    sources: BTreeMap<Module, Source>,
 }
 
-impl Names {
-    /// The module `path` names: its longest prefix that is a module, or,
-    /// when the name after that prefix is a re-export, the module the
-    /// re-export comes from. `None` for the crate root itself.
-    fn resolve(&self, path: &[String], depth: usize) -> Option<Module> {
+impl Crate {
+    fn is_module(&self, path: &[String]) -> bool {
+        self.sources.contains_key(path)
+    }
+
+    /// The path from the crate root that `written` means in `module`:
+    /// through `crate`, `self`, `super`, a name an import brings in, a
+    /// child module, or a module a glob import brings in. `None` for a
+    /// path outside the crate (another crate, a local type's item).
+    fn absolute(&self, written: &[String], module: &[String], depth: usize) -> Option<Vec<String>> {
+        let (first, rest) = written.split_first()?;
+        let mut base: Vec<String> = match first.as_str() {
+            "crate" => Vec::new(),
+            "self" => module.to_vec(),
+            "super" => {
+                let mut up = module.to_vec();
+                up.pop()?;
+                let supers = rest.iter().take_while(|s| *s == "super").count();
+                for _ in 0..supers {
+                    up.pop()?;
+                }
+                up.extend_from_slice(&rest[supers..]);
+                return Some(up);
+            }
+            _ => self.in_scope(first, module, depth)?,
+        };
+        base.extend_from_slice(rest);
+        Some(base)
+    }
+
+    /// The path from the crate root of a name in scope in `module`.
+    fn in_scope(&self, name: &str, module: &[String], depth: usize) -> Option<Vec<String>> {
+        if depth > 8 {
+            return None;
+        }
+        let source = self.sources.get(module)?;
+        if let Some(import) = source
+            .imports
+            .iter()
+            .find(|i| i.name.as_deref() == Some(name))
+        {
+            // `use tokio;` names the outside crate, not itself.
+            if import.path.len() > 1 || import.path[0] != name {
+                return self.absolute(&import.path, module, depth + 1);
+            }
+        }
+        let mut child = module.to_vec();
+        child.push(name.to_string());
+        if self.is_module(&child) {
+            return Some(child);
+        }
+        source
+            .imports
+            .iter()
+            .filter(|i| i.name.is_none())
+            .filter_map(|i| self.absolute(&i.path, module, depth + 1))
+            .map(|mut glob| {
+                glob.push(name.to_string());
+                glob
+            })
+            .find(|p| self.is_module(p))
+    }
+
+    /// Every module a path from the crate root names: each module it goes
+    /// through, and the one that defines its item, found through the
+    /// imports (`pub use` or not) of the module it is named in. The
+    /// modules `from` goes through itself (its ancestors) are left out as
+    /// ways: every module sees its ancestors.
+    fn named_by(&self, path: &[String], from: &[String], out: &mut BTreeSet<Module>, depth: usize) {
         let n = (0..=path.len())
             .rev()
-            .find(|n| self.modules.contains(&path[..*n]))?;
-        let prefix = path[..n].to_vec();
-        if let Some(name) = path.get(n)
-            && let Some(target) = self.reexports.get(&(prefix.clone(), name.clone()))
-        {
-            let mut full = target.clone();
-            full.extend_from_slice(&path[n + 1..]);
-            if depth < 8 && full != path {
-                return self.resolve(&full, depth + 1);
+            .find(|n| self.is_module(&path[..*n]))
+            .unwrap_or(0);
+        for k in 1..n {
+            if !from.starts_with(&path[..k]) {
+                out.insert(path[..k].to_vec());
             }
         }
-        (!prefix.is_empty()).then_some(prefix)
+        let owner = &path[..n];
+        if n > 0 {
+            out.insert(owner.to_vec());
+        }
+        let Some(name) = path.get(n) else {
+            return;
+        };
+        if depth > 8 {
+            return;
+        }
+        let Some(source) = self.sources.get(owner) else {
+            return;
+        };
+        let imports = &source.imports;
+        if imports.iter().any(|i| i.name.as_ref() == Some(name)) {
+            if let Some(mut full) = self.in_scope(name, owner, 0) {
+                full.extend_from_slice(&path[n + 1..]);
+                self.named_by(&full, from, out, depth + 1);
+            }
+        } else {
+            // A name a glob brings in may come from any module it names.
+            for glob in imports.iter().filter(|i| i.name.is_none()) {
+                if let Some(glob) = self.absolute(&glob.path, owner, 0) {
+                    self.named_by(&glob, from, out, depth + 1);
+                }
+            }
+        }
     }
 }
 
@@ -272,7 +412,7 @@ impl ModuleGraph {
         rust_files(&src, &mut files);
         files.retain(|f| !f.ends_with("main.rs") && !f.starts_with(src.join("bin")));
         let base = crate_dir.parent().unwrap_or(crate_dir);
-        let mut code = BTreeMap::new();
+        let mut sources = BTreeMap::new();
         for file in &files {
             let text = fs::read_to_string(file)
                 .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
@@ -284,32 +424,23 @@ impl ModuleGraph {
                 .unwrap_or(file)
                 .display()
                 .to_string();
-            code.insert(module_of(&src, file), (rel, code_only(text)));
+            sources.insert(module_of(&src, file), read_source(rel, &code_only(text)));
         }
-        let mut names = Names {
-            modules: code.keys().cloned().collect(),
-            reexports: BTreeMap::new(),
-        };
-        for (module, (_, text)) in &code {
-            for path in reexported_paths(text, module) {
-                if let Some(name) = path.last() {
-                    names
-                        .reexports
-                        .insert((module.clone(), name.clone()), path.clone());
-                }
-            }
-        }
+        let krate = Crate { sources };
         let mut edges = BTreeMap::new();
-        for (module, (rel, text)) in code {
+        for (module, source) in &krate.sources {
             if module.is_empty() {
                 continue;
             }
-            let named: BTreeSet<Module> = named_paths(&text, &module)
-                .iter()
-                .filter_map(|p| names.resolve(p, 0))
-                .filter(|m| *m != module)
-                .collect();
-            edges.insert(module, (rel, named));
+            let mut named = BTreeSet::new();
+            let imported = source.imports.iter().map(|i| &i.path);
+            for written in imported.chain(&source.paths) {
+                if let Some(path) = krate.absolute(written, module, 0) {
+                    krate.named_by(&path, module, &mut named, 0);
+                }
+            }
+            named.remove(module);
+            edges.insert(module.clone(), (source.file.clone(), named));
         }
         ModuleGraph { edges }
     }
@@ -391,29 +522,33 @@ mod tests {
 
     #[test]
     fn the_reader_sees_imports_as_the_compiler_does() {
-        let module = vec![String::from("stage"), String::from("approval")];
         let code = code_only(
-            "use crate::{a, b::{c, d as e}, f::*};\n\
+            "use crate::{a, b::{c, d as e, self as g}, f::*};\n\
              // crate::in_a_comment\n\
              let s = \"crate::in_a_string\";\n\
              use super::super::g::h;\n\
              x::crate::not_a_path;\n\
              crate::i::j(1);",
         );
-        let mut got = named_paths(&code, &module);
-        got.sort();
-        let want: Vec<Vec<String>> = [
-            vec!["a"],
-            vec!["b", "c"],
-            vec!["b", "d"],
-            vec!["f"],
-            vec!["g", "h"],
-            vec!["i", "j"],
-        ]
-        .iter()
-        .map(|p| p.iter().map(|s| s.to_string()).collect())
-        .collect();
-        assert_eq!(got, want);
+        let source = read_source(String::new(), &code);
+        let imports: Vec<(String, Option<&str>)> = source
+            .imports
+            .iter()
+            .map(|i| (i.path.join("::"), i.name.as_deref()))
+            .collect();
+        assert_eq!(
+            imports,
+            vec![
+                (String::from("crate::a"), Some("a")),
+                (String::from("crate::b::c"), Some("c")),
+                (String::from("crate::b::d"), Some("e")),
+                (String::from("crate::b"), Some("g")),
+                (String::from("crate::f"), None),
+                (String::from("super::super::g::h"), Some("h")),
+            ]
+        );
+        let paths: Vec<String> = source.paths.iter().map(|p| p.join("::")).collect();
+        assert_eq!(paths, vec!["x::crate::not_a_path", "crate::i::j"]);
     }
 
     /// A crate of `files` (path under `src`, text) written to a scratch directory.
@@ -426,6 +561,15 @@ mod tests {
             fs::write(file, text).unwrap();
         }
         ModuleGraph::read(&krate)
+    }
+
+    /// The one circle of a crate whose module `a` names `b` (with the line
+    /// `a_names_b`) and whose `b` names `a` by the path form under test.
+    fn circle_of(files: &[(&str, &str)]) -> Vec<Vec<String>> {
+        let graph = graph_of(files);
+        let circles = graph.circles();
+        assert_eq!(circles.len(), 1, "{:?}", graph.edges);
+        circles
     }
 
     #[test]
@@ -441,7 +585,7 @@ mod tests {
         ]);
         assert_eq!(
             graph.circles(),
-            vec![vec!["a::inner", "b", "c"]],
+            vec![vec!["a", "a::inner", "b", "c"]],
             "{:?}",
             graph.edges
         );
@@ -461,10 +605,124 @@ mod tests {
     }
 
     #[test]
+    fn a_renamed_reexport_is_known_by_its_new_name() {
+        let circles = circle_of(&[
+            ("lib.rs", "mod a; mod b;\npub use b::Inner as Outer;"),
+            ("a.rs", "pub struct A;\nfn f(_: crate::Outer) {}"),
+            ("b.rs", "pub struct Inner(crate::a::A);"),
+        ]);
+        assert_eq!(circles, vec![vec!["a", "b"]]);
+    }
+
+    #[test]
+    fn a_reexport_in_a_folder_leads_to_where_the_item_is_defined() {
+        let circles = circle_of(&[
+            ("lib.rs", "mod a; mod b;"),
+            ("a.rs", "pub struct A;\nimpl crate::b::Trait for A {}"),
+            ("b/mod.rs", "mod deep;\npub use self::deep::Trait;"),
+            ("b/deep.rs", "pub trait Trait {}\nfn f(_: crate::a::A) {}"),
+        ]);
+        assert_eq!(circles, vec![vec!["a", "b", "b::deep"]]);
+    }
+
+    #[test]
+    fn a_renamed_import_is_followed_where_the_code_uses_it() {
+        let circles = circle_of(&[
+            ("lib.rs", "mod a; mod b;"),
+            (
+                "a.rs",
+                "use crate::b as other;\nfn f() { other::inner::g() }",
+            ),
+            ("b/mod.rs", "pub mod inner;"),
+            ("b/inner.rs", "pub fn g() { let _ = crate::a::A; }"),
+        ]);
+        assert_eq!(circles, vec![vec!["a", "b::inner"]]);
+    }
+
+    #[test]
+    fn a_child_module_named_without_a_prefix_is_named() {
+        let circles = circle_of(&[
+            ("lib.rs", "mod a;"),
+            ("a/mod.rs", "mod child;\nuse child::C;\npub struct A;"),
+            ("a/child.rs", "pub struct C(super::A);"),
+        ]);
+        assert_eq!(circles, vec![vec!["a", "a::child"]]);
+    }
+
+    #[test]
+    fn a_self_path_in_code_is_named() {
+        let circles = circle_of(&[
+            ("lib.rs", "mod a;"),
+            (
+                "a/mod.rs",
+                "mod child;\npub struct A;\nfn f() { self::child::g() }",
+            ),
+            ("a/child.rs", "pub fn g() -> super::A { super::A }"),
+        ]);
+        assert_eq!(circles, vec![vec!["a", "a::child"]]);
+    }
+
+    #[test]
+    fn a_path_through_a_module_names_that_module() {
+        let circles = circle_of(&[
+            ("lib.rs", "mod spine; mod store;"),
+            (
+                "spine/mod.rs",
+                "pub mod values;\nfn f() { crate::store::keep() }",
+            ),
+            ("spine/values.rs", "pub struct Trail;"),
+            ("store.rs", "pub fn keep(_: crate::spine::values::Trail) {}"),
+        ]);
+        assert_eq!(circles, vec![vec!["spine", "store"]]);
+    }
+
+    #[test]
+    fn a_private_import_reached_through_its_module_is_followed() {
+        let graph = graph_of(&[
+            ("lib.rs", "mod a; mod b; mod c;"),
+            ("a.rs", "use crate::b::Thing;"),
+            ("b.rs", "use crate::c::Thing;"),
+            ("c.rs", "pub struct Thing;"),
+        ]);
+        let module = |name: &str| vec![name.to_string()];
+        assert_eq!(
+            graph.edges[&module("a")].1,
+            BTreeSet::from([module("b"), module("c")])
+        );
+    }
+
+    #[test]
+    fn a_glob_import_names_the_modules_it_brings_in() {
+        let circles = circle_of(&[
+            ("lib.rs", "mod a; mod b;"),
+            ("a.rs", "use crate::b::*;\nfn f() { inner::g() }"),
+            ("b/mod.rs", "pub mod inner;"),
+            ("b/inner.rs", "pub fn g() { crate::a::f() }"),
+        ]);
+        assert_eq!(circles, vec![vec!["a", "b::inner"]]);
+    }
+
+    #[test]
+    fn an_intra_doc_link_names_what_it_links_to() {
+        let circles = circle_of(&[
+            ("lib.rs", "mod a; mod b;"),
+            (
+                "a.rs",
+                "//! Checked by [`crate::b`], and [the check](crate::b::check).\npub struct A;",
+            ),
+            ("b.rs", "pub fn check(_: crate::a::A) {}"),
+        ]);
+        assert_eq!(circles, vec![vec!["a", "b"]]);
+    }
+
+    #[test]
     fn layers_and_test_modules_make_no_circle() {
         let graph = graph_of(&[
             ("lib.rs", "mod a; mod b;"),
-            ("a.rs", "use crate::b::B;\n// crate::a in a comment\n"),
+            (
+                "a.rs",
+                "use crate::b::B;\n// crate::a in a comment\n/// not a link: crate::a\n",
+            ),
             (
                 "b.rs",
                 "pub struct B;\n#[cfg(test)]\nmod tests {\n    use crate::a;\n}\n",

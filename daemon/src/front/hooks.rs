@@ -1,5 +1,5 @@
 //! The hook adapters' API: a tool call judged before the runtime acts on it
-//! (the judging itself is [`pipeline::judge_tool_call`]), answered with a
+//! (the judging itself is [`judged::judge_tool_call`]), answered with a
 //! decision frame, and the adapters' notes (a tool call's outcome, a
 //! session's end, a contract verdict), which are audited and decide
 //! nothing. Both feed the session's trajectory.
@@ -15,7 +15,8 @@ use praxis_session::{EventKind as SessionDoorway, Status};
 
 use crate::conn::{Peer, Writer};
 use crate::errors;
-use crate::pipeline::{self, Judged, Refusal, Trail};
+use crate::gate::{Refusal, Trail, decision_frame};
+use crate::pipeline::judged::{self, Judged};
 use crate::state::Daemon;
 use crate::store::audit::{Durability, Event, EventKind};
 use crate::store::sessions;
@@ -46,7 +47,7 @@ pub async fn tool_call(
         token,
         unrecorded,
         approves_itself,
-    } = pipeline::judge_tool_call(daemon, peer, &request, cwd_dir).await;
+    } = judged::judge_tool_call(daemon, peer, &request, cwd_dir).await;
     let (observed, appends) = observe(daemon, &request, &trail, verdict, &details, unrecorded);
     // An allowed command the adapter runs through praxis-run is judged and
     // audited again before it runs: its records may commit after the answer.
@@ -94,10 +95,10 @@ pub async fn tool_call(
     let frame = DecisionFrame {
         approval_token: token,
         steer: observed.steer,
-        ..pipeline::decision_frame(&trail, verdict, &details)
+        ..decision_frame(&trail, verdict, &details)
     };
     let frame = if approves_itself {
-        pipeline::stop_self_approval(&daemon.audit, peer, &request, frame).await
+        judged::stop_self_approval(&daemon.audit, peer, &request, frame).await
     } else {
         frame
     };

@@ -11,11 +11,11 @@ use praxis_proto::{
     Command, DecisionFrame, ExecRequest, FileAccess, JudgeRequest, Subject, Verdict,
 };
 
-use super::{DEFAULT_ROLE, Gate, Inbound, Refusal, Trail};
+use super::{DEFAULT_ROLE, Inbound};
 use crate::conn::Peer;
 use crate::errors;
+use crate::gate::{Gate, Refusal, Ticket, Trail};
 use crate::ids;
-use crate::pipeline::gate::Ticket;
 use crate::stage::approval::{apply, digest, token};
 use crate::stage::{intent, kill_switch, redact, self_approval};
 use crate::state::Daemon;

@@ -14,9 +14,11 @@
 //! committed as it goes out) → session (the exit; a steer it reached is the
 //! last stderr line).
 //!
-//! Only this module can make a [`Permit`] (its seal is in [`gate`]), and
-//! [`execute::run`] takes it by value. [`Gate::Allow`] carries one; a policy
-//! HOLD carries one sealed in a [`Held`], which only [`Held::lift`] opens,
+//! Only this module can make a [`Permit`] (with [`seal`], which no other
+//! module names), and [`execute::run`] takes it by value. [`Gate::Allow`]
+//! carries one; a policy HOLD carries one sealed in a
+//! [`Held`](crate::gate::Held), which only
+//! [`Held::lift`](crate::gate::Held::lift) opens,
 //! and only the approval stage lifts (a one-shot approval, or a steer-only
 //! role). The exec stage is reachable only by destructuring an ALLOW.
 //!
@@ -42,15 +44,10 @@ use crate::state::Daemon;
 use crate::store::approvals;
 use crate::{errors, ids};
 
-pub mod gate;
 pub mod judged;
 
-use gate::Seal;
-pub use gate::{
-    Approval, Approver, Brokered, Executed, Gate, Held, Permit, Ran, Refusal, Rejection, Ticket,
-    Trail, decision_frame,
-};
-pub use judged::{Judged, judge_tool_call, stop_self_approval};
+use crate::gate::seal;
+use crate::gate::{Executed, Gate, Permit, Refusal, Rejection, Ticket, Trail, decision_frame};
 
 /// The rule id of a refusal by the kill switch, so clients can word it.
 pub const KILL_SWITCH_RULE: &str = "kill_switch";
@@ -434,7 +431,7 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
         gathered.path_var,
     );
     let mut permit = Box::new(Permit {
-        _seal: Seal,
+        _seal: seal::seal(),
         request_id: trail.request_id.clone(),
         argv: parts.argv,
         cwd: gathered.context.cwd,
@@ -504,11 +501,7 @@ fn decide(daemon: &Arc<Daemon>, inbound: Inbound, trail: &mut Trail) -> Gate {
             if let Some(evidence) = evidence {
                 refusal.reason = format!("{}; {evidence}", refusal.reason);
             }
-            Gate::Held(Held {
-                permit,
-                refusal,
-                steerable: irreversible.is_none(),
-            })
+            Gate::Held(seal::hold(permit, refusal, irreversible.is_none()))
         }
     }
 }

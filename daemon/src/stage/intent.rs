@@ -6,7 +6,7 @@
 
 use praxis_policy::{Decision, Tier};
 
-use crate::pipeline::gate::{Approval, Gate, Permit, Refusal, Ticket, Trail};
+use crate::gate::{Approval, Gate, Permit, Refusal, Ticket, Trail};
 use crate::store::RequestEvent;
 use crate::store::audit::{AuditError, AuditStore, Durability, Event, EventKind, TxOp};
 

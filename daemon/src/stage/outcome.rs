@@ -5,7 +5,7 @@
 use praxis_egress::{ConnectionEvent, Disposition, RequestKind};
 
 use crate::errors;
-use crate::pipeline::gate::{Executed, Ran, Trail};
+use crate::gate::{Executed, Ran, Trail};
 use crate::store::RequestEvent;
 use crate::store::audit::{AuditStore, Durability, Event, EventKind, Queued};
 

@@ -3,7 +3,7 @@
 //! reading none of the user's startup files), the environment a client may
 //! forward (with the resolved `PATH` when it sent none), and the timeout and
 //! output cap of the policy's limits. The pipeline seals these into the
-//! [`Permit`](crate::pipeline::gate::Permit), which only it can make.
+//! [`Permit`](crate::gate::Permit), which only it can make.
 
 use std::ffi::OsString;
 use std::path::Path;

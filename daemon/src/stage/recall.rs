@@ -17,7 +17,7 @@ use praxis_memory::time::Timestamp;
 use praxis_policy::{Context, Decision, Verdict};
 
 use crate::errors;
-use crate::pipeline::gate::Trail;
+use crate::gate::Trail;
 use crate::store::memory::{self, db::MemoryStore};
 
 /// What memory sees of a judged request. `relaxable` is false for a HOLD

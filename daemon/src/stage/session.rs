@@ -9,7 +9,7 @@ use std::sync::Arc;
 use praxis_proto::{Command, ExitStatus, Verdict};
 use praxis_session::{EventKind as Doorway, Status};
 
-use crate::pipeline::gate::{Executed, Gate, Refusal, Trail};
+use crate::gate::{Executed, Gate, Refusal, Trail};
 use crate::store::audit::AuditStore;
 use crate::store::sessions::{
     Appends, METHOD_RULE_PREFIX, Observed, Redact, Sessions, command_text, event, judgment,

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use praxis_proto::PendingItem;
 use rusqlite::{OptionalExtension, params};
 
-use crate::pipeline::gate::{Approval, Approver, Refusal, Rejection, Ticket, Trail};
+use crate::gate::{Approval, Approver, Refusal, Rejection, Ticket, Trail};
 use crate::store::audit::{AuditError, AuditStore, Durability, Event, EventKind, TxOp};
 use crate::{clock, errors};
 

@@ -9,7 +9,7 @@ pub mod memory;
 pub mod sessions;
 
 use crate::errors;
-use crate::pipeline::gate::Trail;
+use crate::gate::Trail;
 use audit::{Appended, AuditStore, Durability, Event, EventKind};
 
 /// Appends an audit event from async code without blocking the runtime.

@@ -11,7 +11,7 @@ use super::decide::{self, Lifted, Lookup, Presented};
 use super::digest::request_digest;
 use super::token;
 use crate::config::Config;
-use crate::pipeline::gate::{Approval, Gate, Refusal, Ticket, Trail};
+use crate::gate::{Approval, Gate, Refusal, Ticket, Trail};
 use crate::store::approvals as store;
 use crate::store::audit::AuditStore;
 use crate::{clock, errors};

@@ -3,7 +3,7 @@
 
 use praxis_policy::Tier;
 
-use crate::pipeline::gate::{Rejection, Trail};
+use crate::gate::{Rejection, Trail};
 use crate::store::RequestEvent;
 use crate::store::audit::{AuditStore, Durability, Event, EventKind};
 

@@ -1,7 +1,7 @@
 //! What becomes of a policy HOLD, as a pure function of what the stores
 //! returned: no SQL, no clock, no daemon.
 
-use crate::pipeline::gate::{Approval, Approver};
+use crate::gate::{Approval, Approver};
 use crate::store::approvals::{Found, TokenRow};
 
 /// The one-time token a request presented, as looked up.

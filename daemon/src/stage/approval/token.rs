@@ -7,7 +7,7 @@ use std::io::Read;
 use sha2::{Digest, Sha256};
 
 use crate::conn::Peer;
-use crate::pipeline::gate::{Approver, Ticket, Trail};
+use crate::gate::{Approver, Ticket, Trail};
 use crate::store::RequestEvent;
 use crate::store::approvals::{self as store, NewToken};
 use crate::store::audit::{AuditStore, Durability, Event, EventKind};

@@ -10,7 +10,7 @@ use praxis_proto::{CredentialSource, CredentialSpec};
 use zeroize::Zeroizing;
 
 use crate::config::Config;
-use crate::pipeline::gate::{Brokered, Permit};
+use crate::gate::{Brokered, Permit};
 use crate::store::audit::AuditStore;
 use crate::store::audit::{AuditError, Durability, Event, EventKind};
 use crate::{errors, spawn};

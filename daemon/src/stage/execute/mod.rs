@@ -27,8 +27,8 @@ use crate::config::Config;
 use crate::conn::{self, Writer};
 use crate::egress::{self, EgressHub};
 use crate::errors;
+use crate::gate::{Brokered, Executed, Permit, Ran, Refusal, Trail, decision_frame};
 use crate::paths::expand_home;
-use crate::pipeline::gate::{Brokered, Executed, Permit, Ran, Refusal, Trail, decision_frame};
 use crate::socket_relay;
 use crate::spawn::{self, Running, SpawnError, Waited};
 

@@ -23,7 +23,7 @@ use std::time::{Instant, SystemTime};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::AuditError;
+use super::error::AuditError;
 
 /// Time between looks at the WAL: the longest a NORMAL event waits for its
 /// fsync.

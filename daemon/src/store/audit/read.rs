@@ -8,9 +8,10 @@ use std::sync::{Mutex, PoisonError};
 
 use rusqlite::{Connection, Params};
 
+use super::error::AuditError;
 use super::event::StoredEvent;
 use super::record::{SELECT_LIST, read_values, stored_of};
-use super::{AuditError, schema};
+use super::schema;
 
 /// Idle read connections kept for reuse.
 const MAX_IDLE: usize = 4;

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use rusqlite::types::Value;
 use sha2::{Digest, Sha256};
 
-use super::AuditError;
+use super::error::AuditError;
 use super::event::{Event, EventKind, StoredEvent};
 
 /// `prev_hash` of the first event.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::AuditError;
+use super::error::AuditError;
 
 /// Layout version written to `PRAGMA user_version`.
 const SCHEMA_VERSION: i64 = 1;

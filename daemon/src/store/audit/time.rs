@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use praxis_calendar::format_ms;
 
-use super::AuditError;
+use super::error::AuditError;
 
 /// The current time as stored in `ts`.
 pub(crate) fn now() -> String {

@@ -5,7 +5,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use super::AuditError;
+use super::error::AuditError;
 use super::head::Head;
 use super::key::Chain;
 use super::record::{GENESIS, RECORD_LEN, SELECT_LIST, canonical, read_values};

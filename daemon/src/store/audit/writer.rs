@@ -23,12 +23,13 @@ use std::path::PathBuf;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::error::AuditError;
 use super::event::{Appended, Durability};
 use super::head::Head;
 use super::key::Chain;
 use super::record::{COLUMNS, Unplaced};
-use super::{AuditError, time, verify};
 use super::{anchor, ballast, spill};
+use super::{time, verify};
 
 /// Work run inside the batch transaction right before its event is inserted;
 /// an `Err` rejects that event alone.

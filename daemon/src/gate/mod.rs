@@ -1,9 +1,13 @@
 //! The values the pipeline passes between its stages. They live below the
 //! stages, so a stage names them without naming the pipeline that calls it.
 //!
-//! Only the pipeline can make a [`Permit`]: its seal is visible to the
-//! pipeline module alone. [`Gate::Allow`] carries one; a policy HOLD carries
-//! one sealed in a [`Held`], which only [`Held::lift`] opens.
+//! Only the pipeline can make a [`Permit`] or a [`Held`]: a [`Seal`] and a
+//! `Held` come only from the child module `seal`, which no module but the pipeline names
+//! (the daemon's layers test checks this). [`Gate::Allow`] carries a permit;
+//! a policy HOLD carries one sealed in a `Held`, which only [`Held::lift`]
+//! opens.
+
+pub mod seal;
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -56,14 +60,14 @@ impl Refusal {
     }
 }
 
-/// Visible to the pipeline alone: only it can seal a [`Permit`].
+/// What only `seal::seal` makes, so only the pipeline can make a [`Permit`].
 #[derive(Debug)]
-pub(super) struct Seal;
+pub struct Seal(());
 
 /// Leave to execute exactly one command, as decided.
 #[derive(Debug)]
 pub struct Permit {
-    pub(super) _seal: Seal,
+    pub(crate) _seal: Seal,
     pub request_id: String,
     pub decision: Decision,
     /// The policy the decision was made under.
@@ -92,7 +96,7 @@ pub struct Permit {
 /// A policy HOLD, with the command as it would run if the HOLD is lifted.
 #[derive(Debug)]
 pub struct Held {
-    pub(super) permit: Box<Permit>,
+    permit: Box<Permit>,
     pub refusal: Refusal,
     /// Whether a steer-only role may run it: not when the HOLD is that the
     /// command cannot be undone, which is what steering relies on.
