@@ -26,7 +26,7 @@
 //! approvable. A steer-only role turns a policy HOLD into an ALLOW with an
 //! advisory line; it never touches a STOP, the budget included.
 //!
-//! [`apply`] is the stage: it reads the [`store`] (all the SQL, expiry
+//! [`apply`] is the stage: it reads the approvals store (all the SQL, expiry
 //! included) and hands what it found to the pure [`decide`].
 
 pub mod apply;
