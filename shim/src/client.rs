@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io::{self, IoSlice, Write};
-use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::fcntl::{Flock, FlockArg};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 use praxis_proto::frame::{Frame, FrameError, read_frame};
 use praxis_proto::{ClientMsg, Layout, Mode, OperatorReply, OperatorRequest, ServerMsg};
@@ -156,6 +157,9 @@ pub fn set_deadline(stream: &UnixStream, limit: Option<Duration>) -> Result<(), 
 /// Reads the next frame from the daemon; a read that outlives the stream's
 /// deadline is [`ClientError::Deadline`].
 pub fn recv(stream: &UnixStream) -> Result<Frame, ClientError> {
+    if let Some(limit) = stream.read_timeout()? {
+        await_frame(stream, limit)?;
+    }
     read_frame(&mut &*stream).map_err(|e| match e {
         FrameError::Io(io)
             if matches!(
@@ -167,6 +171,27 @@ pub fn recv(stream: &UnixStream) -> Result<Frame, ClientError> {
         }
         other => ClientError::Protocol(other),
     })
+}
+
+/// Waits until the daemon starts a frame or `limit` passes. The socket's
+/// own timeout stays as the bound on the rest of the frame, but it ends on
+/// the kernel's coarse timer wheel (a 25 s timeout can end 2 s late, past a
+/// hook's watchdog); poll(2) ends on time.
+fn await_frame(stream: &UnixStream, limit: Duration) -> Result<(), ClientError> {
+    let until = Instant::now() + limit;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        // Rounded up to a whole millisecond, so the wait is never cut short.
+        let millis = left.as_micros().div_ceil(1000);
+        let timeout = PollTimeout::try_from(millis).unwrap_or(PollTimeout::MAX);
+        let mut fds = [PollFd::new(stream.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, timeout) {
+            Ok(0) => return Err(ClientError::Deadline(limit)),
+            Ok(_) => return Ok(()),
+            Err(nix::Error::EINTR) => {}
+            Err(e) => return Err(ClientError::Io(e.into())),
+        }
+    }
 }
 
 /// Connects (starting a user-mode daemon if needed) with every read and
