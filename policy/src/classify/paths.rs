@@ -774,4 +774,23 @@ mod tests {
         assert!(!d.covers(&Place::new("/dev/null", "")));
         assert!(PathPattern::parse("relative").is_err());
     }
+
+    /// The entries whose match does not start at a first byte: the root,
+    /// the home itself, and a home-relative entry when there is no home.
+    #[test]
+    fn the_root_and_the_home_are_matched_without_a_first_byte() {
+        let root = PathPattern::parse("/").unwrap();
+        assert!(root.covers(&Place::new("/", "/home/dev")));
+        assert!(root.covers(&Place::new("/etc/passwd", "/home/dev")));
+        let home = PathPattern::parse("~").unwrap();
+        assert!(home.covers(&Place::new("/home/dev", "/home/dev")));
+        assert!(!home.covers(&Place::new("/home/devx", "/home/dev")));
+        assert!(!home.covers(&Place::new("/home/dev", "")));
+        let ssh = PathPattern::parse("~/.ssh").unwrap();
+        assert!(!ssh.covers(&Place::new("/.ssh", "")));
+        assert!(!ssh.covers(&Place::new("/home/dev", "/home/dev")));
+        let hidden = PathPattern::parse("~/.*").unwrap();
+        assert!(hidden.covers(&Place::new("/home/dev/.profile", "/home/dev")));
+        assert!(!hidden.covers(&Place::new("/home/dev/src", "/home/dev")));
+    }
 }
