@@ -1281,14 +1281,19 @@ impl Policy {
     /// What the request's commands can read without a grant: the read trees
     /// (the policy's, with the home put in, and the host's own) and what
     /// the request is granted to write.
-    fn read_allow_list(&self, judged: &[Judged], ctx: &Context) -> ReadAllowList {
-        let trees = self
-            .sandbox
-            .reads_in(&ctx.home)
-            .iter()
-            .chain(&ctx.reads)
-            .filter_map(|t| text_of(t))
-            .collect();
+    fn read_allow_list<'a>(
+        &'a self,
+        judged: &[Judged],
+        ctx: &'a Context,
+    ) -> ReadAllowList<impl FnOnce() -> Vec<String> + 'a> {
+        let trees = || {
+            self.sandbox
+                .reads_in(&ctx.home)
+                .iter()
+                .chain(&ctx.reads)
+                .filter_map(|t| text_of(t))
+                .collect()
+        };
         let written = judged
             .iter()
             .flat_map(|j| &j.grants.write)
@@ -1755,7 +1760,11 @@ fn hold_shared_config_grant(
 /// (whatever allowed it, a STOP aside), and carries a grant of that exact
 /// path, so an approval runs it able to read that path and nothing more. A
 /// secret's read grant keeps the HOLD out of memory's reach.
-fn hold_unreadable(j: &mut Judged, f: &Facts, readable: &ReadAllowList) {
+fn hold_unreadable(
+    j: &mut Judged,
+    f: &Facts,
+    readable: &ReadAllowList<impl FnOnce() -> Vec<String>>,
+) {
     if j.verdict == Verdict::Stop || j.profile == Profile::Full {
         return;
     }

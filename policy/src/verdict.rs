@@ -39,6 +39,30 @@ impl Tier {
     }
 }
 
+/// Tier as written in the file: a tier, or `unknown` (held as unknown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TierSpec {
+    ReadOnly,
+    ReversibleWrite,
+    ExternalSideEffect,
+    HighRisk,
+    Unknown,
+}
+
+impl TierSpec {
+    /// The tier, or None for `unknown`.
+    pub fn tier(self) -> Option<Tier> {
+        match self {
+            TierSpec::ReadOnly => Some(Tier::ReadOnly),
+            TierSpec::ReversibleWrite => Some(Tier::ReversibleWrite),
+            TierSpec::ExternalSideEffect => Some(Tier::ExternalSideEffect),
+            TierSpec::HighRisk => Some(Tier::HighRisk),
+            TierSpec::Unknown => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,15 +15,15 @@ pub mod table;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use aho_corasick::AhoCorasick;
+use serde::Deserialize;
 
 use crate::Tier;
 use crate::decision::Destination;
-use crate::rules::config::{Interpreters, Operands};
 use crate::shell::{Feed, Launchers, Origin, RedirectKind, Script, SimpleCommand, Word};
 use destinations::{Connect, GitRepository, Target};
 use paths::{Classes, Frame, PathClass, PathLists};
 use routines::{Detector, Routine};
-use table::{Program, ProgramTable, TableTier};
+use table::{Operands, Program, ProgramTable, TableTier};
 
 /// Structural facts the detectors find; rules name them in `facts = [...]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1829,4 +1829,66 @@ fn git_config_override(detector: &Detector, cmd: &SimpleCommand, tables: &Tables
             .any(|pattern| table::glob_match(pattern, name))
     });
     by_option || by_env
+}
+
+/// `[interpreters]` of `patterns.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interpreters {
+    pub shells: Vec<String>,
+    /// Builtins that run a script file in the current shell.
+    pub sourcing: Vec<String>,
+    /// Per shell, the options that keep it from reading any startup file
+    /// (`bash`: `--norc --noprofile`); praxisd puts them before `-c`.
+    #[serde(default)]
+    pub no_rc: std::collections::BTreeMap<String, Vec<String>>,
+    pub fetchers: Vec<String>,
+    pub decoders: Vec<DecoderSpec>,
+    /// Hosts a fetcher may reach as a local request.
+    pub local_hosts: Vec<String>,
+    #[serde(rename = "language")]
+    pub languages: Vec<LanguageSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecoderSpec {
+    pub program: String,
+    /// Flags that make it decode; empty means it always decodes.
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LanguageSpec {
+    pub name: String,
+    pub programs: Vec<String>,
+    /// Flags whose value is inline code (`-c`, `-e`, …).
+    pub inline_flags: Vec<String>,
+    /// Flags that take a value which is not code (`-m module`, `-W opt`).
+    #[serde(default)]
+    pub value_flags: Vec<String>,
+    /// Tokens in inline code that reach processes, the network or delete files.
+    pub danger: Vec<String>,
+    /// Regular expressions for a call whose name is built at run time
+    /// (looked up by a string, concatenated, aliased): a dynamic command.
+    #[serde(default)]
+    pub dynamic: Vec<String>,
+    /// Calls whose path argument follows them (`writeFileSync(`): it is written.
+    #[serde(default)]
+    pub write_calls: Vec<String>,
+    /// Modes that follow a path argument (`open(p, 'w')`): it is written.
+    #[serde(default)]
+    pub write_modes: Vec<String>,
+    /// Flags with which the file operands after the code are rewritten (`perl -pi`).
+    #[serde(default)]
+    pub in_place_flags: Vec<String>,
+    /// Modules (`-m NAME`) that read standard input as data, not code.
+    #[serde(default)]
+    pub stdin_data_modules: Vec<String>,
+    /// Flags after which the interpreter reads code from standard input
+    /// even when given a script (`-i`).
+    #[serde(default)]
+    pub interactive_flags: Vec<String>,
 }

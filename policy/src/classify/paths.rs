@@ -130,32 +130,60 @@ impl PathPattern {
         })
     }
 
-    /// Whether `path` (normalized, absolute) is this entry or inside it.
-    pub fn covers(&self, path: &str, home: &str) -> bool {
+    /// Whether the place's path is this entry or inside it.
+    pub fn covers(&self, place: &Place<'_>) -> bool {
         if self.any_component {
-            return self.could_name(path, home);
+            return self.could_name(place.path, place.home);
         }
-        let rest_of = |base: &str| -> Option<usize> {
-            // `base` is "" for `/`-rooted entries, home otherwise.
-            let p = path.strip_prefix(base)?;
-            let p = p
-                .strip_prefix('/')
-                .or(if p.is_empty() { Some("") } else { None })?;
-            let tail = p.strip_prefix(self.rest.as_str())?;
-            Some(path.len() - tail.len())
-        };
-        let base = if self.under_home { home } else { "" };
-        if self.under_home && home.is_empty() {
-            return false;
-        }
-        let Some(end) = rest_of(base) else {
+        let Some(rel) = (if self.under_home {
+            place.from_home
+        } else {
+            place.from_root
+        }) else {
             return false;
         };
-        let tail = &path[end..];
+        // Most entries differ from the path at their first byte: that test
+        // is cheaper than comparing the whole entry.
+        if rel.as_bytes().first() != self.rest.as_bytes().first() && !self.rest.is_empty() {
+            return false;
+        }
+        let Some(tail) = rel.strip_prefix(self.rest.as_str()) else {
+            return false;
+        };
         if self.prefix {
             return true;
         }
         tail.is_empty() || tail.starts_with('/') || (self.rest.is_empty() && !self.under_home)
+    }
+}
+
+/// A normalized absolute path as the path lists' entries are matched
+/// against it, relative to `/` and to the home once for every entry.
+#[derive(Clone, Copy, Debug)]
+pub struct Place<'a> {
+    path: &'a str,
+    home: &'a str,
+    /// The path without its leading `/`.
+    from_root: Option<&'a str>,
+    /// The path relative to the home; None outside it or without a home.
+    from_home: Option<&'a str>,
+}
+
+impl<'a> Place<'a> {
+    pub fn new(path: &'a str, home: &'a str) -> Place<'a> {
+        // `base` is "" for `/`, or the home: the rest of `path` after
+        // `base` and one `/`, or "" when `path` is `base`.
+        let rest_of = |base: &str| -> Option<&'a str> {
+            let p = path.strip_prefix(base)?;
+            p.strip_prefix('/')
+                .or(if p.is_empty() { Some("") } else { None })
+        };
+        Place {
+            path,
+            home,
+            from_root: rest_of(""),
+            from_home: if home.is_empty() { None } else { rest_of(home) },
+        }
     }
 }
 
@@ -437,11 +465,12 @@ impl PathLists {
 
     fn classes_of(&self, path: &str, contents: bool, frame: &Frame<'_>, deleting: bool) -> Classes {
         let home = frame.home;
-        if self.harmless_devices.iter().any(|p| p.covers(path, home)) {
+        let place = Place::new(path, home);
+        if self.harmless_devices.iter().any(|p| p.covers(&place)) {
             return PathClass::HarmlessDevice.bit();
         }
         let mut c = 0;
-        if self.block_devices.iter().any(|p| p.covers(path, home)) {
+        if self.block_devices.iter().any(|p| p.covers(&place)) {
             c |= PathClass::BlockDevice.bit() | PathClass::SystemPath.bit();
         }
         if path == "/" {
@@ -454,13 +483,13 @@ impl PathLists {
         {
             c |= PathClass::Praxis.bit();
         }
-        if self.secrets.iter().any(|p| p.covers(path, home)) {
+        if self.secrets.iter().any(|p| p.covers(&place)) {
             c |= PathClass::Secret.bit();
         }
-        if self.critical.iter().any(|p| p.covers(path, home)) {
+        if self.critical.iter().any(|p| p.covers(&place)) {
             c |= PathClass::Critical.bit();
         }
-        if self.autorun.iter().any(|p| p.covers(path, home)) {
+        if self.autorun.iter().any(|p| p.covers(&place)) {
             c |= PathClass::Autorun.bit();
         }
         let in_home = !home.is_empty() && home != "/" && is_within(path, home);
@@ -481,7 +510,7 @@ impl PathLists {
             }
         } else if in_scratch {
             c |= PathClass::Scratch.bit();
-        } else if self.caches.iter().any(|p| p.covers(path, home)) {
+        } else if self.caches.iter().any(|p| p.covers(&place)) {
             c |= PathClass::Cache.bit();
         } else {
             c |= PathClass::OutsideWorkspace.bit();
@@ -718,8 +747,8 @@ mod tests {
             assert!(!secret(text), "{text}");
         }
         let environ = PathPattern::parse("/proc/*/environ").unwrap();
-        assert!(environ.covers("/proc/1/environ", ""));
-        assert!(!environ.covers("/proc/1/status", ""));
+        assert!(environ.covers(&Place::new("/proc/1/environ", "")));
+        assert!(!environ.covers(&Place::new("/proc/1/status", "")));
         assert!(environ.could_name("/proc/[0-9]*/environ", ""));
         assert!(PathPattern::parse("/proc/x*y/environ").is_err());
         assert!(patterns_meet("id_[rd]sa", "id_rsa") && !patterns_meet("id_[rd]sa*", ".x"));
@@ -737,12 +766,31 @@ mod tests {
     #[test]
     fn patterns_cover_themselves_and_children_only() {
         let p = PathPattern::parse("~/.ssh").unwrap();
-        assert!(p.covers("/home/dev/.ssh", "/home/dev"));
-        assert!(p.covers("/home/dev/.ssh/id_rsa", "/home/dev"));
-        assert!(!p.covers("/home/dev/.sshx", "/home/dev"));
+        assert!(p.covers(&Place::new("/home/dev/.ssh", "/home/dev")));
+        assert!(p.covers(&Place::new("/home/dev/.ssh/id_rsa", "/home/dev")));
+        assert!(!p.covers(&Place::new("/home/dev/.sshx", "/home/dev")));
         let d = PathPattern::parse("/dev/sd*").unwrap();
-        assert!(d.covers("/dev/sdb2", ""));
-        assert!(!d.covers("/dev/null", ""));
+        assert!(d.covers(&Place::new("/dev/sdb2", "")));
+        assert!(!d.covers(&Place::new("/dev/null", "")));
         assert!(PathPattern::parse("relative").is_err());
+    }
+
+    /// The entries whose match does not start at a first byte: the root,
+    /// the home itself, and a home-relative entry when there is no home.
+    #[test]
+    fn the_root_and_the_home_are_matched_without_a_first_byte() {
+        let root = PathPattern::parse("/").unwrap();
+        assert!(root.covers(&Place::new("/", "/home/dev")));
+        assert!(root.covers(&Place::new("/etc/passwd", "/home/dev")));
+        let home = PathPattern::parse("~").unwrap();
+        assert!(home.covers(&Place::new("/home/dev", "/home/dev")));
+        assert!(!home.covers(&Place::new("/home/devx", "/home/dev")));
+        assert!(!home.covers(&Place::new("/home/dev", "")));
+        let ssh = PathPattern::parse("~/.ssh").unwrap();
+        assert!(!ssh.covers(&Place::new("/.ssh", "")));
+        assert!(!ssh.covers(&Place::new("/home/dev", "/home/dev")));
+        let hidden = PathPattern::parse("~/.*").unwrap();
+        assert!(hidden.covers(&Place::new("/home/dev/.profile", "/home/dev")));
+        assert!(!hidden.covers(&Place::new("/home/dev/src", "/home/dev")));
     }
 }

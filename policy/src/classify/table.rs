@@ -2,10 +2,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use serde::Deserialize;
+
 use crate::Tier;
 use crate::classify::destinations::{self, Connect};
 use crate::decision::Destination;
-use crate::rules::config::{Operands, ProgramSpec, TierSpec};
+use crate::verdict::TierSpec;
 
 /// Tier as the table states it: None is `unknown` (held).
 pub type TableTier = Option<Tier>;
@@ -220,6 +222,138 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
         }
     }
     p[pi..].iter().all(|&c| c == b'*')
+}
+
+/// How a program's operands (non-flag arguments) are used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operands {
+    /// Not paths (messages, patterns, names).
+    #[default]
+    None,
+    Read,
+    /// Named, never opened: the program looks the path up (`stat`,
+    /// `realpath`), which needs no right to read it.
+    Name,
+    /// The last operand is created, the others only named (`ln`: a link's
+    /// target is never opened).
+    Link,
+    /// The first operand is a pattern or script, the rest are read.
+    ReadAfterFirst,
+    /// The first operand is a script, the rest are rewritten in place (`sed -i`).
+    WriteAfterFirst,
+    /// Created or updated (`touch`, `mkdir`).
+    Create,
+    /// Overwritten (`tee`, `truncate`).
+    Write,
+    /// Appended to (`tee -a`).
+    Append,
+    /// The first operand is a mode or owner, the rest have metadata changed.
+    MetaAfterFirst,
+    Delete,
+    /// The last operand is written, the others read (`cp`, `install`).
+    Copy,
+    /// The last operand is written, the others deleted (`mv`).
+    Move,
+    /// The first operand is a source (URL, repository), the rest are created.
+    CreateAfterFirst,
+    /// `dd`-style `if=`/`of=` operands.
+    KeyValue,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramSpec {
+    pub names: Vec<String>,
+    /// Tier with no subcommand, or with one not listed in `sub`.
+    pub tier: TierSpec,
+    /// Tier when no operand at all is given (`git branch`, `crontab` alone).
+    #[serde(default)]
+    pub bare_tier: Option<TierSpec>,
+    #[serde(default)]
+    pub operands: Operands,
+    /// Where it connects: `host:port`, `registry:NAME`, `url-operands`,
+    /// `git-remote`, `remote-operands`, `unknown`. Empty: no network.
+    #[serde(default)]
+    pub connect: Vec<String>,
+    /// Flags that take a separate value (skipped when finding operands).
+    #[serde(default)]
+    pub value_flags: Vec<String>,
+    /// Flags whose value is a path the program writes (`-o FILE`).
+    #[serde(default)]
+    pub output_flags: Vec<String>,
+    /// Flags whose value is a path the program reads (`--upload-file FILE`).
+    #[serde(default)]
+    pub input_flags: Vec<String>,
+    /// Flags whose value names a file it reads after an `@` (`-d @FILE`, `-F f=@FILE`).
+    #[serde(default)]
+    pub input_at_flags: Vec<String>,
+    /// Flags that carry the pattern or script, so no operand is one (`sed -e`).
+    #[serde(default)]
+    pub script_flags: Vec<String>,
+    /// The program needs an interactive terminal.
+    #[serde(default)]
+    pub interactive: bool,
+    /// Words that begin with `-` but are operands (`*` globs): `chmod`'s
+    /// symbolic modes (`-x`, `-rwx`).
+    #[serde(default)]
+    pub dash_operands: Vec<String>,
+    /// The program takes any unambiguous prefix of a long option (`git push
+    /// --forc`): a prefix given is judged as every listed option it begins.
+    #[serde(default)]
+    pub long_option_prefixes: bool,
+    #[serde(default)]
+    pub note: String,
+    /// Flags that make any run of it a dry run: read-only (T0), unless
+    /// an operand is on another host.
+    #[serde(default)]
+    pub dry_run_flags: Vec<String>,
+    /// Decisions its table entry must give (required with `dry_run_flags`).
+    #[serde(default)]
+    pub examples: Vec<crate::shell::DecisionExample>,
+    #[serde(default)]
+    pub sub: Vec<SubSpec>,
+    #[serde(default)]
+    pub flag: Vec<FlagSpec>,
+}
+
+/// A subcommand entry: `names` are one or more words (`"pr create"`), `*` globs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubSpec {
+    pub names: Vec<String>,
+    pub tier: TierSpec,
+    #[serde(default)]
+    pub bare_tier: Option<TierSpec>,
+    #[serde(default)]
+    pub operands: Option<Operands>,
+    /// Replaces the program's `connect` list (`[]`: no network).
+    #[serde(default)]
+    pub connect: Option<Vec<String>>,
+    /// Flags that make this subcommand a dry run, besides the program's.
+    #[serde(default)]
+    pub dry_run_flags: Vec<String>,
+}
+
+/// Flags that raise the tier or change how operands are used (`sed -i`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlagSpec {
+    pub flags: Vec<String>,
+    #[serde(default)]
+    pub tier: Option<TierSpec>,
+    #[serde(default)]
+    pub operands: Option<Operands>,
+    /// Destinations added when the flag is given.
+    #[serde(default)]
+    pub connect: Option<Vec<String>>,
+    /// Only under these subcommands (first word), when given.
+    #[serde(default)]
+    pub sub: Vec<String>,
+    /// Never under these subcommands (first word): where the flag only
+    /// changes what is shown (`npm list -g`).
+    #[serde(default)]
+    pub not_sub: Vec<String>,
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! write; never a secret. A read of anything else is held, with a grant of
 //! the exact path when it is one path known before the command runs.
 
+use std::cell::LazyCell;
 use std::path::PathBuf;
 
 use crate::classify::paths::{Classes, PathClass};
@@ -24,18 +25,23 @@ pub(super) enum Unreadable {
     Ungrantable,
 }
 
-/// The allow-list of one request, as normalized absolute paths.
-pub(super) struct ReadAllowList {
-    trees: Vec<String>,
+/// The allow-list of one request, as normalized absolute paths. The read
+/// trees are put together only when a read needs them: most requests read
+/// nothing outside the classes every command may read.
+pub(super) struct ReadAllowList<Trees: FnOnce() -> Vec<String>> {
+    trees: LazyCell<Vec<String>, Trees>,
     written: Vec<String>,
 }
 
-impl ReadAllowList {
-    /// `trees`: the read trees with the home put in; `written`: the paths
-    /// the request is granted to write (a command reads what it wrote).
-    /// Both normalized and absolute.
-    pub(super) fn new(trees: Vec<String>, written: Vec<String>) -> ReadAllowList {
-        ReadAllowList { trees, written }
+impl<Trees: FnOnce() -> Vec<String>> ReadAllowList<Trees> {
+    /// `trees`: gives the read trees with the home put in; `written`: the
+    /// paths the request is granted to write (a command reads what it
+    /// wrote). Both normalized and absolute.
+    pub(super) fn new(trees: Trees, written: Vec<String>) -> ReadAllowList<Trees> {
+        ReadAllowList {
+            trees: LazyCell::new(trees),
+            written,
+        }
     }
 
     /// Whether the command could not read `p` without a grant. A path only
@@ -48,7 +54,7 @@ impl ReadAllowList {
         let path = p.path.as_deref()?;
         let secret = p.classes & PathClass::Secret.bit() != 0;
         let inside = |roots: &[String]| roots.iter().any(|r| is_within(path, r));
-        if !secret && (p.classes & READABLE != 0 || inside(&self.trees) || inside(&self.written)) {
+        if !secret && (p.classes & READABLE != 0 || inside(&self.written) || inside(&self.trees)) {
             return None;
         }
         Some(if p.exact && p.classes & PathClass::Praxis.bit() == 0 {

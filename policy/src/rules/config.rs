@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
-use crate::{Tier, Verdict};
+use crate::Verdict;
+use crate::verdict::TierSpec;
 
 /// `patterns.toml`: the built-in review surface.
 #[derive(Debug, Deserialize)]
@@ -17,11 +18,11 @@ pub struct PatternsFile {
     #[serde(default)]
     pub roles: BTreeMap<String, RolePosture>,
     pub paths: PathLists,
-    pub interpreters: Interpreters,
+    pub interpreters: crate::classify::Interpreters,
     pub loopback: Loopback,
     pub builtins: Builtins,
     #[serde(default, rename = "program")]
-    pub programs: Vec<ProgramSpec>,
+    pub programs: Vec<crate::classify::table::ProgramSpec>,
     /// Programs that run another command, read by the shell front end.
     #[serde(rename = "wrapper")]
     pub wrappers: Vec<crate::shell::WrapperSpec>,
@@ -230,223 +231,6 @@ pub struct PathLists {
     pub block_devices: Vec<String>,
     /// Device files that are not storage (`/dev/null`, `/dev/stdout`, …).
     pub harmless_devices: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Interpreters {
-    pub shells: Vec<String>,
-    /// Builtins that run a script file in the current shell.
-    pub sourcing: Vec<String>,
-    /// Per shell, the options that keep it from reading any startup file
-    /// (`bash`: `--norc --noprofile`); praxisd puts them before `-c`.
-    #[serde(default)]
-    pub no_rc: std::collections::BTreeMap<String, Vec<String>>,
-    pub fetchers: Vec<String>,
-    pub decoders: Vec<DecoderSpec>,
-    /// Hosts a fetcher may reach as a local request.
-    pub local_hosts: Vec<String>,
-    #[serde(rename = "language")]
-    pub languages: Vec<LanguageSpec>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DecoderSpec {
-    pub program: String,
-    /// Flags that make it decode; empty means it always decodes.
-    #[serde(default)]
-    pub flags: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LanguageSpec {
-    pub name: String,
-    pub programs: Vec<String>,
-    /// Flags whose value is inline code (`-c`, `-e`, …).
-    pub inline_flags: Vec<String>,
-    /// Flags that take a value which is not code (`-m module`, `-W opt`).
-    #[serde(default)]
-    pub value_flags: Vec<String>,
-    /// Tokens in inline code that reach processes, the network or delete files.
-    pub danger: Vec<String>,
-    /// Regular expressions for a call whose name is built at run time
-    /// (looked up by a string, concatenated, aliased): a dynamic command.
-    #[serde(default)]
-    pub dynamic: Vec<String>,
-    /// Calls whose path argument follows them (`writeFileSync(`): it is written.
-    #[serde(default)]
-    pub write_calls: Vec<String>,
-    /// Modes that follow a path argument (`open(p, 'w')`): it is written.
-    #[serde(default)]
-    pub write_modes: Vec<String>,
-    /// Flags with which the file operands after the code are rewritten (`perl -pi`).
-    #[serde(default)]
-    pub in_place_flags: Vec<String>,
-    /// Modules (`-m NAME`) that read standard input as data, not code.
-    #[serde(default)]
-    pub stdin_data_modules: Vec<String>,
-    /// Flags after which the interpreter reads code from standard input
-    /// even when given a script (`-i`).
-    #[serde(default)]
-    pub interactive_flags: Vec<String>,
-}
-
-/// How a program's operands (non-flag arguments) are used.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Operands {
-    /// Not paths (messages, patterns, names).
-    #[default]
-    None,
-    Read,
-    /// Named, never opened: the program looks the path up (`stat`,
-    /// `realpath`), which needs no right to read it.
-    Name,
-    /// The last operand is created, the others only named (`ln`: a link's
-    /// target is never opened).
-    Link,
-    /// The first operand is a pattern or script, the rest are read.
-    ReadAfterFirst,
-    /// The first operand is a script, the rest are rewritten in place (`sed -i`).
-    WriteAfterFirst,
-    /// Created or updated (`touch`, `mkdir`).
-    Create,
-    /// Overwritten (`tee`, `truncate`).
-    Write,
-    /// Appended to (`tee -a`).
-    Append,
-    /// The first operand is a mode or owner, the rest have metadata changed.
-    MetaAfterFirst,
-    Delete,
-    /// The last operand is written, the others read (`cp`, `install`).
-    Copy,
-    /// The last operand is written, the others deleted (`mv`).
-    Move,
-    /// The first operand is a source (URL, repository), the rest are created.
-    CreateAfterFirst,
-    /// `dd`-style `if=`/`of=` operands.
-    KeyValue,
-}
-
-/// Tier as written in the file: a tier, or `unknown` (held as unknown).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TierSpec {
-    ReadOnly,
-    ReversibleWrite,
-    ExternalSideEffect,
-    HighRisk,
-    Unknown,
-}
-
-impl TierSpec {
-    /// The tier, or None for `unknown`.
-    pub fn tier(self) -> Option<Tier> {
-        match self {
-            TierSpec::ReadOnly => Some(Tier::ReadOnly),
-            TierSpec::ReversibleWrite => Some(Tier::ReversibleWrite),
-            TierSpec::ExternalSideEffect => Some(Tier::ExternalSideEffect),
-            TierSpec::HighRisk => Some(Tier::HighRisk),
-            TierSpec::Unknown => None,
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProgramSpec {
-    pub names: Vec<String>,
-    /// Tier with no subcommand, or with one not listed in `sub`.
-    pub tier: TierSpec,
-    /// Tier when no operand at all is given (`git branch`, `crontab` alone).
-    #[serde(default)]
-    pub bare_tier: Option<TierSpec>,
-    #[serde(default)]
-    pub operands: Operands,
-    /// Where it connects: `host:port`, `registry:NAME`, `url-operands`,
-    /// `git-remote`, `remote-operands`, `unknown`. Empty: no network.
-    #[serde(default)]
-    pub connect: Vec<String>,
-    /// Flags that take a separate value (skipped when finding operands).
-    #[serde(default)]
-    pub value_flags: Vec<String>,
-    /// Flags whose value is a path the program writes (`-o FILE`).
-    #[serde(default)]
-    pub output_flags: Vec<String>,
-    /// Flags whose value is a path the program reads (`--upload-file FILE`).
-    #[serde(default)]
-    pub input_flags: Vec<String>,
-    /// Flags whose value names a file it reads after an `@` (`-d @FILE`, `-F f=@FILE`).
-    #[serde(default)]
-    pub input_at_flags: Vec<String>,
-    /// Flags that carry the pattern or script, so no operand is one (`sed -e`).
-    #[serde(default)]
-    pub script_flags: Vec<String>,
-    /// The program needs an interactive terminal.
-    #[serde(default)]
-    pub interactive: bool,
-    /// Words that begin with `-` but are operands (`*` globs): `chmod`'s
-    /// symbolic modes (`-x`, `-rwx`).
-    #[serde(default)]
-    pub dash_operands: Vec<String>,
-    /// The program takes any unambiguous prefix of a long option (`git push
-    /// --forc`): a prefix given is judged as every listed option it begins.
-    #[serde(default)]
-    pub long_option_prefixes: bool,
-    #[serde(default)]
-    pub note: String,
-    /// Flags that make any run of it a dry run: read-only (T0), unless
-    /// an operand is on another host.
-    #[serde(default)]
-    pub dry_run_flags: Vec<String>,
-    /// Decisions its table entry must give (required with `dry_run_flags`).
-    #[serde(default)]
-    pub examples: Vec<crate::shell::DecisionExample>,
-    #[serde(default)]
-    pub sub: Vec<SubSpec>,
-    #[serde(default)]
-    pub flag: Vec<FlagSpec>,
-}
-
-/// A subcommand entry: `names` are one or more words (`"pr create"`), `*` globs.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SubSpec {
-    pub names: Vec<String>,
-    pub tier: TierSpec,
-    #[serde(default)]
-    pub bare_tier: Option<TierSpec>,
-    #[serde(default)]
-    pub operands: Option<Operands>,
-    /// Replaces the program's `connect` list (`[]`: no network).
-    #[serde(default)]
-    pub connect: Option<Vec<String>>,
-    /// Flags that make this subcommand a dry run, besides the program's.
-    #[serde(default)]
-    pub dry_run_flags: Vec<String>,
-}
-
-/// Flags that raise the tier or change how operands are used (`sed -i`).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FlagSpec {
-    pub flags: Vec<String>,
-    #[serde(default)]
-    pub tier: Option<TierSpec>,
-    #[serde(default)]
-    pub operands: Option<Operands>,
-    /// Destinations added when the flag is given.
-    #[serde(default)]
-    pub connect: Option<Vec<String>>,
-    /// Only under these subcommands (first word), when given.
-    #[serde(default)]
-    pub sub: Vec<String>,
-    /// Never under these subcommands (first word): where the flag only
-    /// changes what is shown (`npm list -g`).
-    #[serde(default)]
-    pub not_sub: Vec<String>,
 }
 
 /// A rule's decision, which rule files spell in lower case (`decision = "hold"`).
