@@ -2,6 +2,8 @@
 
 use serde::Deserialize;
 
+use super::error::RedactError;
+
 /// Bytes the streaming redactor holds back when the section does not say.
 pub const DEFAULT_STREAM_WINDOW: usize = 8 * 1024;
 
@@ -25,7 +27,7 @@ pub struct RedactConfig {
 
 impl RedactConfig {
     /// Parses the section from TOML text (unknown keys are errors).
-    pub fn from_toml(text: &str) -> Result<Self, super::RedactError> {
+    pub fn from_toml(text: &str) -> Result<Self, RedactError> {
         Ok(toml::from_str(text)?)
     }
 }

@@ -7,7 +7,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 
-use super::RedactError;
+use super::error::RedactError;
 use super::rule::Hit;
 
 /// Values shorter than this are ignored: masking every occurrence of a

@@ -5,8 +5,8 @@ use std::ops::Range;
 use aho_corasick::AhoCorasick;
 use regex::bytes::{Regex, RegexBuilder};
 
-use super::RedactError;
 use super::config::{AllowlistConfig, RuleConfig};
+use super::error::RedactError;
 
 /// Compiled size cap per regex; generous for the alternations rules use,
 /// small enough that a hostile policy cannot exhaust memory.

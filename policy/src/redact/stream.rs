@@ -1,7 +1,8 @@
 //! Streaming redaction: chunks in, redacted bytes out, with a held-back tail
 //! so a secret split between two chunks is still caught.
 
-use super::{Hit, Redactor, merge};
+use super::redactor::{Redactor, merge};
+use super::rule::Hit;
 
 /// How far before the window edge the cut may move to land on a line or word
 /// boundary, where a rule's left context cannot be split.
@@ -21,15 +22,19 @@ pub struct StreamRedactor<'r> {
     pending: Vec<u8>,
 }
 
-impl<'r> StreamRedactor<'r> {
-    pub(super) fn new(redactor: &'r Redactor) -> Self {
-        Self {
-            redactor,
-            window: redactor.stream_window(),
+impl Redactor {
+    /// A streaming redactor over this one's rules and values.
+    #[must_use]
+    pub fn stream(&self) -> StreamRedactor<'_> {
+        StreamRedactor {
+            redactor: self,
+            window: self.stream_window(),
             pending: Vec::new(),
         }
     }
+}
 
+impl StreamRedactor<'_> {
     /// Takes the next chunk and returns the redacted bytes that are now safe
     /// to emit (often none: output leaves in batches of about a window).
     #[must_use]

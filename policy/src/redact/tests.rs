@@ -1,5 +1,7 @@
 //! Tests of the redactor against the shipped rules.
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 
