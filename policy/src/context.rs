@@ -62,7 +62,7 @@ pub struct Context {
     /// Praxis' own ports on this machine (its TCP API): never reachable
     /// from a command, whatever `[loopback]` opens.
     pub praxis_ports: Vec<u16>,
-    /// Program name to its `PATH` resolution, for [`crate::Analysis::programs`].
+    /// Program name to its `PATH` resolution, for `Analysis::programs`.
     /// A program absent from this map has not been looked up: it is held as
     /// unknown, unless [`Context::resolution_skipped`] is set.
     pub resolved: BTreeMap<String, Resolution>,
@@ -82,13 +82,13 @@ pub struct Context {
     /// decision on a command that changes it grants.
     pub git_config: Option<PathBuf>,
     /// Programs named by a path inside a tree the request can write (of
-    /// [`crate::Policy::tools_to_probe`]) that the host found to be a
+    /// `Policy::tools_to_probe`) that the host found to be a
     /// project's own tool, as its package manager installed it (a virtual
     /// environment's entry point, a `node_modules/.bin` link): the absolute
     /// path to the program name it is judged as. Any other such program is
     /// judged as the workspace's own code.
     pub tools: BTreeMap<PathBuf, String>,
-    /// Paths the request names (of [`crate::Policy::paths_named`]) that the
+    /// Paths the request names (of `Policy::paths_named`) that the
     /// host resolves, through symbolic links, to another file: the path as
     /// named to the file it leads to. A link to a secret reads the secret.
     pub links: BTreeMap<PathBuf, PathBuf>,
