@@ -5,8 +5,9 @@
 
 use std::collections::HashSet;
 
+use super::classifier::Classifier;
+use super::facts::{Access, Fact, Facts, Language, PathUse, literal, sub_word};
 use super::paths::PathClass;
-use super::{Access, Classifier, Fact, Facts, Language, PathUse, literal, sub_word};
 use crate::Tier;
 use crate::shell::{Effect, ExecOption, Feed, Script, SimpleCommand, Source, Word, part_of};
 
