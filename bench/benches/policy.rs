@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use praxis_policy::cases;
 use praxis_policy::engine::example_context;
-use praxis_policy::rules::cases;
 use praxis_policy::{CommandText, Policy, Request};
 
 fn corpus_commands() -> Vec<String> {

@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cases;
 pub mod classify;
 pub mod context;
 pub mod decision;

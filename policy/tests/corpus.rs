@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use praxis_policy::rules::cases;
+use praxis_policy::cases;
 use praxis_policy::{Policy, Verdict};
 
 #[test]

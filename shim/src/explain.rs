@@ -9,9 +9,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use praxis_policy::cases;
 use praxis_policy::context::{git_config_file, git_remotes};
 use praxis_policy::engine::BUILTIN_PATTERNS;
-use praxis_policy::rules::cases;
 use praxis_policy::rules::config::{OperatorFile, PatternsFile, parse};
 use praxis_policy::{
     CommandText, Context, Decision, Policy, Profile, Request, Resolution, Source, Tier, Verdict,

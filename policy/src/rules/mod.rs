@@ -4,7 +4,6 @@
 //! rule states must hold (program, subcommand, flags, operands, path classes,
 //! detector facts, and as a last resort a regex over the command text).
 
-pub mod cases;
 pub mod config;
 
 use std::collections::{BTreeMap, HashMap};

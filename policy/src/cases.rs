@@ -8,11 +8,10 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::engine::example_context;
+use crate::rules::config::{self, ParseError};
 use crate::{
     BUILTIN_PATTERNS, CommandText, Grants, Policy, Request, Resolution, Source, Tier, Verdict,
 };
-
-use super::config::{self, ParseError};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
