@@ -9,7 +9,7 @@
 //! shows the process alive after the reads, since a pid is not reused
 //! while its process is alive or a zombie.
 
-use std::io;
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 
@@ -75,17 +75,14 @@ impl PinnedPeer {
     /// Examines the process as it is now: `look` sees its pid and cgroup,
     /// and its answer counts only if the process is still alive after it.
     pub fn examine<T>(&self, look: impl FnOnce(&Process) -> T) -> Result<T, PinError> {
-        let fdinfo =
-            std::fs::read_to_string(format!("/proc/self/fdinfo/{}", self.pidfd.as_raw_fd()))
-                .map_err(PinError::Unreadable)?;
+        let fdinfo = read_proc(&format!("/proc/self/fdinfo/{}", self.pidfd.as_raw_fd()))
+            .map_err(PinError::Unreadable)?;
         let pid = pid_of(&fdinfo).ok_or(PinError::Exited)?;
-        let stat =
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(|_| PinError::Exited)?;
+        let stat = read_proc(&format!("/proc/{pid}/stat")).map_err(|_| PinError::Exited)?;
         if !running(&stat) {
             return Err(PinError::Exited);
         }
-        let cgroup =
-            std::fs::read_to_string(format!("/proc/{pid}/cgroup")).map_err(|_| PinError::Exited)?;
+        let cgroup = read_proc(&format!("/proc/{pid}/cgroup")).map_err(|_| PinError::Exited)?;
         let answer = look(&Process {
             pid,
             cgroup: cgroup_v2(&cgroup),
@@ -116,6 +113,15 @@ impl PinnedPeer {
             }
         }
     }
+}
+
+/// A `/proc` file's text. These files report no size, so a plain read
+/// grows its buffer from 32 bytes, one system call a step; they fit a page,
+/// read whole at once (and a longer one is still read to its end).
+fn read_proc(path: &str) -> io::Result<String> {
+    let mut text = Vec::with_capacity(4096);
+    std::fs::File::open(path)?.read_to_end(&mut text)?;
+    String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// The pid a pidfd's fdinfo names; none when the process has been reaped
