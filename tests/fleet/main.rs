@@ -141,6 +141,22 @@ fn held_id(out: &Output) -> String {
     signal_json(out)["request_id"].as_str().unwrap().to_owned()
 }
 
+/// The push held on `d` was approved by the fleet's operator: the retry
+/// runs, and the one after it is held again.
+fn runs_once_approved_by_the_fleet(d: &Daemon) {
+    let approved = &kinds(d, "approved")[0];
+    assert!(
+        approved["reason"]
+            .as_str()
+            .unwrap()
+            .contains("fleet operator praxis_operator_ops"),
+        "{approved}"
+    );
+    let ran = git_push(d);
+    assert!(!matches!(ran.status.code(), Some(125 | 126)), "{ran:?}");
+    held_id(&git_push(d));
+}
+
 fn repo(d: &Daemon) {
     common::unreachable_origin_repo(&d.work());
 }
@@ -257,18 +273,7 @@ fn a_hold_on_host_a_approved_from_another_machine_runs_once_on_a() {
         !kinds(&a, "approved").is_empty()
     });
     eprintln!("approval round trip: {took:?}");
-    let approved = &kinds(&a, "approved")[0];
-    assert!(
-        approved["reason"]
-            .as_str()
-            .unwrap()
-            .contains("fleet operator praxis_operator_ops"),
-        "{approved}"
-    );
-    // Runs once: the same push runs now, and is held again after.
-    let ran = git_push(&a);
-    assert!(!matches!(ran.status.code(), Some(125 | 126)), "{ran:?}");
-    held_id(&git_push(&a));
+    runs_once_approved_by_the_fleet(&a);
     // A decision is taken once.
     let again = fleet.operator(&["approve", hold["id"].as_str().unwrap()]);
     assert!(!again.status.success(), "{again:?}");
@@ -862,18 +867,7 @@ fn a_hold_on_host_b_is_approved_from_host_as_console_and_runs_once_on_b() {
     wait(Duration::from_secs(5), "the approval reached b", || {
         !kinds(&b, "approved").is_empty()
     });
-    let approved = &kinds(&b, "approved")[0];
-    assert!(
-        approved["reason"]
-            .as_str()
-            .unwrap()
-            .contains("fleet operator praxis_operator_ops"),
-        "{approved}"
-    );
-    // Runs once: the retry runs, the next one is held again.
-    let ran = git_push(&b);
-    assert!(!matches!(ran.status.code(), Some(125 | 126)), "{ran:?}");
-    held_id(&git_push(&b));
+    runs_once_approved_by_the_fleet(&b);
     // A decision is taken once, from the console as from the CLI.
     assert_eq!(post(&console, "/pending/decide", &decide), 303);
     let again = get(&console, "/pending");
