@@ -7,9 +7,11 @@
 //! same inputs, which a background thread makes when asked ([`make_spare`],
 //! after the command's exit is reported): a scratch dir, a fresh ruleset holding the
 //! carve's rules and that dir's grant, and fresh cgroups. The next
-//! `prepare` takes them only when its inputs are equal and its carve is the
+//! `prepare` takes them all when its inputs are equal and its carve is the
 //! very one they were made from (the carve cache has just checked that it is
-//! current); otherwise it makes its own, as before. A spare is used once,
+//! current). Otherwise, when only its limits are equal, it takes the
+//! spare's cgroups with the launcher waiting in them (and its network
+//! namespace) and makes the rest; else it makes its own. A spare is used once,
 //! exactly as a freshly made one would be, so a command gets the same rules
 //! either way; the command's write grants are added after it is taken.
 //!
@@ -61,13 +63,33 @@ pub(crate) struct Made {
     pub(crate) netns: Option<OwnedFd>,
 }
 
+/// Where a command's cgroups (and network namespace) come from.
+pub(crate) enum Placement {
+    /// Made now; `ahead` (a spare), with a launcher placed in them.
+    Make { ahead: bool },
+    /// Those of another command's spare, made with the same limits, with
+    /// its launcher still waiting in them; its network namespace when it
+    /// has the one this command needs. A command that differs from the last
+    /// in anything else (its workspace, its network) still starts without
+    /// a cgroup move.
+    Reuse {
+        launcher: Option<Launcher>,
+        cgroup: Option<CommandCgroup>,
+        netns: Option<OwnedFd>,
+    },
+}
+
 impl Made {
     /// Makes the pieces; the scratch root must exist (it is never made here,
-    /// so a spare cannot bring back a root removed meanwhile). Made `ahead`
+    /// so a spare cannot bring back a root removed meanwhile). Made ahead
     /// (a spare), they come with a launcher already in the cgroups; where
     /// one cannot be placed, the command joins them itself, as one made on
     /// the spot does.
-    pub(crate) fn new(inputs: &Inputs, carved: &Carved, ahead: bool) -> Result<Made, SandboxError> {
+    pub(crate) fn new(
+        inputs: &Inputs,
+        carved: &Carved,
+        placement: Placement,
+    ) -> Result<Made, SandboxError> {
         let scratch = ScratchDir::create_in(&inputs.scratch_root, inputs.owner)?;
         let restricted = inputs.carve.restricted;
         let scratch_rules = if restricted {
@@ -82,9 +104,24 @@ impl Made {
         let ruleset = fs_rules::ruleset(restricted, inputs.network_off)?;
         fs_rules::add_rules(&ruleset, &carved.rules)?;
         fs_rules::add_rules(&ruleset, &scratch_rules)?;
-        let cgroup = CommandCgroup::create(&inputs.limits)?;
-        let launcher = match &cgroup {
-            Some(cgroup) if ahead => Launcher::place(&cgroup.procs_fds()).ok(),
+        let (launcher, cgroup, netns) = match placement {
+            Placement::Make { ahead } => {
+                let cgroup = CommandCgroup::create(&inputs.limits)?;
+                let launcher = match &cgroup {
+                    Some(cgroup) if ahead => Launcher::place(&cgroup.procs_fds()).ok(),
+                    _ => None,
+                };
+                (launcher, cgroup, None)
+            }
+            Placement::Reuse {
+                launcher,
+                cgroup,
+                netns,
+            } => (launcher, cgroup, netns),
+        };
+        let netns = match netns {
+            Some(netns) if inputs.netns_ahead => Some(netns),
+            _ if inputs.netns_ahead => Some(crate::netns::make()?),
             _ => None,
         };
         Ok(Made {
@@ -93,12 +130,24 @@ impl Made {
             ruleset,
             rule_count: carved.rules.len() + scratch_rules.len(),
             cgroup,
-            netns: if inputs.netns_ahead {
-                Some(crate::netns::make()?)
-            } else {
-                None
-            },
+            netns,
         })
+    }
+
+    /// Its cgroups, launcher and network namespace, for a command with the
+    /// same limits; the rest is dropped (its scratch dir removed).
+    fn placement(self) -> Placement {
+        let Made {
+            launcher,
+            cgroup,
+            netns,
+            ..
+        } = self;
+        Placement::Reuse {
+            launcher,
+            cgroup,
+            netns,
+        }
     }
 }
 
@@ -191,8 +240,12 @@ pub(crate) fn take_or_make(inputs: &Inputs, carved: &Arc<Carved>) -> Result<Made
     drop(kept);
     match taken {
         Some((was, from, made)) if was == *inputs && Arc::ptr_eq(&from, carved) => Ok(made),
-        // Another command's spare: dropped here (its dir and cgroups go).
-        _ => Made::new(inputs, carved, false),
+        Some((was, _, made)) if was.limits == inputs.limits => {
+            Made::new(inputs, carved, made.placement())
+        }
+        // Another command's spare with other limits: dropped here (its dir
+        // and cgroups go).
+        _ => Made::new(inputs, carved, Placement::Make { ahead: false }),
     }
 }
 
@@ -205,7 +258,7 @@ fn maker() -> &'static SyncSender<(Inputs, Arc<Carved>)> {
             .spawn(move || {
                 for (inputs, carved) in asked {
                     // A failure only means the next command makes its own.
-                    let made = Made::new(&inputs, &carved, true);
+                    let made = Made::new(&inputs, &carved, Placement::Make { ahead: true });
                     let mut kept = lock();
                     kept.making = None;
                     // Turned off meanwhile: nothing may be left behind.

@@ -1,7 +1,9 @@
 //! A command on a spare is started by a launcher made ahead, already in the
 //! command's own cgroups: it runs there with its limits, exactly as a
 //! command that joined them itself, and no cgroup move happened on its way
-//! to exec. (A test binary of its own: spares are a per-process setting.)
+//! to exec, also when it differs from the command the spare was made for
+//! in anything but its limits. (A test binary of its own: spares are a
+//! per-process setting.)
 
 mod common;
 
@@ -125,6 +127,32 @@ fn a_command_on_a_spare_is_started_by_a_launcher_in_its_own_cgroups() {
     assert_eq!(fields[3], second.pid().to_string(), "session");
     second.terminate_group(Duration::from_secs(1)).unwrap();
     drop(second);
+
+    // A command that differs from the last in all but its limits (another
+    // profile, so another carve) takes the spare's launcher and cgroups.
+    let mut other_spec = fx.spec(Profile::ReadOnly, Network::Off);
+    other_spec.limits = spec.limits;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut other = loop {
+        // The spare is made for the last command's inputs: this spec's.
+        let mut last = sleeper(&spec, &fx.ws);
+        last.terminate_group(Duration::from_secs(1)).unwrap();
+        drop(last);
+        praxis_sandbox::make_spare();
+        std::thread::sleep(Duration::from_millis(300));
+        let child = sleeper(&other_spec, &fx.ws);
+        if child.placed_ahead() || Instant::now() > deadline {
+            break child;
+        }
+        drop(child);
+    };
+    assert!(
+        other.placed_ahead(),
+        "a spare with the same limits did not start another command"
+    );
+    in_own_cgroups_with_limits(&other, &other_spec);
+    other.terminate_group(Duration::from_secs(1)).unwrap();
+    drop(other);
 
     // Turned off, the spare's launcher is killed and reaped with it.
     praxis_sandbox::make_spare();
