@@ -271,8 +271,10 @@ fn start(layout: Layout) -> Result<i32, String> {
         tracing::error!("sandbox self-test failed, serving only HOLD: {why}");
     }
     // Each command's scratch dir, ruleset and cgroups are made while the
-    // previous one runs (removed again at shutdown).
+    // previous one runs (removed again at shutdown); the first command's
+    // cgroups, with a launcher in them, now.
     praxis_sandbox::keep_spares();
+    praxis_sandbox::place_ahead(config.command_limits);
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

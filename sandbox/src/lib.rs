@@ -201,7 +201,7 @@ pub use private_tmp::PrivateTmp;
 pub use probe::{SelfTestReport, Support, self_test, support};
 pub use process::{Child, ExitStatus, Leftovers, Prepared, Waited, prepare, relay_ports, spawn};
 pub use scratch::sweep_scratch;
-pub use spare::{discard_spare, keep_spares, make_spare};
+pub use spare::{discard_spare, keep_spares, make_spare, place_ahead};
 
 /// Minimum Landlock ABI: 6 brings the abstract-unix-socket and signal scopes.
 pub const MIN_LANDLOCK_ABI: i32 = 6;

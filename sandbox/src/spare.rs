@@ -160,6 +160,9 @@ struct Kept {
     spare: Option<Spare>,
     wanted: Option<(Inputs, Arc<Carved>)>,
     making: Option<Inputs>,
+    /// Cgroups and a launcher placed from the limits alone, for the first
+    /// command (no spare is wanted before a command has run).
+    placed: Option<(Limits, Placement)>,
 }
 
 static ON: AtomicBool = AtomicBool::new(false);
@@ -167,6 +170,7 @@ static KEPT: Mutex<Kept> = Mutex::new(Kept {
     spare: None,
     wanted: None,
     making: None,
+    placed: None,
 });
 /// Signalled when a spare being made is kept (or given up).
 static MADE: Condvar = Condvar::new();
@@ -181,6 +185,27 @@ pub fn keep_spares() {
     ON.store(true, Ordering::Relaxed);
 }
 
+/// Places cgroups with `limits`, and a launcher in them, for the first
+/// command to take: before a command has run, no spare is wanted. Pays the
+/// cgroup move now (praxisd calls it at start); nothing when spares are off
+/// or commands get no cgroups.
+pub fn place_ahead(limits: Limits) {
+    if !ON.load(Ordering::Relaxed) {
+        return;
+    }
+    let Ok(Some(cgroup)) = CommandCgroup::create(&limits) else {
+        return;
+    };
+    let launcher = Launcher::place(&cgroup.procs_fds()).ok();
+    let placement = Placement::Reuse {
+        launcher,
+        cgroup: Some(cgroup),
+        netns: None,
+    };
+    let stale = lock().placed.replace((limits, placement));
+    drop(stale);
+}
+
 /// Turns spares off and removes the one kept, if any: its scratch dir and
 /// its cgroups.
 pub fn discard_spare() {
@@ -193,8 +218,10 @@ pub fn discard_spare() {
     kept.wanted = None;
     // Dropping the pieces removes the dir and the (empty) cgroups.
     let spare = kept.spare.take();
+    let placed = kept.placed.take();
     drop(kept);
     drop(spare);
+    drop(placed);
 }
 
 /// Makes, in the background, the spare the last `prepare` wants for the
@@ -234,17 +261,21 @@ pub(crate) fn take_or_make(inputs: &Inputs, carved: &Arc<Carved>) -> Result<Made
             .0;
     }
     let taken = kept.spare.take();
+    let placed = kept.placed.take();
     if ON.load(Ordering::Relaxed) && carve_cache::is_kept(&inputs.carve, carved) {
         kept.wanted = Some((inputs.clone(), Arc::clone(carved)));
     }
     drop(kept);
-    match taken {
-        Some((was, from, made)) if was == *inputs && Arc::ptr_eq(&from, carved) => Ok(made),
-        Some((was, _, made)) if was.limits == inputs.limits => {
+    match (taken, placed) {
+        (Some((was, from, made)), _) if was == *inputs && Arc::ptr_eq(&from, carved) => Ok(made),
+        (Some((was, _, made)), _) if was.limits == inputs.limits => {
             Made::new(inputs, carved, made.placement())
         }
-        // Another command's spare with other limits: dropped here (its dir
-        // and cgroups go).
+        (_, Some((limits, placement))) if limits == inputs.limits => {
+            Made::new(inputs, carved, placement)
+        }
+        // Pieces made with other limits are dropped here (their dirs and
+        // cgroups go).
         _ => Made::new(inputs, carved, Placement::Make { ahead: false }),
     }
 }

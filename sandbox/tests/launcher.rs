@@ -154,7 +154,23 @@ fn a_command_on_a_spare_is_started_by_a_launcher_in_its_own_cgroups() {
     other.terminate_group(Duration::from_secs(1)).unwrap();
     drop(other);
 
-    // Turned off, the spare's launcher is killed and reaped with it.
+    // Before any command has run no spare is wanted: cgroups and a
+    // launcher placed from the limits alone start the first command.
+    praxis_sandbox::discard_spare();
+    praxis_sandbox::keep_spares();
+    praxis_sandbox::place_ahead(spec.limits);
+    let mut first_again = sleeper(&other_spec, &fx.ws);
+    assert!(
+        first_again.placed_ahead(),
+        "the launcher placed ahead did not start the first command"
+    );
+    in_own_cgroups_with_limits(&first_again, &other_spec);
+    first_again.terminate_group(Duration::from_secs(1)).unwrap();
+    drop(first_again);
+
+    // Turned off, the spare's launcher, and one placed ahead, are killed
+    // and reaped with them.
+    praxis_sandbox::place_ahead(spec.limits);
     praxis_sandbox::make_spare();
     std::thread::sleep(Duration::from_millis(300));
     praxis_sandbox::discard_spare();
