@@ -9,7 +9,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::pinned::{Process, cgroup_v2};
+use crate::pinned::{Process, cgroup_v2, read_proc};
 
 /// One running command.
 #[derive(Debug)]
@@ -60,7 +60,7 @@ pub fn signal_group(pgid: i32, sig: Signal) {
 /// The parent pid of `pid`, from `/proc/<pid>/stat` (the field after the
 /// parenthesised command name, which may itself contain spaces or parens).
 fn parent_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = read_proc(&format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
 }
@@ -68,7 +68,7 @@ fn parent_of(pid: i32) -> Option<i32> {
 /// The cgroup v2 path every command cgroup of this daemon lies under
 /// (`praxisd-<pid>` under its own cgroup), as `/proc/<pid>/cgroup` names it.
 fn commands_cgroup() -> Option<std::path::PathBuf> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = read_proc("/proc/self/cgroup").ok()?;
     Some(cgroup_v2(&own)?.join(format!("praxisd-{}", std::process::id())))
 }
 

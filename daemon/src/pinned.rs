@@ -118,7 +118,7 @@ impl PinnedPeer {
 /// A `/proc` file's text. These files report no size, so a plain read
 /// grows its buffer from 32 bytes, one system call a step; they fit a page,
 /// read whole at once (and a longer one is still read to its end).
-fn read_proc(path: &str) -> io::Result<String> {
+pub(crate) fn read_proc(path: &str) -> io::Result<String> {
     let mut text = Vec::with_capacity(4096);
     std::fs::File::open(path)?.read_to_end(&mut text)?;
     String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
