@@ -67,12 +67,12 @@ pub(crate) struct Made {
 pub(crate) enum Placement {
     /// Made now; `ahead` (a spare), with a launcher placed in them.
     Make { ahead: bool },
-    /// Those of another command's spare, made with the same limits, with
-    /// its launcher still waiting in them; its network namespace when it
-    /// has the one this command needs. A command that differs from the last
-    /// in anything else (its workspace, its network) still starts without
-    /// a cgroup move.
-    Reuse {
+    /// Made already, with the launcher waiting in them: another command's
+    /// spare made with the same limits (with its network namespace), or
+    /// those placed at start. A command that differs from the last in
+    /// anything else (its workspace, its network) still starts without a
+    /// cgroup move.
+    Placed {
         launcher: Option<Launcher>,
         cgroup: Option<CommandCgroup>,
         netns: Option<OwnedFd>,
@@ -113,7 +113,7 @@ impl Made {
                 };
                 (launcher, cgroup, None)
             }
-            Placement::Reuse {
+            Placement::Placed {
                 launcher,
                 cgroup,
                 netns,
@@ -143,7 +143,7 @@ impl Made {
             netns,
             ..
         } = self;
-        Placement::Reuse {
+        Placement::Placed {
             launcher,
             cgroup,
             netns,
@@ -197,7 +197,7 @@ pub fn place_ahead(limits: Limits) {
         return;
     };
     let launcher = Launcher::place(&cgroup.procs_fds()).ok();
-    let placement = Placement::Reuse {
+    let placement = Placement::Placed {
         launcher,
         cgroup: Some(cgroup),
         netns: None,
