@@ -77,6 +77,28 @@ fn in_own_cgroups_with_limits(child: &Child, spec: &Spec) {
     }
 }
 
+/// The first command `start` starts that a launcher started, trying for
+/// up to 10 s (a spare is made in the background); the last one tried
+/// when none was.
+fn until_placed(mut start: impl FnMut() -> Child) -> Child {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let child = start();
+        if child.placed_ahead() || Instant::now() > deadline {
+            return child;
+        }
+        drop(child);
+    }
+}
+
+/// Checks that `child` was started by a launcher (`why` says what failed
+/// otherwise), sits in its own cgroups with `spec`'s limits, and ends it.
+fn ran_placed(mut child: Child, spec: &Spec, why: &str) {
+    assert!(child.placed_ahead(), "{why}");
+    in_own_cgroups_with_limits(&child, spec);
+    child.terminate_group(Duration::from_secs(1)).unwrap();
+}
+
 #[test]
 fn a_command_on_a_spare_is_started_by_a_launcher_in_its_own_cgroups() {
     if !praxis_sandbox::limiting().by_cgroup() {
@@ -104,69 +126,47 @@ fn a_command_on_a_spare_is_started_by_a_launcher_in_its_own_cgroups() {
 
     // The spare made after it comes with a launcher; the next command
     // with the same inputs is started by it.
-    praxis_sandbox::make_spare();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut second = loop {
-        std::thread::sleep(Duration::from_millis(100));
-        let child = sleeper(&spec, &fx.ws);
-        if child.placed_ahead() || Instant::now() > deadline {
-            break child;
-        }
-        drop(child);
+    let second = until_placed(|| {
         praxis_sandbox::make_spare();
-    };
-    assert!(
-        second.placed_ahead(),
-        "no command was started by a launcher"
-    );
-    in_own_cgroups_with_limits(&second, &spec);
+        std::thread::sleep(Duration::from_millis(100));
+        sleeper(&spec, &fx.ws)
+    });
     // It leads its own session and process group, as a fresh child does.
     let stat = fs::read_to_string(format!("/proc/{}/stat", second.pid())).unwrap();
     let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
     assert_eq!(fields[2], second.pid().to_string(), "process group");
     assert_eq!(fields[3], second.pid().to_string(), "session");
-    second.terminate_group(Duration::from_secs(1)).unwrap();
-    drop(second);
+    ran_placed(second, &spec, "no command was started by a launcher");
 
     // A command that differs from the last in all but its limits (another
     // profile, so another carve) takes the spare's launcher and cgroups.
     let mut other_spec = fx.spec(Profile::ReadOnly, Network::Off);
     other_spec.limits = spec.limits;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut other = loop {
+    let other = until_placed(|| {
         // The spare is made for the last command's inputs: this spec's.
         let mut last = sleeper(&spec, &fx.ws);
         last.terminate_group(Duration::from_secs(1)).unwrap();
         drop(last);
         praxis_sandbox::make_spare();
         std::thread::sleep(Duration::from_millis(300));
-        let child = sleeper(&other_spec, &fx.ws);
-        if child.placed_ahead() || Instant::now() > deadline {
-            break child;
-        }
-        drop(child);
-    };
-    assert!(
-        other.placed_ahead(),
-        "a spare with the same limits did not start another command"
+        sleeper(&other_spec, &fx.ws)
+    });
+    ran_placed(
+        other,
+        &other_spec,
+        "a spare with the same limits did not start another command",
     );
-    in_own_cgroups_with_limits(&other, &other_spec);
-    other.terminate_group(Duration::from_secs(1)).unwrap();
-    drop(other);
 
     // Before any command has run no spare is wanted: cgroups and a
     // launcher placed from the limits alone start the first command.
     praxis_sandbox::discard_spare();
     praxis_sandbox::keep_spares();
     praxis_sandbox::place_ahead(spec.limits);
-    let mut first_again = sleeper(&other_spec, &fx.ws);
-    assert!(
-        first_again.placed_ahead(),
-        "the launcher placed ahead did not start the first command"
+    ran_placed(
+        sleeper(&other_spec, &fx.ws),
+        &other_spec,
+        "the launcher placed ahead did not start the first command",
     );
-    in_own_cgroups_with_limits(&first_again, &other_spec);
-    first_again.terminate_group(Duration::from_secs(1)).unwrap();
-    drop(first_again);
 
     // Turned off, the spare's launcher, and one placed ahead, are killed
     // and reaped with them.
