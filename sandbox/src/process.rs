@@ -7,7 +7,6 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -18,6 +17,7 @@ use crate::filter::{self, Sockets};
 use crate::fs_rules::{self, Exclusion, Grant};
 use crate::launcher::Launcher;
 use crate::mounts;
+use crate::own_caps;
 use crate::pins::{self, PinPlan, UserNsMaps};
 use crate::private_tmp;
 use crate::scratch::ScratchDir;
@@ -125,26 +125,6 @@ fn absolute(path: &Path, what: &str) -> Result<(), SandboxError> {
             path.display()
         )))
     }
-}
-
-fn effective_cap(cap: caps::Capability) -> Result<bool, SandboxError> {
-    caps::has_cap(None, caps::CapSet::Effective, cap)
-        .map_err(|e| SandboxError::os("reading capabilities", io::Error::other(e.to_string())))
-}
-
-/// The highest capability number of the running kernel (read once: it is
-/// fixed at boot).
-fn last_cap() -> Result<libc::c_ulong, SandboxError> {
-    static LAST: OnceLock<Result<libc::c_ulong, String>> = OnceLock::new();
-    LAST.get_or_init(|| {
-        let text = fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-            .map_err(|e| format!("reading /proc/sys/kernel/cap_last_cap: {e}"))?;
-        text.trim()
-            .parse()
-            .map_err(|_| format!("parsing cap_last_cap: {}", text.trim()))
-    })
-    .clone()
-    .map_err(|e| SandboxError::os("capabilities", io::Error::other(e)))
 }
 
 /// The value itself, or the daemon's own hard limit when that is lower (an
@@ -392,7 +372,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
             crate::MIN_LANDLOCK_ABI
         )));
     }
-    let privileged = effective_cap(caps::Capability::CAP_SYS_ADMIN)?;
+    let privileged = own_caps::effective(caps::Capability::CAP_SYS_ADMIN)?;
     let relay_ports = checked_relay_ports(&spec.socket_relays)?;
     let needs_net = !spec.network.is_off() || !relay_ports.is_empty();
     // Without CAP_SYS_ADMIN the namespace needs a user namespace of its own.
@@ -590,9 +570,9 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         rlimits,
         run_as: spec.run_as.clone(),
         // Inside its own user namespace the child holds CAP_SETPCAP.
-        drop_bounding: userns.is_some() || effective_cap(caps::Capability::CAP_SETPCAP)?,
+        drop_bounding: userns.is_some() || own_caps::effective(caps::Capability::CAP_SETPCAP)?,
         userns,
-        last_cap: last_cap()?,
+        last_cap: own_caps::last()?,
         pins: pin_plan,
         tmp: tmp_plan,
         rule_count,
@@ -735,7 +715,11 @@ pub(crate) fn launch(
         pins: &prepared.pins.pins,
         masks: &prepared.pins.masks,
         cwd: &cwd,
-        drop_bounding: prepared.drop_bounding,
+        // A launcher made ahead dropped it in our user namespace; a new
+        // one starts with a full bounding set again.
+        drop_bounding: prepared.drop_bounding
+            && !(prepared.userns.is_none()
+                && launcher.as_ref().is_some_and(Launcher::bounding_dropped)),
         last_cap: prepared.last_cap,
         identity: prepared.run_as.as_ref().map(|r| Identity {
             uid: r.uid,
@@ -1021,6 +1005,13 @@ impl Child {
     /// Waits for the leader to exit (without reaping it); with `block` false,
     /// returns whether it has.
     fn exited(&self, block: bool) -> Result<bool, SandboxError> {
+        self.unreaped_exit(block).map(|status| status.is_some())
+    }
+
+    /// How the leader ended, read without reaping it (`WNOWAIT`): it stays a
+    /// zombie, so its pid (the group's id) cannot be reused. With `block`
+    /// false, `None` while it runs.
+    fn unreaped_exit(&self, block: bool) -> Result<Option<ExitStatus>, SandboxError> {
         loop {
             // SAFETY: siginfo_t is plain data; waitid fills it.
             let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -1028,8 +1019,13 @@ impl Child {
             // SAFETY: waitid on our own child with a valid out pointer.
             let rc = unsafe { libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, flags) };
             if rc == 0 {
-                // SAFETY: waitid filled the union's child fields.
-                return Ok(unsafe { info.si_pid() } != 0);
+                // SAFETY: waitid filled the union's child fields (all zero
+                // when WNOHANG found the child running).
+                let (pid, code) = unsafe { (info.si_pid(), info.si_status()) };
+                return Ok((pid != 0).then(|| match info.si_code {
+                    libc::CLD_EXITED => ExitStatus::Code(code),
+                    _ => ExitStatus::Signal(code),
+                }));
             }
             let err = io::Error::last_os_error();
             if err.kind() != io::ErrorKind::Interrupted {
@@ -1047,26 +1043,9 @@ impl Child {
         }
         // The leader is a zombie, so its pid (the pgid) cannot be reused yet.
         let killed = self.signal_group(libc::SIGKILL);
-        let mut raw = 0;
-        loop {
-            // SAFETY: waitpid on our own child with a valid out pointer.
-            let rc = unsafe { libc::waitpid(self.pid, &mut raw, 0) };
-            if rc == self.pid {
-                break;
-            }
-            let err = io::Error::last_os_error();
-            if err.kind() != io::ErrorKind::Interrupted {
-                return Err(SandboxError::os("waitpid", err));
-            }
-        }
-        let status = if libc::WIFSIGNALED(raw) {
-            ExitStatus::Signal(libc::WTERMSIG(raw))
-        } else {
-            ExitStatus::Code(libc::WEXITSTATUS(raw))
-        };
+        let status = Zombie::reap(self.pid)?;
         self.status = Some(status);
         self.pidfd = None;
-        crate::guardian::forget(self.pid);
         let removed = self.cgroup.take().map_or(Ok(()), CommandCgroup::remove);
         killed?;
         removed?;
@@ -1082,17 +1061,38 @@ impl Child {
     }
 
     /// Like [`Child::wait`], but what is left to tidy (the command's
-    /// cgroups, whose processes are killed before this returns, and its
-    /// scratch dir) comes back as [`Leftovers`] instead of being removed
-    /// here: the caller can report the exit first and tidy after.
+    /// cgroups, whose processes are killed before this returns, its scratch
+    /// dir, and the leader itself, a zombie until then) comes back as
+    /// [`Leftovers`] instead of being removed here: the caller can report
+    /// the exit first and tidy after. Reaping is left too: releasing a
+    /// sandboxed process (its `/proc` entries, its Landlock domain, its
+    /// seccomp filter) costs the kernel far more than reading its status.
     pub fn wait_leaving(mut self) -> (Result<ExitStatus, SandboxError>, Leftovers) {
         let cgroup = self.cgroup.take();
-        let waited = self.wait();
+        let waited = match self.status {
+            Some(status) => Ok(Some(status)),
+            None => self.unreaped_exit(true),
+        };
+        let (waited, leader) = match waited {
+            Ok(Some(status)) if self.status.is_none() => {
+                // The leader is a zombie, so its pid (the pgid) cannot be
+                // reused yet: the rest of its group is killed by that id.
+                let killed = self.signal_group(libc::SIGKILL);
+                self.status = Some(status);
+                let leader = Zombie {
+                    pid: self.pid,
+                    _pidfd: self.pidfd.take(),
+                };
+                (killed.map(|()| status), Some(leader))
+            }
+            _ => (self.wait(), None),
+        };
         let killed = cgroup
             .as_ref()
             .map_or(Ok(()), CommandCgroup::kill_remaining);
         let waited = waited.and_then(|status| killed.map(|()| status).map_err(Into::into));
         let leftovers = Leftovers {
+            leader,
             cgroup,
             scratch: self.scratch.take(),
             ruleset: self.ruleset.take(),
@@ -1170,26 +1170,75 @@ impl Child {
     }
 }
 
-/// A finished command's cgroups (its processes already killed), scratch
-/// dir and Landlock ruleset, removed on drop: waiting for the cgroups to
-/// empty and removing them takes a few system calls per hierarchy that
-/// need not delay the exit.
+/// A finished command's leader (exited, not yet reaped), cgroups (its
+/// processes already killed), scratch dir and Landlock ruleset, removed on
+/// drop: reaping the leader, waiting for the cgroups to empty and removing
+/// them take system calls that need not delay the exit.
 #[derive(Debug)]
 #[must_use = "dropping it removes the command's cgroups and scratch dir"]
 pub struct Leftovers {
+    leader: Option<Zombie>,
     cgroup: Option<CommandCgroup>,
     scratch: Option<ScratchDir>,
     ruleset: Option<OwnedFd>,
 }
 
 impl Leftovers {
-    /// Removes the cgroups once empty, then the scratch dir; closes the ruleset.
+    /// Reaps the leader, removes the cgroups once empty, then the scratch
+    /// dir; closes the ruleset.
     pub fn remove(mut self) -> Result<(), SandboxError> {
+        let reaped = self.leader.take().map_or(Ok(()), |leader| leader.release());
         let removed = self.cgroup.take().map_or(Ok(()), CommandCgroup::remove);
         // Only now can no process of the command still write there.
         drop(self.scratch.take());
         drop(self.ruleset.take());
-        removed.map_err(Into::into)
+        reaped.and(removed.map_err(Into::into))
+    }
+}
+
+/// An exited leader whose status was read but which is not reaped yet.
+/// Dropped, it is reaped.
+#[derive(Debug)]
+struct Zombie {
+    pid: libc::pid_t,
+    /// Its pidfd, closed with it.
+    _pidfd: Option<OwnedFd>,
+}
+
+impl Zombie {
+    /// Reaps the exited child `pid` and tells the guardian it is gone.
+    fn reap(pid: libc::pid_t) -> Result<ExitStatus, SandboxError> {
+        let mut raw = 0;
+        loop {
+            // SAFETY: waitpid on our own child with a valid out pointer.
+            let rc = unsafe { libc::waitpid(pid, &mut raw, 0) };
+            if rc == pid {
+                break;
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(SandboxError::os("waitpid", err));
+            }
+        }
+        crate::guardian::forget(pid);
+        Ok(if libc::WIFSIGNALED(raw) {
+            ExitStatus::Signal(libc::WTERMSIG(raw))
+        } else {
+            ExitStatus::Code(libc::WEXITSTATUS(raw))
+        })
+    }
+
+    fn release(mut self) -> Result<(), SandboxError> {
+        let pid = std::mem::replace(&mut self.pid, 0);
+        Zombie::reap(pid).map(drop)
+    }
+}
+
+impl Drop for Zombie {
+    fn drop(&mut self) {
+        if self.pid > 0 {
+            let _ = Zombie::reap(self.pid);
+        }
     }
 }
 

@@ -119,6 +119,30 @@ fn wait_leaving_kills_leftovers_before_it_returns_and_leaves_only_the_removal() 
 }
 
 #[test]
+fn wait_leaving_reads_the_exit_and_leaves_the_reap_to_the_leftovers() {
+    if !tracked() {
+        return;
+    }
+    let fx = Fixture::new();
+    for (script, code) in [("exit 7", 7), ("kill -TERM $$", 128 + libc::SIGTERM)] {
+        let (child, _) = start(&fx, &escaping(script));
+        let leader = child.pid();
+        let (waited, leftovers) = child.wait_leaving();
+        assert_eq!(waited.unwrap().shell_code(), code, "{script}");
+        assert_eq!(
+            state_and_session(leader).map(|(state, _)| state),
+            Some('Z'),
+            "the leader is reaped only with the leftovers"
+        );
+        leftovers.remove().unwrap();
+        assert!(
+            state_and_session(leader).is_none(),
+            "the leftovers reap the leader"
+        );
+    }
+}
+
+#[test]
 fn terminate_group_reaches_other_sessions() {
     if !tracked() {
         return;
