@@ -375,6 +375,48 @@ unsafe fn private_tmp(fd: RawFd, tmp: &crate::private_tmp::TmpPlan) {
     }
 }
 
+/// Sets every catchable signal's disposition back to the default, the
+/// real-time ones included (an ignored signal stays ignored across exec).
+/// The spawner blocks every signal, so none of the daemon's handlers
+/// (copied at the clone) can run in a child, in the daemon's memory,
+/// before this.
+///
+/// # Safety
+/// Only in a child cloned by the spawner, before it execs.
+pub(crate) unsafe fn default_handlers() {
+    // The kernel's `struct sigaction` all zero: handler SIG_DFL, no flags,
+    // empty mask, whatever its layout on this architecture. The raw call,
+    // because libc refuses the two signals its threads use itself.
+    let default = [0u64; 4];
+    for sig in 1..=64 {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            // SAFETY: rt_sigaction reads a zeroed struct at least as large
+            // as the kernel's, with the kernel's signal set size.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    sig,
+                    default.as_ptr(),
+                    std::ptr::null_mut::<libc::c_void>(),
+                    size_of::<u64>(),
+                )
+            };
+        }
+    }
+}
+
+/// Drops every capability up to `last_cap` from the bounding set, which
+/// needs `CAP_SETPCAP`; whether all drops succeeded. A drop that returns 0
+/// has cleared the bit (the kernel does nothing else); reading each one
+/// back doubled the calls.
+///
+/// # Safety
+/// Only in a child cloned by the spawner, before it execs.
+pub(crate) unsafe fn drop_bounding_set(last_cap: libc::c_ulong) -> bool {
+    // SAFETY: prctl with plain integer arguments.
+    (0..=last_cap).all(|cap| unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } == 0)
+}
+
 /// Runs the child's set-up. Called right after `clone` in the child.
 ///
 /// # Safety
@@ -424,12 +466,9 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
         );
 
         // The daemon may block or ignore signals; a command starts clean.
-        // Handlers go first: the spawner blocks every signal, so none of the
-        // daemon's handlers can run here, in its memory, before this.
-        for sig in 1..32 {
-            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                libc::signal(sig, libc::SIG_DFL);
-            }
+        // Handlers go first (a launcher made ahead reset them already).
+        if !plan.placed_ahead {
+            default_handlers();
         }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
@@ -555,14 +594,7 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
         // Dropping the bounding set needs CAP_SETPCAP, so it comes before the
         // identity switch.
         if plan.drop_bounding {
-            // A drop that returns 0 has cleared the bit (the kernel does
-            // nothing else); reading each one back doubled the calls.
-            for cap in 0..=plan.last_cap {
-                check(
-                    Stage::CapBound,
-                    libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) == 0,
-                );
-            }
+            check(Stage::CapBound, drop_bounding_set(plan.last_cap));
         }
         if let Some(id) = &plan.identity {
             check(

@@ -19,6 +19,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::SandboxError;
 use crate::child::{self, Plan};
+use crate::own_caps;
 use crate::spawner::{self, ChildStack, pipe_cloexec};
 
 /// What the launcher answers on its pipe.
@@ -38,6 +39,8 @@ struct Start {
     /// The pipe it answers on.
     answer: RawFd,
     parent_pid: libc::pid_t,
+    /// The last capability to drop from the bounding set ahead, if it can.
+    bounding: Option<libc::c_ulong>,
 }
 
 /// A launcher waiting in a command's cgroups. Dropped unused, it is killed
@@ -56,6 +59,8 @@ pub(crate) struct Launcher {
     _stack: ChildStack,
     /// Handed over as a command's process: no longer ours to kill.
     handed: bool,
+    /// Its bounding set is empty already.
+    bounding_dropped: bool,
 }
 
 /// Writes one byte (async-signal-safe).
@@ -83,7 +88,13 @@ extern "C" fn launcher_entry(arg: *mut libc::c_void) -> libc::c_int {
             && start
                 .procs
                 .iter()
-                .all(|&procs| libc::write(procs, c"0".as_ptr().cast(), 1) == 1);
+                .all(|&procs| libc::write(procs, c"0".as_ptr().cast(), 1) == 1)
+            && start
+                .bounding
+                .is_none_or(|last| child::drop_bounding_set(last));
+        // What every command's set-up does first whatever its plan, done
+        // while waiting (signals stay blocked until the plan unblocks them).
+        child::default_handlers();
         if !tell(start.answer, if placed { PLACED } else { FAILED }) || !placed {
             libc::_exit(1);
         }
@@ -123,7 +134,9 @@ impl Launcher {
             answer: answer.1.as_raw_fd(),
             // SAFETY: getpid has no preconditions.
             parent_pid: unsafe { libc::getpid() },
+            bounding: own_caps::droppable_bounding(),
         });
+        let start_bounding = start.bounding.is_some();
         let stack = ChildStack::new().map_err(|e| SandboxError::os("a launcher's stack", e))?;
         let arg = (&raw const *start).cast_mut().cast();
         // SAFETY: `launcher_entry` keeps to raw system calls; `start` and
@@ -149,6 +162,7 @@ impl Launcher {
             _start: start,
             _stack: stack,
             handed: false,
+            bounding_dropped: start_bounding,
         };
         match launcher.answer()? {
             PLACED => Ok(launcher),
@@ -157,6 +171,12 @@ impl Launcher {
                 io::Error::from_raw_os_error(libc::EPERM),
             )),
         }
+    }
+
+    /// Whether its bounding set is empty already, so a plan that keeps
+    /// our user namespace need not drop it again.
+    pub(crate) fn bounding_dropped(&self) -> bool {
+        self.bounding_dropped
     }
 
     /// The launcher's next answer; `FAILED` if it died first.

@@ -173,6 +173,7 @@ mod fs_rules;
 mod launcher;
 mod mounts;
 mod netns;
+mod own_caps;
 mod pins;
 mod private_tmp;
 mod probe;

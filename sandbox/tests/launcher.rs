@@ -91,11 +91,28 @@ fn until_placed(mut start: impl FnMut() -> Child) -> Child {
     }
 }
 
+/// Checks that `child` has no capabilities, not even in its bounding set,
+/// and every signal at its default, unblocked (`sleep` catches none).
+fn starts_clean(child: &Child) {
+    let status = fs::read_to_string(format!("/proc/{}/status", child.pid())).unwrap();
+    for field in [
+        "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "SigBlk", "SigIgn", "SigCgt",
+    ] {
+        let value = status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(":"))
+            .unwrap_or_else(|| panic!("no {field} in {status}"));
+        assert_eq!(value.trim(), "0000000000000000", "{field}");
+    }
+}
+
 /// Checks that `child` was started by a launcher (`why` says what failed
-/// otherwise), sits in its own cgroups with `spec`'s limits, and ends it.
+/// otherwise), sits in its own cgroups with `spec`'s limits, starts clean,
+/// and ends it.
 fn ran_placed(mut child: Child, spec: &Spec, why: &str) {
     assert!(child.placed_ahead(), "{why}");
     in_own_cgroups_with_limits(&child, spec);
+    starts_clean(&child);
     child.terminate_group(Duration::from_secs(1)).unwrap();
 }
 
@@ -121,6 +138,7 @@ fn a_command_on_a_spare_is_started_by_a_launcher_in_its_own_cgroups() {
     let mut first = sleeper(&spec, &fx.ws);
     assert!(!first.placed_ahead());
     in_own_cgroups_with_limits(&first, &spec);
+    starts_clean(&first);
     first.terminate_group(Duration::from_secs(1)).unwrap();
     drop(first);
 
