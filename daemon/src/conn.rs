@@ -3,11 +3,12 @@
 
 use std::io::{self, IoSliceMut};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
 
 use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
 use praxis_proto::frame::{Frame, FrameError, HEADER_LEN, Header};
 use praxis_proto::{ErrorFrame, ServerMsg};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
@@ -131,6 +132,14 @@ impl Writer {
 
     pub async fn send(&mut self, msg: &ServerMsg) -> Result<(), FrameError> {
         self.frame(&Frame::message(msg)?).await
+    }
+
+    /// Ends our side of the connection and waits, at most `within`, for
+    /// the client to hang up too (its socket reads as closed).
+    pub async fn close_and_outwait(mut self, within: Duration) {
+        let _ = self.inner.shutdown().await;
+        let socket: &UnixStream = self.inner.as_ref();
+        let _ = tokio::time::timeout(within, socket.ready(Interest::READABLE)).await;
     }
 }
 

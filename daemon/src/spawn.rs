@@ -71,9 +71,10 @@ pub fn sandboxed(
 /// Waits for the command's first process to exit and reaps it; the
 /// sandbox's `wait_leaving` also kills what is left of its group and
 /// cgroups. The exit is watched on the child's pidfd by the task that
-/// awaits this, so no thread stands between the exit and its report. Its
-/// cgroups and scratch dir are removed after, off the reporting path, and
-/// the next command's spare is made.
+/// awaits this, so no thread stands between the exit and its report. The
+/// leader is reaped, and its cgroups and scratch dir removed, after, off
+/// the reporting path (the next command's spare is made once its client is
+/// gone: see the server).
 async fn reaped(child: praxis_sandbox::Child) -> Waited {
     let (waited, leftovers) = match leader_exit(&child).await {
         Ok(()) => child.wait_leaving(),
@@ -96,7 +97,6 @@ async fn reaped(child: praxis_sandbox::Child) -> Waited {
         if let Err(e) = leftovers.remove() {
             tracing::warn!("after a command: {}", errors::one_line(&e));
         }
-        praxis_sandbox::make_spare();
     });
     waited
 }

@@ -225,9 +225,10 @@ pub fn discard_spare() {
 }
 
 /// Makes, in the background, the spare the last `prepare` wants for the
-/// next command. praxisd calls it once a command's exit is reported: made
+/// next command. praxisd calls it once a command's client has gone: made
 /// then, the spare does not compete with a command starting (making
-/// cgroups and joining one take the same kernel lock).
+/// cgroups and joining one take the same kernel lock), nor hold up the
+/// client's exit (joining a cgroup holds up every exit and fork meanwhile).
 pub fn make_spare() {
     let mut kept = lock();
     let Some((inputs, carved)) = kept.wanted.take() else {

@@ -20,6 +20,10 @@ use crate::pinned::PinnedPeer;
 use crate::pipeline::{self, Inbound};
 use crate::state::Daemon;
 
+/// How long the next command's spare waits for a finished command's
+/// client to hang up before it is made anyway.
+const SPARE_AFTER_CLIENT: Duration = Duration::from_millis(100);
+
 /// Serves until `stop` turns true, then stops accepting and returns the
 /// connections still being served.
 pub async fn serve(
@@ -97,6 +101,12 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
                 cwd_dir,
             };
             pipeline::run(&daemon, inbound, reader, &mut writer).await;
+            // The next command's spare joins its cgroups, and a cgroup move
+            // holds up every process on the host that forks or exits until
+            // it is done (after an idle moment, an RCU grace period): made
+            // while this client still exits, it would wait for it.
+            writer.close_and_outwait(SPARE_AFTER_CLIENT).await;
+            praxis_sandbox::make_spare();
         }
         ClientMsg::Operator { request } => {
             drop(fds);
