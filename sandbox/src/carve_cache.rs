@@ -7,10 +7,17 @@
 //! looked at: the directories listed for `*` patterns and by the carve,
 //! each recorded with its device, inode, mtime and ctime, and the
 //! resolution of every secret and carved protected path. A later command
-//! with the same lists reuses the opened descriptors when one `lstat` per
-//! listed directory shows no change and no component of a path that
-//! resolved without symlinks has become one; a path whose resolution went
-//! through a symlink is resolved again and compared.
+//! with the same lists reuses the opened descriptors when no listed
+//! directory changed and no component of a path that resolved without
+//! symlinks has become one; a path whose resolution went through a symlink
+//! is resolved again and compared.
+//!
+//! A kept carve watches (inotify) each listed directory and the parent of
+//! each of those paths, so the check before a command is one read of its
+//! queue, not one `lstat` per directory: a name made, removed or renamed in
+//! one of them, or a change to one's own attributes, is a change. Where the
+//! watches cannot be had (the user's inotify limits), the `lstat`s are
+//! made instead.
 //!
 //! A directory changed within [`RACY`] of the carve is not trusted (its
 //! timestamps may not have ticked yet): such a carve is used once and not
@@ -19,10 +26,13 @@
 //! created since then inside a carved directory changes that directory and
 //! the carve is redone.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use std::time::{Duration, SystemTime};
 
 use crate::fs_rules::{Exclusion, Rule, RulesError, resolve_lenient};
@@ -112,6 +122,72 @@ pub(crate) struct Carved {
     relinks: Vec<(PathBuf, PathBuf)>,
     /// The mount table's generation when the carve read it, if it did.
     mount_generation: Option<u64>,
+    /// Watches on what it depended on, once it is kept.
+    watch: OnceLock<Watch>,
+}
+
+/// An inotify queue watching directories a carve depended on.
+#[derive(Debug)]
+struct Watch {
+    /// The queue, and whether a change was read from it (a change stays
+    /// seen: the events are gone once read).
+    queue: Mutex<(Inotify, bool)>,
+}
+
+impl Watch {
+    /// What changes a directory's listing or its own attributes.
+    fn events() -> AddWatchFlags {
+        AddWatchFlags::IN_CREATE
+            | AddWatchFlags::IN_DELETE
+            | AddWatchFlags::IN_MOVED_FROM
+            | AddWatchFlags::IN_MOVED_TO
+            | AddWatchFlags::IN_ATTRIB
+            | AddWatchFlags::IN_DELETE_SELF
+            | AddWatchFlags::IN_MOVE_SELF
+            | AddWatchFlags::IN_ONLYDIR
+            | AddWatchFlags::IN_DONT_FOLLOW
+    }
+
+    /// Watches each of `dirs`, or where one is missing, its nearest
+    /// existing ancestor (where it would appear). None when any watch
+    /// cannot be had.
+    fn new<'a>(dirs: impl Iterator<Item = &'a Path>) -> Option<Watch> {
+        let queue = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+        for dir in dirs {
+            let watched = dir
+                .ancestors()
+                .map(|at| queue.add_watch(at, Watch::events()))
+                .find(|added| !matches!(added, Err(nix::Error::ENOENT | nix::Error::ENOTDIR)))?;
+            watched.ok()?;
+        }
+        Some(Watch {
+            queue: Mutex::new((queue, false)),
+        })
+    }
+
+    /// Whether nothing changed since the watches were set.
+    fn quiet(&self) -> bool {
+        let mut queue = self
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (inotify, changed) = &mut *queue;
+        while !*changed {
+            match inotify.read_events() {
+                // A child's own attributes (a file touched in a watched
+                // directory) leave the directory as it was.
+                Ok(events) => {
+                    *changed = events.iter().any(|e| {
+                        e.mask - AddWatchFlags::IN_ISDIR != AddWatchFlags::IN_ATTRIB
+                            || e.name.is_none()
+                    });
+                }
+                Err(nix::Error::EAGAIN) => break,
+                Err(_) => *changed = true,
+            }
+        }
+        !*changed
+    }
 }
 
 /// Records what a carve depends on while it is made.
@@ -172,13 +248,22 @@ impl Deps {
             plain: self.plain,
             relinks: self.relinks,
             mount_generation: self.mount_generation,
+            watch: OnceLock::new(),
         }
     }
 }
 
 impl Carved {
-    /// Whether every directory it depended on is as it was.
+    /// Whether every directory it depended on is as it was: by its watches
+    /// when it has them, else by looking again.
     fn current(&self) -> bool {
+        self.watch.get().map_or_else(|| self.looked_unchanged(), Watch::quiet)
+            && self.resolved_unchanged()
+    }
+
+    /// Whether each listed directory looks as it did and no component of a
+    /// plain path has become a symlink.
+    fn looked_unchanged(&self) -> bool {
         self.looks
             .iter()
             .all(|look| Look::take(&look.path) == *look)
@@ -186,8 +271,12 @@ impl Carved {
                 .plain
                 .iter()
                 .any(|p| fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()))
-            && self
-                .relinks
+    }
+
+    /// Whether paths resolved through symlinks resolve as they did, and the
+    /// mount table is the one read.
+    fn resolved_unchanged(&self) -> bool {
+        self.relinks
                 .iter()
                 .all(|(path, was)| resolve_lenient(path).is_ok_and(|now| now == *was))
             && self
@@ -196,9 +285,29 @@ impl Carved {
     }
 
     /// Whether it may be kept for later commands: every directory it
-    /// depended on was last changed well before `started`.
+    /// depended on was last changed well before `started`. Its watches are
+    /// set here, then everything is looked at once more: a change before
+    /// they were set shows there, one after in their queue.
     fn keepable(&self, started: SystemTime) -> bool {
-        !self.looks.iter().any(|look| look.racy(started))
+        if self.looks.iter().any(|look| look.racy(started)) {
+            return false;
+        }
+        let parents = self
+            .looks
+            .iter()
+            .map(|look| look.path.as_path())
+            .chain(self.plain.iter().map(PathBuf::as_path))
+            .filter_map(Path::parent);
+        let dirs: BTreeSet<&Path> = self
+            .looks
+            .iter()
+            .map(|look| look.path.as_path())
+            .chain(parents)
+            .collect();
+        if let Some(watch) = Watch::new(dirs.into_iter()) {
+            let _ = self.watch.set(watch);
+        }
+        self.looked_unchanged() && self.resolved_unchanged()
     }
 }
 
@@ -273,6 +382,7 @@ mod tests {
     use super::*;
     use crate::fs_rules::{self, Grant};
     use std::cell::Cell;
+    use std::os::unix::fs::PermissionsExt;
 
     fn key(home: &Path) -> Key {
         Key {
@@ -331,6 +441,29 @@ mod tests {
         // Changed moments ago: used, but not kept.
         carve(&key(&root), || make(&root, &made)).unwrap();
         assert_eq!(made.get(), 3);
+    }
+
+    #[test]
+    fn a_kept_carve_is_checked_by_its_watches() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(tmp.path()).unwrap();
+        fs::create_dir_all(root.join("a/b")).unwrap();
+        fs::write(root.join("a/notes"), "n").unwrap();
+        std::thread::sleep(RACY * 2);
+        let made = Cell::new(0);
+        let kept = carve(&key(&root), || make(&root, &made)).unwrap();
+        let watch = kept.watch.get().expect("a kept carve watches");
+        assert!(watch.quiet());
+        // A file's own attributes leave its directory as it was.
+        fs::set_permissions(root.join("a/notes"), fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(watch.quiet(), "a child's attributes are no change");
+        assert!(Arc::ptr_eq(&kept, &carve(&key(&root), || make(&root, &made)).unwrap()));
+        assert_eq!(made.get(), 1);
+        // A name made in a listed directory is, and stays, seen.
+        fs::write(root.join("a/b/other"), "o").unwrap();
+        assert!(!watch.quiet());
+        assert!(!watch.quiet(), "a change read once stays seen");
+        assert!(!kept.current());
     }
 
     #[test]
