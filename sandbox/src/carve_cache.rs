@@ -257,7 +257,9 @@ impl Carved {
     /// Whether every directory it depended on is as it was: by its watches
     /// when it has them, else by looking again.
     fn current(&self) -> bool {
-        self.watch.get().map_or_else(|| self.looked_unchanged(), Watch::quiet)
+        self.watch
+            .get()
+            .map_or_else(|| self.looked_unchanged(), Watch::quiet)
             && self.resolved_unchanged()
     }
 
@@ -277,8 +279,8 @@ impl Carved {
     /// mount table is the one read.
     fn resolved_unchanged(&self) -> bool {
         self.relinks
-                .iter()
-                .all(|(path, was)| resolve_lenient(path).is_ok_and(|now| now == *was))
+            .iter()
+            .all(|(path, was)| resolve_lenient(path).is_ok_and(|now| now == *was))
             && self
                 .mount_generation
                 .is_none_or(|was| was == crate::mounts::generation())
@@ -457,7 +459,10 @@ mod tests {
         // A file's own attributes leave its directory as it was.
         fs::set_permissions(root.join("a/notes"), fs::Permissions::from_mode(0o600)).unwrap();
         assert!(watch.quiet(), "a child's attributes are no change");
-        assert!(Arc::ptr_eq(&kept, &carve(&key(&root), || make(&root, &made)).unwrap()));
+        assert!(Arc::ptr_eq(
+            &kept,
+            &carve(&key(&root), || make(&root, &made)).unwrap()
+        ));
         assert_eq!(made.get(), 1);
         // A name made in a listed directory is, and stays, seen.
         fs::write(root.join("a/b/other"), "o").unwrap();

@@ -56,7 +56,7 @@ pub(crate) struct Launcher {
     /// What it reads and the stack it runs on, held (never read here)
     /// until it has exec'd or is gone; boxed, so its address stays put.
     _start: Box<Start>,
-    _stack: ChildStack,
+    stack: Option<ChildStack>,
     /// Handed over as a command's process: no longer ours to kill.
     handed: bool,
     /// Its bounding set is empty already.
@@ -137,7 +137,8 @@ impl Launcher {
             bounding: own_caps::droppable_bounding(),
         });
         let start_bounding = start.bounding.is_some();
-        let stack = ChildStack::new().map_err(|e| SandboxError::os("a launcher's stack", e))?;
+        let stack =
+            ChildStack::reused_or_new().map_err(|e| SandboxError::os("a launcher's stack", e))?;
         let arg = (&raw const *start).cast_mut().cast();
         // SAFETY: `launcher_entry` keeps to raw system calls; `start` and
         // `stack` live in the `Launcher` made below, which kills and reaps
@@ -160,7 +161,7 @@ impl Launcher {
             go,
             answer,
             _start: start,
-            _stack: stack,
+            stack: Some(stack),
             handed: false,
             bounding_dropped: start_bounding,
         };
@@ -267,6 +268,10 @@ impl Drop for Launcher {
                     && *libc::__errno_location() == libc::EINTR
                 {}
             }
+        }
+        // Exec'd or gone: nothing runs on its stack any more.
+        if let Some(stack) = self.stack.take() {
+            stack.give_back();
         }
     }
 }

@@ -8,8 +8,8 @@
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::sync::OnceLock;
 use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
 
 use crate::SandboxError;
 use crate::child::{self, Plan};
@@ -31,7 +31,34 @@ pub(crate) struct ChildStack {
 // threads moves only its address.
 unsafe impl Send for ChildStack {}
 
+/// Stacks given back by launchers that exec'd, for the next ones: unmapping
+/// one on the request path cost a TLB flush on every core that ran it.
+static RETURNED: Mutex<Vec<ChildStack>> = Mutex::new(Vec::new());
+
+/// Returned stacks kept at most.
+const RETURNED_KEPT: usize = 4;
+
 impl ChildStack {
+    /// A stack given back by an earlier child, else a fresh mapping.
+    pub(crate) fn reused_or_new() -> io::Result<ChildStack> {
+        let returned = RETURNED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        returned.map_or_else(ChildStack::new, Ok)
+    }
+
+    /// Gives the stack back for a later child, once nothing runs on it
+    /// (its child has exec'd or is gone).
+    pub(crate) fn give_back(self) {
+        let mut returned = RETURNED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if returned.len() < RETURNED_KEPT {
+            returned.push(self);
+        }
+    }
+
     pub(crate) fn new() -> io::Result<ChildStack> {
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
