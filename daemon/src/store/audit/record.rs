@@ -241,6 +241,26 @@ impl Unplaced {
     }
 }
 
+impl Unplaced {
+    /// The full row of the record placed as event `seq` with `hash`: every
+    /// column in [`COLUMNS`] order, `hash` last.
+    pub(crate) fn into_row(
+        self,
+        seq: i64,
+        ts: String,
+        prev_hash: String,
+        hash: String,
+    ) -> Vec<Value> {
+        let mut values = self.values;
+        let place = [Value::Integer(seq), Value::Text(ts), Value::Text(prev_hash)];
+        for (column, value) in PLACE.into_iter().zip(place) {
+            values[column] = value;
+        }
+        values.push(Value::Text(hash));
+        values
+    }
+}
+
 impl Placed<'_> {
     /// The stored values, `seq` through `prev_hash`.
     pub(crate) fn values(&self) -> impl Iterator<Item = &Value> {
