@@ -1047,5 +1047,9 @@ fn a_torn_last_journal_line_is_dropped_and_the_chain_holds() {
     let next = store.append(decided(1), Durability::Normal).unwrap();
     assert_eq!(next.seq, torn);
     assert!(store.verify().unwrap().ok);
-    assert_eq!(std::fs::metadata(&file).unwrap().len(), 0, "journal emptied");
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().len(),
+        0,
+        "journal emptied"
+    );
 }

@@ -146,6 +146,8 @@ pub(crate) struct Journal {
     /// Wakes the mover when lines wait, and readers when they are moved.
     lines: Condvar,
     moved: Condvar,
+    /// A SQLite commit holds the lock to its end.
+    committing: AtomicBool,
     chain: Chain,
     db: PathBuf,
     /// The store's lost flag: once set, nothing more is acknowledged.
@@ -197,6 +199,7 @@ impl Journal {
             }),
             lines: Condvar::new(),
             moved: Condvar::new(),
+            committing: AtomicBool::new(false),
             chain,
             db: db.to_owned(),
             lost,
@@ -206,6 +209,25 @@ impl Journal {
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Ahead> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the lock for a SQLite commit of events still to be chained,
+    /// held to its end: appenders that must not block can tell.
+    pub(crate) fn lock_to_commit(&self) -> MutexGuard<'_, Ahead> {
+        let ahead = self.lock();
+        self.committing.store(true, Ordering::SeqCst);
+        ahead
+    }
+
+    /// Whether a SQLite commit holds the lock (it may take an fsync).
+    pub(crate) fn committing(&self) -> bool {
+        self.committing.load(Ordering::SeqCst)
+    }
+
+    /// The commit that took the lock with [`Journal::lock_to_commit`] ended.
+    pub(crate) fn committed(&self, ahead: MutexGuard<'_, Ahead>) {
+        self.committing.store(false, Ordering::SeqCst);
+        drop(ahead);
     }
 
     fn lost(&self) -> Option<String> {

@@ -60,20 +60,37 @@
 //!
 //! # Writing
 //!
-//! Appends commit in groups: whoever leads takes every queued append in one
-//! step into one transaction, after waiting up to 0.2 ms for the appenders
-//! the last batch answered. An appender that finds nobody leading leads on
-//! its own thread (no hand-over to another thread); an async one does so
-//! inside `block_in_place`, so the runtime's other tasks move to another
-//! thread meanwhile. After a commit the lead passes to a queued blocking
-//! appender, or else to a writer thread, which also leads for reads'
-//! barriers. Each appender builds its event's stored values and
-//! canonical record before it queues it; the leader only fills in `seq`,
-//! `ts` and `prev_hash`, hashes and inserts. A second thread moves
-//! the WAL into the main file in the background, ten times a second. Every append call returns
-//! only after its COMMIT, so an [`Appended`] is proof the event is in the
-//! file; an error means it is not, and the caller must treat the request as
-//! HOLD.
+//! An append is acknowledged only once the event is as durable as its
+//! [`Durability`] asks, so an [`Appended`] is proof the event is in the
+//! store; an error means it is not, and the caller must treat the request
+//! as HOLD.
+//!
+//! A NORMAL event without a transaction hook is acknowledged from the
+//! append journal (`journal.rs`): under the one lock that assigns `seq`,
+//! `ts` and `prev_hash`, the appender hashes its record and writes it as one
+//! line to a file beside the store with one write(2). The bytes are then in
+//! the kernel and survive a SIGKILL of praxisd, as a WAL commit under
+//! `synchronous=NORMAL` does. A mover thread commits journaled events into
+//! SQLite in large transactions and empties the journal behind them;
+//! opening the store first moves in what a killed praxisd left there. Every
+//! read of events waits until SQLite holds all acknowledged ones, so reads
+//! see what was acknowledged, as before.
+//!
+//! Every other append (FULL, with a hook, or while the journal is as far
+//! ahead of SQLite as it may run) commits in SQLite before it is
+//! acknowledged, after the journaled events not yet there, in groups:
+//! whoever leads takes every queued append in one step into one
+//! transaction, after waiting up to 0.2 ms for the appenders the last batch
+//! answered. An appender that finds nobody leading leads on its own thread
+//! (no hand-over to another thread); an async one does so inside
+//! `block_in_place`, so the runtime's other tasks move to another thread
+//! meanwhile. After a commit the lead passes to a queued blocking appender,
+//! or else to a writer thread, which also leads for reads' barriers. Each
+//! appender builds its event's stored values and canonical record before it
+//! queues it; the leader only fills in `seq`, `ts` and `prev_hash`, hashes
+//! and inserts. A FULL commit fsyncs the WAL, which holds every event
+//! before it. A second thread moves the WAL into the main file in the
+//! background, ten times a second.
 
 mod anchor;
 mod ballast;
@@ -350,9 +367,20 @@ impl AuditStore {
 
     /// Journals `record` if it may be acknowledged from the journal
     /// (NORMAL, no hook) and the journal has room; otherwise hands it back
-    /// for the SQLite path.
-    fn journal(&self, record: Unplaced, durability: Durability, op: Option<&TxOp>) -> Journaled {
-        if durability != Durability::Normal || op.is_some() {
+    /// for the SQLite path. An async caller (`blocking` false) does not wait
+    /// for the journal's lock while a SQLite commit holds it (an fsync,
+    /// maybe): it queues for the SQLite path and awaits that instead.
+    fn journal(
+        &self,
+        record: Unplaced,
+        durability: Durability,
+        op: Option<&TxOp>,
+        blocking: bool,
+    ) -> Journaled {
+        if durability != Durability::Normal
+            || op.is_some()
+            || (!blocking && self.inner.journal.committing())
+        {
             return Journaled::Not(record);
         }
         self.inner.journal.append(record)
@@ -364,7 +392,7 @@ impl AuditStore {
         durability: Durability,
         op: Option<TxOp>,
     ) -> Result<Appended, AuditError> {
-        let record = match self.journal(Unplaced::of(&event)?, durability, op.as_ref()) {
+        let record = match self.journal(Unplaced::of(&event)?, durability, op.as_ref(), true) {
             Journaled::Done(outcome) => return outcome,
             Journaled::Not(record) => record,
         };
@@ -384,7 +412,7 @@ impl AuditStore {
         durability: Durability,
         op: Option<TxOp>,
     ) -> Result<Appended, AuditError> {
-        let record = match self.journal(Unplaced::of(&event)?, durability, op.as_ref()) {
+        let record = match self.journal(Unplaced::of(&event)?, durability, op.as_ref(), false) {
             Journaled::Done(outcome) => return outcome,
             Journaled::Not(record) => record,
         };
@@ -422,7 +450,7 @@ impl AuditStore {
                 .map(|(event, durability)| {
                     let mut record = Unplaced::of(&event)?;
                     if !queuing {
-                        match self.journal(record, durability, None) {
+                        match self.journal(record, durability, None, false) {
                             Journaled::Done(outcome) => return Ok(answered(outcome)),
                             Journaled::Not(handed_back) => record = handed_back,
                         }

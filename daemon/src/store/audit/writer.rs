@@ -522,13 +522,16 @@ impl Writer {
             .collect();
         let replayed = replays.len();
         let journal = Arc::clone(&self.journal);
-        let mut ahead = journal.lock();
-        let absorbed = ahead.take();
         // Events to place chain onto the head, so they hold the journal's
         // lock to their COMMIT; journaled events alone are placed already,
         // and appends go on into the other file while they commit.
         let placing = !work.is_empty() || replayed > 0;
-        let (tip, mut held) = if placing {
+        let mut ahead = match placing {
+            true => journal.lock_to_commit(),
+            false => journal.lock(),
+        };
+        let absorbed = ahead.take();
+        let (tip, held) = if placing {
             (ahead.head.clone(), Some(ahead))
         } else {
             let Some(last) = absorbed.last() else {
@@ -579,8 +582,17 @@ impl Writer {
             // The spilled events were not in the retry: they stay spilled.
             spilled = None;
         }
-        let ahead = held.get_or_insert_with(|| journal.lock());
-        self.answer(result, replies, spilled, absorbed, placing, ahead)
+        match held {
+            Some(mut ahead) => {
+                let committed = self.answer(result, replies, spilled, absorbed, true, &mut ahead);
+                journal.committed(ahead);
+                committed
+            }
+            None => {
+                let mut ahead = journal.lock();
+                self.answer(result, replies, spilled, absorbed, false, &mut ahead)
+            }
+        }
     }
 
     /// Gives back the reserve; true if there was one to give.
