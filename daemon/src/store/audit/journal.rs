@@ -483,7 +483,7 @@ pub(crate) fn replay(
         }
         let mut row = values;
         row.push(Value::Text(hash.clone()));
-        tx.prepare_cached(&super::writer::INSERT)?
+        tx.prepare_cached(&record::INSERT)?
             .execute(rusqlite::params_from_iter(row.iter()))?;
         tip = Head { seq, hash };
         moved += 1;

@@ -60,6 +60,16 @@ static SORTED: LazyLock<Vec<usize>> = LazyLock::new(|| {
     order
 });
 
+/// The insert of one full row, every column in table order.
+pub(crate) static INSERT: LazyLock<String> = LazyLock::new(|| {
+    let placeholders: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
+    format!(
+        "INSERT INTO events ({}) VALUES ({})",
+        COLUMNS.join(", "),
+        placeholders.join(", ")
+    )
+});
+
 /// Comma-separated column list for SELECTs, in table order.
 pub(crate) static SELECT_LIST: LazyLock<String> = LazyLock::new(|| COLUMNS.join(", "));
 

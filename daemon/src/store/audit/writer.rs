@@ -18,7 +18,7 @@
 use std::iter;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::{Receiver, SyncSender};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,7 @@ use super::error::AuditError;
 use super::event::{Appended, Durability};
 use super::head::Head;
 use super::key::Chain;
-use super::record::{COLUMNS, Unplaced};
+use super::record::{INSERT, Unplaced};
 use super::time;
 use super::{anchor, ballast, spill};
 
@@ -67,15 +67,6 @@ const MAX_BATCH: usize = 4096;
 
 /// How long the mover waits before it tries again after a failed commit.
 const MOVE_RETRY: Duration = Duration::from_millis(100);
-
-pub(crate) static INSERT: LazyLock<String> = LazyLock::new(|| {
-    let placeholders: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
-    format!(
-        "INSERT INTO events ({}) VALUES ({})",
-        COLUMNS.join(", "),
-        placeholders.join(", ")
-    )
-});
 
 /// What a blocking appender hears while it waits: its outcome, or that the
 /// lead passed to it and it commits the queue itself.
