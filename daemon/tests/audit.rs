@@ -246,6 +246,7 @@ fn hashes_follow_the_documented_format() {
         ..Event::new(EventKind::Reload)
     };
     assert_eq!(store.append(event, Durability::Normal).unwrap().seq, 4);
+    assert_eq!(store.in_file().0, 4);
     let conn = Connection::open(&path).unwrap();
     for seq in 1..=4 {
         let (computed, stored) = documented_hash(&conn, &path, seq);

@@ -33,12 +33,16 @@ use super::event::Appended;
 use super::head::Head;
 use super::key::Chain;
 use super::record::{self, COLUMNS, RECORD_LEN, Unplaced};
-use super::{ballast, time};
+use super::{anchor, ballast, time};
 
 /// Acknowledged events SQLite does not hold yet, at most. Past it appends
 /// take the SQLite path, which moves them in with its own batch: the
 /// journal never runs further ahead of SQLite than this.
 const MAX_PENDING: usize = 1 << 16;
+
+/// Where SQLite's write lock on a WAL database lies: byte 120 of its
+/// `-shm` file, the first of its locks (the WAL format's `WAL_WRITE_LOCK`).
+const WAL_WRITE_LOCK_BYTE: i64 = 120;
 
 /// How long a read waits for the journal to reach SQLite before it reads
 /// what is there: only a failing store takes that long.
@@ -113,6 +117,9 @@ pub(crate) struct Ahead {
     len: [u64; 2],
     /// The last `seq` in each file.
     last_seq: [i64; 2],
+    /// The last commit into SQLite failed: appends take the SQLite path,
+    /// and fail as it does, until one succeeds.
+    failing: bool,
     closed: bool,
 }
 
@@ -122,10 +129,12 @@ impl Ahead {
         std::mem::take(&mut self.pending)
     }
 
-    /// Puts back rows whose insert failed, ahead of any appended since.
+    /// Puts back rows whose commit failed, ahead of any appended since;
+    /// appends take the SQLite path until a commit succeeds.
     pub(crate) fn put_back(&mut self, mut rows: Vec<Row>) {
         rows.append(&mut self.pending);
         self.pending = rows;
+        self.failing = true;
     }
 
     /// Turns appends to the other file if it is empty, so the lines just
@@ -142,6 +151,10 @@ impl Ahead {
 pub(crate) struct Journal {
     paths: [PathBuf; 2],
     files: [File; 2],
+    /// The database's `-shm` file, where another process's write lock
+    /// shows. Closing a descriptor of it drops this process's own SQLite
+    /// locks on it, so the store drops the journal after every connection.
+    shm: File,
     state: Mutex<Ahead>,
     /// Wakes the mover when lines wait, and readers when they are moved.
     lines: Condvar,
@@ -150,12 +163,14 @@ pub(crate) struct Journal {
     committing: AtomicBool,
     chain: Chain,
     db: PathBuf,
+    /// The identity of the database file opened.
+    opened: (u64, u64),
     /// The store's lost flag: once set, nothing more is acknowledged.
     lost: Arc<Mutex<Option<String>>>,
     space_low: Arc<AtomicBool>,
 }
 
-fn opened(path: &Path) -> std::io::Result<File> {
+fn open_for_append(path: &Path) -> std::io::Result<File> {
     OpenOptions::new()
         .create(true)
         .append(true)
@@ -168,6 +183,7 @@ impl Journal {
     /// (after [`replay`], the files are empty).
     pub(crate) fn open(
         db: &Path,
+        opened: (u64, u64),
         head: Head,
         chain: Chain,
         lost: Arc<Mutex<Option<String>>>,
@@ -179,15 +195,24 @@ impl Journal {
             move |source| AuditError::Io { path, source }
         };
         let files = [
-            opened(&paths[0]).map_err(io(&paths[0]))?,
-            opened(&paths[1]).map_err(io(&paths[1]))?,
+            open_for_append(&paths[0]).map_err(io(&paths[0]))?,
+            open_for_append(&paths[1]).map_err(io(&paths[1]))?,
         ];
+        let mut shm_path = db.as_os_str().to_owned();
+        shm_path.push("-shm");
+        let shm_path = PathBuf::from(shm_path);
+        let shm = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&shm_path)
+            .map_err(io(&shm_path))?;
         let len = [0, 1].map(|i| files[i].metadata().map_or(0, |m| m.len()));
         // Lines left in place (a store refusing work) are never cut.
         let last_seq = len.map(|n| if n == 0 { 0 } else { i64::MAX });
         Ok(Journal {
             paths,
             files,
+            shm,
             state: Mutex::new(Ahead {
                 head: head.clone(),
                 stored: head,
@@ -195,6 +220,7 @@ impl Journal {
                 active: 0,
                 len,
                 last_seq,
+                failing: false,
                 closed: false,
             }),
             lines: Condvar::new(),
@@ -202,6 +228,7 @@ impl Journal {
             committing: AtomicBool::new(false),
             chain,
             db: db.to_owned(),
+            opened,
             lost,
             space_low,
         })
@@ -237,6 +264,32 @@ impl Journal {
             .clone()
     }
 
+    /// Whether another process holds the database's write lock (or it
+    /// cannot be told): SQLite could not take an event now, so an append
+    /// takes the SQLite path and waits, or fails, as it does.
+    fn locked_elsewhere(&self) -> bool {
+        let mut probe = libc::flock {
+            l_type: libc::F_WRLCK as libc::c_short,
+            l_whence: libc::SEEK_SET as libc::c_short,
+            l_start: WAL_WRITE_LOCK_BYTE,
+            l_len: 1,
+            l_pid: 0,
+        };
+        // F_GETLK reports only other processes' locks: this one's own
+        // connections never show.
+        match nix::fcntl::fcntl(&self.shm, nix::fcntl::FcntlArg::F_GETLK(&mut probe)) {
+            Ok(_) => probe.l_type != libc::F_UNLCK as libc::c_short,
+            Err(_) => true,
+        }
+    }
+
+    /// Why nothing may be appended: the store lost, or its file deleted or
+    /// replaced (checked before every append, as before every SQLite
+    /// commit: an event journaled for a file that is gone would be lost).
+    fn refusing(&self) -> Option<String> {
+        anchor::lost_or_gone(&self.db, self.opened, &self.lost)
+    }
+
     /// The last acknowledged event.
     pub(crate) fn head(&self) -> Head {
         self.lock().head.clone()
@@ -244,15 +297,15 @@ impl Journal {
 
     /// Chains `record` onto the head, writes its line and acknowledges it.
     pub(crate) fn append(&self, record: Unplaced) -> Journaled {
+        if let Some(why) = self.refusing() {
+            return Journaled::Done(Err(AuditError::Lost(why)));
+        }
         let mut ahead = self.lock();
         if ahead.closed {
             return Journaled::Done(Err(AuditError::WriterGone));
         }
-        if ahead.pending.len() >= MAX_PENDING {
+        if ahead.pending.len() >= MAX_PENDING || ahead.failing || self.locked_elsewhere() {
             return Journaled::Not(record);
-        }
-        if let Some(why) = self.lost() {
-            return Journaled::Done(Err(AuditError::Lost(why)));
         }
         let seq = ahead.head.seq + 1;
         let ts = time::now();
@@ -346,6 +399,7 @@ impl Journal {
     pub(crate) fn stored(&self, ahead: &mut Ahead, stored: Head) {
         let caught_up = stored.seq == ahead.head.seq;
         ahead.stored = stored;
+        ahead.failing = false;
         for file in 0..2 {
             if ahead.len[file] == 0
                 || ahead.last_seq[file] > ahead.stored.seq

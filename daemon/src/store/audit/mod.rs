@@ -138,8 +138,6 @@ pub struct AuditStore {
 struct Inner {
     path: PathBuf,
     jobs: Arc<Group>,
-    /// The append journal, which also holds the chain's head.
-    journal: Arc<Journal>,
     threads: Option<Threads>,
     readers: Readers,
     checkpointer: Option<Checkpointer>,
@@ -151,6 +149,9 @@ struct Inner {
     chain: key::Chain,
     /// Whether the writer logs each committed head to syslog.
     syslog: Arc<AtomicBool>,
+    /// The append journal, which also holds the chain's head. Last, so it
+    /// is dropped after every connection to the database (see its `shm`).
+    journal: Arc<Journal>,
 }
 
 impl Drop for Inner {
@@ -254,6 +255,7 @@ impl AuditStore {
         let syslog = Arc::clone(&guard.syslog);
         let journal = Arc::new(Journal::open(
             path,
+            guard.opened,
             head,
             chain.clone(),
             Arc::clone(&lost),

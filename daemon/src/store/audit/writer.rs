@@ -429,22 +429,9 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    fn lost(&self) -> Option<String> {
-        self.lost
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
     /// Checks the file is still the one opened; marks the store lost if not.
     fn check(&self) -> Option<String> {
-        if let Some(why) = self.lost() {
-            return Some(why);
-        }
-        let why = anchor::still_there(&self.db, self.opened)?;
-        tracing::error!("{why}; refusing all work until an operator acts");
-        *self.lost.lock().unwrap_or_else(PoisonError::into_inner) = Some(why.clone());
-        Some(why)
+        anchor::lost_or_gone(&self.db, self.opened, &self.lost)
     }
 }
 
