@@ -857,46 +857,53 @@ fn acked(line: &str) -> Option<(i64, String, String)> {
     Some((seq, fields.next()?.to_owned(), fields.next()?.to_owned()))
 }
 
-#[test]
-fn an_appender_killed_mid_batch_loses_no_acknowledged_event() {
+/// Runs the child test `child` on `path` (named in `env`), collects its
+/// acknowledgements and SIGKILLs it at the first line `kill_at` picks (given
+/// the line and how many were acknowledged before it); returns them all,
+/// those written before the kill included, past 2 000.
+fn kill_child(
+    child: &str,
+    env: &str,
+    path: &Path,
+    kill_at: impl Fn(&str, usize) -> bool,
+) -> Vec<(i64, String, String)> {
     use std::io::{BufRead, BufReader};
     use std::os::unix::process::ExitStatusExt;
     use std::process::{Command, Stdio};
-    let (_dir, path) = scratch();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "killed_appender_child",
-            "--nocapture",
-        ])
-        .env(KILLED_APPENDER_DB, &path)
+        .args(["--ignored", "--exact", child, "--nocapture"])
+        .env(env, path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut acknowledged = Vec::new();
-    // Past a few thousand acknowledged events, killed inside a transaction.
     for line in lines.by_ref() {
         let line = line.unwrap();
-        if line == "inside" && acknowledged.len() >= 2_000 {
+        let kill = kill_at(&line, acknowledged.len());
+        acknowledged.extend(acked(&line));
+        if kill {
             child.kill().unwrap();
             break;
         }
-        acknowledged.extend(acked(&line));
     }
     // Acknowledgements written before the kill count too.
     acknowledged.extend(lines.map_while(Result::ok).filter_map(|l| acked(&l)));
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
     assert!(acknowledged.len() >= 2_000, "{}", acknowledged.len());
+    acknowledged
+}
 
-    let store = AuditStore::open(&path).unwrap();
+/// Checks the reopened store at `path` verifies and holds each of
+/// `acknowledged` at its seq and hash; returns the store.
+fn holds_each(path: &Path, acknowledged: &[(i64, String, String)]) -> AuditStore {
+    let store = AuditStore::open(path).unwrap();
     let report = store.verify().unwrap();
     assert!(report.ok, "{report:?}");
     let (head, _) = store.head();
-    for (seq, hash, request) in &acknowledged {
+    for (seq, hash, request) in acknowledged {
         assert!(
             *seq <= head,
             "acknowledged seq {seq} is past the head {head}"
@@ -905,6 +912,20 @@ fn an_appender_killed_mid_batch_loses_no_acknowledged_event() {
         assert_eq!(stored.len(), 1, "{request}");
         assert_eq!((stored[0].seq, &stored[0].hash), (*seq, hash), "{request}");
     }
+    store
+}
+
+#[test]
+fn an_appender_killed_mid_batch_loses_no_acknowledged_event() {
+    let (_dir, path) = scratch();
+    // Past a few thousand acknowledged events, killed inside a transaction.
+    let acknowledged = kill_child(
+        "killed_appender_child",
+        KILLED_APPENDER_DB,
+        &path,
+        |line, acknowledged| line == "inside" && acknowledged >= 2_000,
+    );
+    holds_each(&path, &acknowledged);
 }
 
 /// Where the journaling appender writes, set only when the tests below run it.
@@ -944,54 +965,18 @@ fn journaling_appender_child() {
 /// appenders are writing, past 2 000 acknowledged events; returns them,
 /// after checking the database file holds none of them.
 fn kill_journaling_appender(path: &Path) -> Vec<(i64, String, String)> {
-    use std::io::{BufRead, BufReader};
-    use std::os::unix::process::ExitStatusExt;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "journaling_appender_child",
-            "--nocapture",
-        ])
-        .env(JOURNALING_APPENDER_DB, path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut acknowledged = Vec::new();
-    for line in lines.by_ref() {
-        acknowledged.extend(acked(&line.unwrap()));
-        if acknowledged.len() >= 2_000 {
-            child.kill().unwrap();
-            break;
-        }
-    }
-    acknowledged.extend(lines.map_while(Result::ok).filter_map(|l| acked(&l)));
-    let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
-    assert!(acknowledged.len() >= 2_000, "{}", acknowledged.len());
+    let acknowledged = kill_child(
+        "journaling_appender_child",
+        JOURNALING_APPENDER_DB,
+        path,
+        |_, acknowledged| acknowledged >= 2_000,
+    );
     let in_file: i64 = Connection::open(path)
         .unwrap()
         .query_row("SELECT count(*) FROM events", [], |row| row.get(0))
         .unwrap();
     assert_eq!(in_file, 0, "events reached SQLite past the held lock");
     acknowledged
-}
-
-/// Checks the reopened store at `path` verifies and holds each of
-/// `acknowledged` at its seq and hash; returns the store.
-fn holds_each(path: &Path, acknowledged: &[(i64, String, String)]) -> AuditStore {
-    let store = AuditStore::open(path).unwrap();
-    let report = store.verify().unwrap();
-    assert!(report.ok, "{report:?}");
-    for (seq, hash, request) in acknowledged {
-        let stored = store.by_request(request).unwrap();
-        assert_eq!(stored.len(), 1, "{request}");
-        assert_eq!((stored[0].seq, &stored[0].hash), (*seq, hash), "{request}");
-    }
-    store
 }
 
 #[test]

@@ -115,14 +115,18 @@ pub(crate) fn lost_or_gone(
     opened: (u64, u64),
     lost: &Mutex<Option<String>>,
 ) -> Option<String> {
-    let mut lost = lost.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(why) = lost.as_ref() {
+    let marked = || lost.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(why) = marked().as_ref() {
         return Some(why.clone());
     }
+    // Not under the lock: appenders check at once.
     let why = still_there(db, opened)?;
-    tracing::error!("{why}; refusing all work until an operator acts");
-    *lost = Some(why.clone());
-    Some(why)
+    let mut lost = marked();
+    if lost.is_none() {
+        tracing::error!("{why}; refusing all work until an operator acts");
+        *lost = Some(why);
+    }
+    lost.clone()
 }
 
 /// Logs `head` to the system log (LOG_AUTHPRIV | LOG_INFO), where journald or

@@ -38,7 +38,7 @@ use super::{anchor, ballast, time};
 /// Acknowledged events SQLite does not hold yet, at most. Past it appends
 /// take the SQLite path, which moves them in with its own batch: the
 /// journal never runs further ahead of SQLite than this.
-const MAX_PENDING: usize = 1 << 16;
+const MAX_PENDING: usize = 1 << 14;
 
 /// Where SQLite's write lock on a WAL database lies: byte 120 of its
 /// `-shm` file, the first of its locks (the WAL format's `WAL_WRITE_LOCK`).
@@ -300,11 +300,14 @@ impl Journal {
         if let Some(why) = self.refusing() {
             return Journaled::Done(Err(AuditError::Lost(why)));
         }
+        if self.locked_elsewhere() {
+            return Journaled::Not(record);
+        }
         let mut ahead = self.lock();
         if ahead.closed {
             return Journaled::Done(Err(AuditError::WriterGone));
         }
-        if ahead.pending.len() >= MAX_PENDING || ahead.failing || self.locked_elsewhere() {
+        if ahead.pending.len() >= MAX_PENDING || ahead.failing {
             return Journaled::Not(record);
         }
         let seq = ahead.head.seq + 1;
