@@ -666,13 +666,17 @@ impl AuditStore {
             .with(|conn| read::export_jsonl(conn, since.as_deref(), out))
     }
 
-    /// Runs a read-only query on the store's file, e.g. over a table added
-    /// with [`AuditStore::open_with_schema`].
+    /// Runs a read-only query on the store's file over a table added with
+    /// [`AuditStore::open_with_schema`], which only SQLite commits change.
+    /// It does not wait for the append journal (requests read these tables
+    /// on their way to a decision), so `events` may lag what was
+    /// acknowledged: read events with the methods above.
     pub fn read<T>(
         &self,
         f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
     ) -> Result<T, AuditError> {
-        self.reading()
+        self.inner
+            .readers
             .with(|conn| f(conn).map_err(AuditError::from))
     }
 }

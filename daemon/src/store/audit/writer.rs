@@ -65,6 +65,10 @@ const WRITE_FACTOR: u64 = 4;
 /// an unbounded queue.
 const MAX_BATCH: usize = 4096;
 
+/// How long the mover lets journaled lines gather before it commits them:
+/// what a read after an append may wait, at most, besides the commit.
+const MOVE_LINGER: Duration = Duration::from_millis(1);
+
 /// How long the mover waits before it tries again after a failed commit.
 const MOVE_RETRY: Duration = Duration::from_millis(100);
 
@@ -301,6 +305,11 @@ impl Group {
     /// be committed: they stay in the journal for the next open).
     fn move_journal(&self, journal: &Journal) {
         while journal.wait_for_lines() {
+            // Lines that come meanwhile share the commit: each costs its
+            // WAL pages, wake-ups and checks once per commit, not per line.
+            if !journal.closed() {
+                thread::sleep(MOVE_LINGER);
+            }
             let moved = self
                 .writer
                 .lock()
