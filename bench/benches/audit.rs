@@ -1,6 +1,7 @@
-//! Audit store throughput: sustained appends with group commit from 1, 8 and
-//! 64 concurrent appenders (blocking calls from threads, and async calls from
-//! tasks), NORMAL and FULL durability, single-appender latency, and chain
+//! Audit store throughput: sustained appends (NORMAL ones through the append
+//! journal, FULL ones by group commit) from 1, 8 and 64 concurrent appenders
+//! (blocking calls from threads, and async calls from tasks), NORMAL and FULL
+//! durability, single-appender latency, and chain
 //! verification speed. Goal: at least 100 000 NORMAL events/s from 8
 //! appenders, each event acknowledged only once it is durable to its level.
 //!
