@@ -48,6 +48,8 @@ fn fill(store: &AuditStore, n: usize) {
         let appended = store.append(decided(i), Durability::Normal).unwrap();
         assert_eq!(appended.seq, i as i64);
     }
+    // The tests edit the file as an outsider: it must hold the events.
+    assert_eq!(store.in_file().0, n as i64);
 }
 
 /// Runs SQL on the file as an outsider would.
@@ -244,6 +246,7 @@ fn hashes_follow_the_documented_format() {
         ..Event::new(EventKind::Reload)
     };
     assert_eq!(store.append(event, Durability::Normal).unwrap().seq, 4);
+    assert_eq!(store.in_file().0, 4);
     let conn = Connection::open(&path).unwrap();
     for seq in 1..=4 {
         let (computed, stored) = documented_hash(&conn, &path, seq);
@@ -854,46 +857,53 @@ fn acked(line: &str) -> Option<(i64, String, String)> {
     Some((seq, fields.next()?.to_owned(), fields.next()?.to_owned()))
 }
 
-#[test]
-fn an_appender_killed_mid_batch_loses_no_acknowledged_event() {
+/// Runs the child test `child` on `path` (named in `env`), collects its
+/// acknowledgements and SIGKILLs it at the first line `kill_at` picks (given
+/// the line and how many were acknowledged before it); returns them all,
+/// those written before the kill included, past 2 000.
+fn kill_child(
+    child: &str,
+    env: &str,
+    path: &Path,
+    kill_at: impl Fn(&str, usize) -> bool,
+) -> Vec<(i64, String, String)> {
     use std::io::{BufRead, BufReader};
     use std::os::unix::process::ExitStatusExt;
     use std::process::{Command, Stdio};
-    let (_dir, path) = scratch();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "killed_appender_child",
-            "--nocapture",
-        ])
-        .env(KILLED_APPENDER_DB, &path)
+        .args(["--ignored", "--exact", child, "--nocapture"])
+        .env(env, path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut acknowledged = Vec::new();
-    // Past a few thousand acknowledged events, killed inside a transaction.
     for line in lines.by_ref() {
         let line = line.unwrap();
-        if line == "inside" && acknowledged.len() >= 2_000 {
+        let kill = kill_at(&line, acknowledged.len());
+        acknowledged.extend(acked(&line));
+        if kill {
             child.kill().unwrap();
             break;
         }
-        acknowledged.extend(acked(&line));
     }
     // Acknowledgements written before the kill count too.
     acknowledged.extend(lines.map_while(Result::ok).filter_map(|l| acked(&l)));
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
     assert!(acknowledged.len() >= 2_000, "{}", acknowledged.len());
+    acknowledged
+}
 
-    let store = AuditStore::open(&path).unwrap();
+/// Checks the reopened store at `path` verifies and holds each of
+/// `acknowledged` at its seq and hash; returns the store.
+fn holds_each(path: &Path, acknowledged: &[(i64, String, String)]) -> AuditStore {
+    let store = AuditStore::open(path).unwrap();
     let report = store.verify().unwrap();
     assert!(report.ok, "{report:?}");
     let (head, _) = store.head();
-    for (seq, hash, request) in &acknowledged {
+    for (seq, hash, request) in acknowledged {
         assert!(
             *seq <= head,
             "acknowledged seq {seq} is past the head {head}"
@@ -902,4 +912,130 @@ fn an_appender_killed_mid_batch_loses_no_acknowledged_event() {
         assert_eq!(stored.len(), 1, "{request}");
         assert_eq!((stored[0].seq, &stored[0].hash), (*seq, hash), "{request}");
     }
+    store
+}
+
+#[test]
+fn an_appender_killed_mid_batch_loses_no_acknowledged_event() {
+    let (_dir, path) = scratch();
+    // Past a few thousand acknowledged events, killed inside a transaction.
+    let acknowledged = kill_child(
+        "killed_appender_child",
+        KILLED_APPENDER_DB,
+        &path,
+        |line, acknowledged| line == "inside" && acknowledged >= 2_000,
+    );
+    holds_each(&path, &acknowledged);
+}
+
+/// Where the journaling appender writes, set only when the tests below run it.
+const JOURNALING_APPENDER_DB: &str = "PRAXIS_TEST_JOURNALING_APPENDER_DB";
+
+/// Run by the journal's kill tests as their own process: another
+/// connection holds the database's write lock, so no event reaches SQLite
+/// and every acknowledgement comes from the append journal; appenders on 8
+/// threads append until killed, printing `acked SEQ HASH REQUEST` once each
+/// append returned.
+#[test]
+#[ignore = "a child process of the journal kill tests, not a test by itself"]
+fn journaling_appender_child() {
+    use std::io::Write;
+    let Some(path) = std::env::var_os(JOURNALING_APPENDER_DB) else {
+        return;
+    };
+    let store = AuditStore::open(PathBuf::from(&path)).unwrap();
+    let blocker = Connection::open(&path).unwrap();
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    thread::scope(|scope| {
+        for t in 0..8 {
+            let store = &store;
+            scope.spawn(move || {
+                for i in 0.. {
+                    let n = t * 1_000_000 + i;
+                    let appended = store.append(decided(n), Durability::Normal).unwrap();
+                    let line = format!("acked {} {} req-{n}\n", appended.seq, appended.hash);
+                    std::io::stdout().lock().write_all(line.as_bytes()).unwrap();
+                }
+            });
+        }
+    });
+}
+
+/// Runs [`journaling_appender_child`] on `path` and SIGKILLs it while its
+/// appenders are writing, past 2 000 acknowledged events; returns them,
+/// after checking the database file holds none of them.
+fn kill_journaling_appender(path: &Path) -> Vec<(i64, String, String)> {
+    let acknowledged = kill_child(
+        "journaling_appender_child",
+        JOURNALING_APPENDER_DB,
+        path,
+        |_, acknowledged| acknowledged >= 2_000,
+    );
+    let in_file: i64 = Connection::open(path)
+        .unwrap()
+        .query_row("SELECT count(*) FROM events", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(in_file, 0, "events reached SQLite past the held lock");
+    acknowledged
+}
+
+#[test]
+fn a_journaling_appender_killed_mid_write_loses_no_acknowledged_event() {
+    let (_dir, path) = scratch();
+    let acknowledged = kill_journaling_appender(&path);
+    let store = holds_each(&path, &acknowledged);
+    let highest = acknowledged.iter().map(|(seq, ..)| *seq).max().unwrap();
+    assert!(store.head().0 >= highest);
+    // The chain goes on from what the journal brought back.
+    let next = store.append(decided(1), Durability::Normal).unwrap();
+    assert_eq!(next.seq, store.head().0);
+    assert!(store.verify().unwrap().ok);
+}
+
+/// The journal line of the highest seq a killed appender left: its file
+/// and where the line starts.
+fn last_journal_line(path: &Path) -> (PathBuf, u64, i64) {
+    let mut last: Option<(PathBuf, u64, i64)> = None;
+    for file in ["audit.db-append-0", "audit.db-append-1"] {
+        let file = path.with_file_name(file);
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let mut start = 0;
+        for line in text.split_inclusive('\n') {
+            let seq: i64 = line
+                .split_once("\"seq\":")
+                .and_then(|(_, rest)| rest.split(',').next())
+                .and_then(|seq| seq.parse().ok())
+                .unwrap_or(0);
+            if line.ends_with('\n') && last.as_ref().is_none_or(|(.., s)| seq > *s) {
+                last = Some((file.clone(), start, seq));
+            }
+            start += line.len() as u64;
+        }
+    }
+    last.expect("the killed appender left journal lines")
+}
+
+#[test]
+fn a_torn_last_journal_line_is_dropped_and_the_chain_holds() {
+    let (_dir, path) = scratch();
+    let acknowledged = kill_journaling_appender(&path);
+    // The last line cut inside its write, as a kill there leaves it.
+    let (file, start, torn) = last_journal_line(&path);
+    let journal = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    journal.set_len(start + 70).unwrap();
+    drop(journal);
+    let kept: Vec<_> = acknowledged
+        .into_iter()
+        .filter(|(seq, ..)| *seq != torn)
+        .collect();
+    let store = holds_each(&path, &kept);
+    assert_eq!(store.head().0, torn - 1);
+    let next = store.append(decided(1), Durability::Normal).unwrap();
+    assert_eq!(next.seq, torn);
+    assert!(store.verify().unwrap().ok);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().len(),
+        0,
+        "journal emptied"
+    );
 }

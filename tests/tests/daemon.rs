@@ -165,7 +165,12 @@ fn secrets_in_argv_never_reach_the_database() {
     ]);
     drop(d.praxis(&["status"]));
     let mut bytes = Vec::new();
-    for f in ["audit.db", "audit.db-wal"] {
+    for f in [
+        "audit.db",
+        "audit.db-wal",
+        "audit.db-append-0",
+        "audit.db-append-1",
+    ] {
         if let Ok(mut file) = std::fs::File::open(d.dir.path().join("state/praxis").join(f)) {
             file.read_to_end(&mut bytes).unwrap();
         }

@@ -386,7 +386,12 @@ fn the_users_yes_in_claude_codes_prompt_is_a_one_time_approval() {
     );
 
     // The token itself is never written, only its hash.
-    for file in ["audit.db", "audit.db-wal"] {
+    for file in [
+        "audit.db",
+        "audit.db-wal",
+        "audit.db-append-0",
+        "audit.db-append-1",
+    ] {
         let path = d.dir.path().join("state/praxis").join(file);
         if let Ok(bytes) = std::fs::read(&path) {
             assert!(

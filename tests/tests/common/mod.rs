@@ -260,9 +260,56 @@ impl Daemon {
         self.committed_events()
     }
 
-    /// [`Daemon::events`] as committed in the file this instant, without
-    /// waiting for records still queued in praxisd.
+    /// [`Daemon::events`] as durable this instant, without waiting for
+    /// records still queued in praxisd: committed in the file, or
+    /// acknowledged from its append journal and not moved in yet.
     pub fn committed_events(&self) -> Vec<serde_json::Value> {
+        // The journal first: an event moved into the file after this read
+        // is in the file by the next one.
+        let journaled = self.journaled_records();
+        let mut events = self.events_in_file();
+        let stored = events.len() as u64;
+        let json = |v: &serde_json::Value| {
+            v.as_str()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+        };
+        events.extend(
+            journaled
+                .iter()
+                .filter(|r| r["seq"].as_u64().is_some_and(|seq| seq > stored))
+                .map(|r| {
+                    serde_json::json!({
+                        "kind": r["kind"], "request_id": r["request_id"], "decision": r["decision"],
+                        "reason": r["reason"], "approval_id": r["approval_id"],
+                        "credentials": json(&r["credentials"]), "detail": json(&r["detail"]),
+                        "uid": r["uid"], "session": r["session"], "runtime": r["runtime"],
+                        "pid": r["pid"],
+                    })
+                }),
+        );
+        events
+    }
+
+    /// The records of the append journal's complete lines, by seq.
+    fn journaled_records(&self) -> Vec<serde_json::Value> {
+        let mut records: Vec<serde_json::Value> = ["audit.db-append-0", "audit.db-append-1"]
+            .iter()
+            .flat_map(|file| {
+                let text = std::fs::read_to_string(self.db().with_file_name(file));
+                let text = text.unwrap_or_default();
+                let complete = text.rfind('\n').map_or("", |end| &text[..end]).to_owned();
+                complete
+                    .lines()
+                    .filter_map(|line| serde_json::from_str(line.split_once('\t')?.1).ok())
+                    .collect::<Vec<serde_json::Value>>()
+            })
+            .collect();
+        records.sort_by_key(|record| record["seq"].as_u64());
+        records
+    }
+
+    /// The events committed in the file this instant.
+    fn events_in_file(&self) -> Vec<serde_json::Value> {
         let conn = rusqlite::Connection::open(self.db()).unwrap();
         let mut stmt = conn
             .prepare(

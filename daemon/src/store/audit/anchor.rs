@@ -7,6 +7,7 @@
 use std::fs;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -104,6 +105,28 @@ pub(crate) fn still_there(db: &Path, opened: (u64, u64)) -> Option<String> {
         )),
         Err(e) => Some(format!("the audit store {}: {e}", db.display())),
     }
+}
+
+/// Why the store at `db` can no longer be trusted: already marked `lost`,
+/// or no longer the file with identity `opened`, which marks it lost for
+/// good (until an operator acts and praxisd restarts).
+pub(crate) fn lost_or_gone(
+    db: &Path,
+    opened: (u64, u64),
+    lost: &Mutex<Option<String>>,
+) -> Option<String> {
+    let marked = || lost.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(why) = marked().as_ref() {
+        return Some(why.clone());
+    }
+    // Not under the lock: appenders check at once.
+    let why = still_there(db, opened)?;
+    let mut lost = marked();
+    if lost.is_none() {
+        tracing::error!("{why}; refusing all work until an operator acts");
+        *lost = Some(why);
+    }
+    lost.clone()
 }
 
 /// Logs `head` to the system log (LOG_AUTHPRIV | LOG_INFO), where journald or

@@ -60,20 +60,37 @@
 //!
 //! # Writing
 //!
-//! Appends commit in groups: whoever leads takes every queued append in one
-//! step into one transaction, after waiting up to 0.2 ms for the appenders
-//! the last batch answered. An appender that finds nobody leading leads on
-//! its own thread (no hand-over to another thread); an async one does so
-//! inside `block_in_place`, so the runtime's other tasks move to another
-//! thread meanwhile. After a commit the lead passes to a queued blocking
-//! appender, or else to a writer thread, which also leads for reads'
-//! barriers. Each appender builds its event's stored values and
-//! canonical record before it queues it; the leader only fills in `seq`,
-//! `ts` and `prev_hash`, hashes and inserts. A second thread moves
-//! the WAL into the main file in the background, ten times a second. Every append call returns
-//! only after its COMMIT, so an [`Appended`] is proof the event is in the
-//! file; an error means it is not, and the caller must treat the request as
-//! HOLD.
+//! An append is acknowledged only once the event is as durable as its
+//! [`Durability`] asks, so an [`Appended`] is proof the event is in the
+//! store; an error means it is not, and the caller must treat the request
+//! as HOLD.
+//!
+//! A NORMAL event without a transaction hook is acknowledged from the
+//! append journal (`journal.rs`): under the one lock that assigns `seq`,
+//! `ts` and `prev_hash`, the appender hashes its record and writes it as one
+//! line to a file beside the store with one write(2). The bytes are then in
+//! the kernel and survive a SIGKILL of praxisd, as a WAL commit under
+//! `synchronous=NORMAL` does. A mover thread commits journaled events into
+//! SQLite in large transactions and empties the journal behind them;
+//! opening the store first moves in what a killed praxisd left there. Every
+//! read of events waits until SQLite holds all acknowledged ones, so reads
+//! see what was acknowledged, as before.
+//!
+//! Every other append (FULL, with a hook, or while the journal is as far
+//! ahead of SQLite as it may run) commits in SQLite before it is
+//! acknowledged, after the journaled events not yet there, in groups:
+//! whoever leads takes every queued append in one step into one
+//! transaction, after waiting up to 0.2 ms for the appenders the last batch
+//! answered. An appender that finds nobody leading leads on its own thread
+//! (no hand-over to another thread); an async one does so inside
+//! `block_in_place`, so the runtime's other tasks move to another thread
+//! meanwhile. After a commit the lead passes to a queued blocking appender,
+//! or else to a writer thread, which also leads for reads' barriers. Each
+//! appender builds its event's stored values and canonical record before it
+//! queues it; the leader only fills in `seq`, `ts` and `prev_hash`, hashes
+//! and inserts. A FULL commit fsyncs the WAL, which holds every event
+//! before it. A second thread moves the WAL into the main file in the
+//! background, ten times a second.
 
 mod anchor;
 mod ballast;
@@ -81,6 +98,7 @@ mod checkpoint;
 mod error;
 mod event;
 mod head;
+mod journal;
 mod key;
 mod read;
 mod record;
@@ -104,13 +122,14 @@ pub use writer::TxOp;
 
 use checkpoint::Checkpointer;
 use head::Head;
+use journal::{Journal, Journaled};
 use read::{Readers, sql_limit};
 use record::Unplaced;
-use writer::{Group, Guard, Job, Reply, Work};
+use writer::{Group, Guard, Job, Reply, Threads, Work};
 
 /// Handle to the audit store. Cheap to clone; all clones share one writer
-/// thread, which stops (after finishing queued appends) when the last clone
-/// is dropped.
+/// and one mover thread, which stop (after finishing queued appends and
+/// moving the journal into SQLite) when the last clone is dropped.
 #[derive(Clone)]
 pub struct AuditStore {
     inner: Arc<Inner>,
@@ -119,11 +138,9 @@ pub struct AuditStore {
 struct Inner {
     path: PathBuf,
     jobs: Arc<Group>,
-    writer: Option<JoinHandle<()>>,
+    threads: Option<Threads>,
     readers: Readers,
     checkpointer: Option<Checkpointer>,
-    /// The last head the writer committed, for verifying a live store.
-    head: Arc<Mutex<Head>>,
     /// Why the store can no longer be trusted (deleted, replaced, cut).
     lost: Arc<Mutex<Option<String>>>,
     /// The reserve is released: the filesystem is full.
@@ -132,6 +149,9 @@ struct Inner {
     chain: key::Chain,
     /// Whether the writer logs each committed head to syslog.
     syslog: Arc<AtomicBool>,
+    /// The append journal, which also holds the chain's head. Last, so it
+    /// is dropped after every connection to the database (see its `shm`).
+    journal: Arc<Journal>,
 }
 
 impl Drop for Inner {
@@ -140,14 +160,22 @@ impl Drop for Inner {
         // checkpoints the WAL back into the main file as it closes.
         drop(self.checkpointer.take());
         self.readers.close_idle();
-        // Closing the queue ends the writer loop once it is drained.
+        // Closing the journal ends the mover once SQLite holds its lines;
+        // closing the queue ends the writer loop once it is drained.
+        self.journal.close();
+        let Some(Threads { writer, mover }) = self.threads.take() else {
+            return;
+        };
+        joined(mover, "mover");
         self.jobs.close();
-        if let Some(writer) = self.writer.take()
-            && writer.thread().id() != thread::current().id()
-            && writer.join().is_err()
-        {
-            tracing::error!("audit writer thread panicked");
-        }
+        joined(writer, "writer");
+    }
+}
+
+/// Waits for one of the store's threads to end, unless it is this one.
+fn joined(handle: JoinHandle<()>, name: &str) {
+    if handle.thread().id() != thread::current().id() && handle.join().is_err() {
+        tracing::error!("audit {name} thread panicked");
     }
 }
 
@@ -166,7 +194,7 @@ impl AuditStore {
         extra: &[&str],
     ) -> Result<AuditStore, AuditError> {
         let path = path.as_ref();
-        let conn = schema::open_writer(path, &[&[key::SCHEMA], extra].concat())?;
+        let mut conn = schema::open_writer(path, &[&[key::SCHEMA], extra].concat())?;
         let io = |source| AuditError::Io {
             path: path.display().to_string(),
             source,
@@ -200,6 +228,12 @@ impl AuditStore {
         if let Some(why) = &problem {
             tracing::error!("{why}; refusing all work until an operator acts");
         }
+        // Events a killed praxisd acknowledged from its journal go into
+        // SQLite first; a store refusing work keeps its journal as it is.
+        let head = match problem {
+            None => journal::replay(path, &mut conn, head, &chain)?,
+            Some(_) => head,
+        };
         let lost = Arc::new(Mutex::new(problem.clone()));
         // Without its reserve the store starts as on a full filesystem.
         let space_low = Arc::new(AtomicBool::new(false));
@@ -219,18 +253,25 @@ impl AuditStore {
             anchor::write(&guard.anchor, &head).map_err(io)?;
         }
         let syslog = Arc::clone(&guard.syslog);
-        let shared = Arc::new(Mutex::new(head.clone()));
+        let journal = Arc::new(Journal::open(
+            path,
+            guard.opened,
+            head,
+            chain.clone(),
+            Arc::clone(&lost),
+            Arc::clone(&space_low),
+        )?);
         let checkpointer = Checkpointer::spawn(path)?;
         let verify_chain = chain.clone();
-        let (jobs, writer) = writer::spawn(conn, head, Arc::clone(&shared), guard, chain)?;
+        let (jobs, threads) = writer::spawn(conn, Arc::clone(&journal), guard, chain)?;
         Ok(AuditStore {
             inner: Arc::new(Inner {
                 path: path.to_owned(),
                 jobs,
-                writer: Some(writer),
+                journal,
+                threads: Some(threads),
                 readers: Readers::new(path),
                 checkpointer: Some(checkpointer),
-                head: shared,
                 lost,
                 space_low,
                 chain: verify_chain,
@@ -326,15 +367,40 @@ impl AuditStore {
         self.append_awaiting(event, durability, Some(op)).await
     }
 
+    /// Journals `record` if it may be acknowledged from the journal
+    /// (NORMAL, no hook) and the journal has room; otherwise hands it back
+    /// for the SQLite path. An async caller (`blocking` false) does not wait
+    /// for the journal's lock while a SQLite commit holds it (an fsync,
+    /// maybe): it queues for the SQLite path and awaits that instead.
+    fn journal(
+        &self,
+        record: Unplaced,
+        durability: Durability,
+        op: Option<&TxOp>,
+        blocking: bool,
+    ) -> Journaled {
+        if durability != Durability::Normal
+            || op.is_some()
+            || (!blocking && self.inner.journal.committing())
+        {
+            return Journaled::Not(record);
+        }
+        self.inner.journal.append(record)
+    }
+
     fn append_blocking(
         &self,
         event: Event,
         durability: Durability,
         op: Option<TxOp>,
     ) -> Result<Appended, AuditError> {
+        let record = match self.journal(Unplaced::of(&event)?, durability, op.as_ref(), true) {
+            Journaled::Done(outcome) => return outcome,
+            Journaled::Not(record) => record,
+        };
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let job = Job {
-            record: Unplaced::of(&event)?,
+            record,
             durability,
             op,
             reply: Reply::Blocking(tx),
@@ -348,9 +414,13 @@ impl AuditStore {
         durability: Durability,
         op: Option<TxOp>,
     ) -> Result<Appended, AuditError> {
+        let record = match self.journal(Unplaced::of(&event)?, durability, op.as_ref(), false) {
+            Journaled::Done(outcome) => return outcome,
+            Journaled::Not(record) => record,
+        };
         let (tx, rx) = tokio::sync::oneshot::channel();
         let job = Job {
-            record: Unplaced::of(&event)?,
+            record,
             durability,
             op,
             reply: Reply::Async(tx),
@@ -373,26 +443,34 @@ impl AuditStore {
     /// it cost one commit, not one each. None is known committed before
     /// [`Queued::committed`] says so.
     pub fn queue_all(&self, events: Vec<(Event, Durability)>) -> Queued {
+        // Once one event takes the SQLite path the rest follow it, so the
+        // list keeps its order in the chain.
+        let mut queuing = false;
         Queued(
             events
                 .into_iter()
-                .map(|(event, durability)| self.enqueue(event, durability, None))
+                .map(|(event, durability)| {
+                    let mut record = Unplaced::of(&event)?;
+                    if !queuing {
+                        match self.journal(record, durability, None, false) {
+                            Journaled::Done(outcome) => return Ok(answered(outcome)),
+                            Journaled::Not(handed_back) => record = handed_back,
+                        }
+                    }
+                    queuing = true;
+                    self.enqueue(record, durability)
+                })
                 .collect(),
         )
     }
 
     /// Queues an append; the receiver answers once it is committed.
-    fn enqueue(
-        &self,
-        event: Event,
-        durability: Durability,
-        op: Option<TxOp>,
-    ) -> Result<Committed, AuditError> {
+    fn enqueue(&self, record: Unplaced, durability: Durability) -> Result<Committed, AuditError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.hand_over(Work::Append(Job {
-            record: Unplaced::of(&event)?,
+            record,
             durability,
-            op,
+            op: None,
             reply: Reply::Async(tx),
         }))?;
         Ok(rx)
@@ -417,6 +495,12 @@ impl AuditStore {
         }
     }
 
+    /// The readers, once SQLite holds every event acknowledged so far.
+    fn reading(&self) -> &Readers {
+        self.inner.journal.settled();
+        &self.inner.readers
+    }
+
     /// Walks the whole chain and names the first broken `seq`, if any. Also
     /// catches rows removed behind the head this handle committed.
     pub fn verify(&self) -> Result<VerifyReport, AuditError> {
@@ -428,14 +512,9 @@ impl AuditStore {
                 problem: Some(why),
             });
         }
-        // Read the committed head before the snapshot starts, so the snapshot
-        // is guaranteed to contain it.
-        let committed = self
-            .inner
-            .head
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        // The acknowledged head, once SQLite holds it and before the
+        // snapshot starts, so the snapshot is guaranteed to contain it.
+        let committed = self.inner.journal.settled();
         self.inner
             .readers
             .with(|conn| verify::verify(conn, Some(&committed), &self.inner.chain))
@@ -443,12 +522,17 @@ impl AuditStore {
 
     /// The head last committed: `(seq, hash)`, the anchor to keep elsewhere.
     pub fn head(&self) -> (i64, String) {
-        let head = self
-            .inner
-            .head
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        (head.seq, head.hash.clone())
+        let head = self.inner.journal.head();
+        (head.seq, head.hash)
+    }
+
+    /// Waits until the database file holds every event acknowledged before
+    /// this call, and returns that head: what an outside reader of the file
+    /// (or a copy of it) sees from then on. The store's own reads wait for
+    /// this themselves.
+    pub fn in_file(&self) -> (i64, String) {
+        let head = self.inner.journal.settled();
+        (head.seq, head.hash)
     }
 
     /// [`AuditStore::verify`], then that the chain holds event `seq` with
@@ -464,8 +548,7 @@ impl AuditStore {
             hash: hash.to_owned(),
         };
         let problem = self
-            .inner
-            .readers
+            .reading()
             .with(|conn| anchor::check(conn, &outside).map_err(AuditError::from))?;
         Ok(match problem {
             Some(problem) => VerifyReport {
@@ -487,8 +570,7 @@ impl AuditStore {
     /// The last `n` events, oldest first.
     pub fn tail(&self, n: usize) -> Result<Vec<StoredEvent>, AuditError> {
         let mut events = self
-            .inner
-            .readers
+            .reading()
             .with(|conn| read::events(conn, "ORDER BY seq DESC LIMIT ?1", [sql_limit(n)]))?;
         events.reverse();
         Ok(events)
@@ -497,7 +579,7 @@ impl AuditStore {
     /// Up to `limit` events with `seq` greater than `seq`, oldest first: the
     /// polling step of `tail -f` and `watch`.
     pub fn after(&self, seq: i64, limit: usize) -> Result<Vec<StoredEvent>, AuditError> {
-        self.inner.readers.with(|conn| {
+        self.reading().with(|conn| {
             read::events(
                 conn,
                 "WHERE seq > ?1 ORDER BY seq LIMIT ?2",
@@ -509,23 +591,20 @@ impl AuditStore {
     /// Events at or after the RFC 3339 time `ts` (any offset, or a bare date).
     pub fn since(&self, ts: &str) -> Result<Vec<StoredEvent>, AuditError> {
         let ts = time::normalize(ts)?;
-        self.inner
-            .readers
+        self.reading()
             .with(|conn| read::events(conn, "WHERE ts >= ?1 ORDER BY seq", [&ts]))
     }
 
     /// Every event of one request, in order.
     pub fn by_request(&self, request_id: &str) -> Result<Vec<StoredEvent>, AuditError> {
-        self.inner
-            .readers
+        self.reading()
             .with(|conn| read::events(conn, "WHERE request_id = ?1 ORDER BY seq", [request_id]))
     }
 
     /// Every event of one agent session (any runtime), in order: the
     /// trajectory `praxis session show` draws.
     pub fn by_session(&self, session: &str) -> Result<Vec<StoredEvent>, AuditError> {
-        self.inner
-            .readers
+        self.reading()
             .with(|conn| read::events(conn, "WHERE session = ?1 ORDER BY seq", [session]))
     }
 
@@ -535,7 +614,7 @@ impl AuditStore {
         &self,
         prefix: &str,
     ) -> Result<Result<Option<String>, Vec<String>>, AuditError> {
-        let ids: Vec<String> = self.inner.readers.with(|conn| {
+        let ids: Vec<String> = self.reading().with(|conn| {
             let mut stmt = conn.prepare(
                 "SELECT DISTINCT request_id FROM events WHERE request_id >= ?1 AND request_id < ?1 || char(1114111) LIMIT 2",
             )?;
@@ -552,7 +631,7 @@ impl AuditStore {
     /// The other requests tied to `request_id` by an approval: the runs an
     /// approval of it allowed (or, for a run, the held request it approved).
     pub fn linked_requests(&self, request_id: &str) -> Result<Vec<String>, AuditError> {
-        self.inner.readers.with(|conn| {
+        self.reading().with(|conn| {
             let mut stmt = conn.prepare(
                 "SELECT DISTINCT o.request_id FROM events e JOIN events o ON o.approval_id = e.approval_id \
                  WHERE e.request_id = ?1 AND e.approval_id IS NOT NULL AND o.request_id IS NOT NULL \
@@ -565,15 +644,12 @@ impl AuditStore {
 
     /// Number of events per kind.
     pub fn count_by_kind(&self) -> Result<BTreeMap<String, u64>, AuditError> {
-        self.inner
-            .readers
-            .with(|conn| read::count_by(conn, "kind", ""))
+        self.reading().with(|conn| read::count_by(conn, "kind", ""))
     }
 
     /// Number of `decided` events per decision.
     pub fn count_by_decision(&self) -> Result<BTreeMap<String, u64>, AuditError> {
-        self.inner
-            .readers
+        self.reading()
             .with(|conn| read::count_by(conn, "decision", "AND kind = 'decided'"))
     }
 
@@ -586,13 +662,15 @@ impl AuditStore {
         out: &mut dyn Write,
     ) -> Result<u64, AuditError> {
         let since = since.map(time::normalize).transpose()?;
-        self.inner
-            .readers
+        self.reading()
             .with(|conn| read::export_jsonl(conn, since.as_deref(), out))
     }
 
-    /// Runs a read-only query on the store's file, e.g. over a table added
-    /// with [`AuditStore::open_with_schema`].
+    /// Runs a read-only query on the store's file over a table added with
+    /// [`AuditStore::open_with_schema`], which only SQLite commits change.
+    /// It does not wait for the append journal (requests read these tables
+    /// on their way to a decision), so `events` may lag what was
+    /// acknowledged: read events with the methods above.
     pub fn read<T>(
         &self,
         f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
@@ -631,6 +709,14 @@ pub fn verify_file(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
 
 /// Where the writer answers for one queued append.
 type Committed = tokio::sync::oneshot::Receiver<Result<Appended, AuditError>>;
+
+/// A receiver already holding `outcome`.
+fn answered(outcome: Result<Appended, AuditError>) -> Committed {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    // The receiver is right here: the send cannot fail.
+    let _ = tx.send(outcome);
+    rx
+}
 
 async fn committed(job: Committed) -> Result<Appended, AuditError> {
     job.await.map_err(|_| AuditError::WriterGone)?

@@ -60,6 +60,16 @@ static SORTED: LazyLock<Vec<usize>> = LazyLock::new(|| {
     order
 });
 
+/// The insert of one full row, every column in table order.
+pub(crate) static INSERT: LazyLock<String> = LazyLock::new(|| {
+    let placeholders: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
+    format!(
+        "INSERT INTO events ({}) VALUES ({})",
+        COLUMNS.join(", "),
+        placeholders.join(", ")
+    )
+});
+
 /// Comma-separated column list for SELECTs, in table order.
 pub(crate) static SELECT_LIST: LazyLock<String> = LazyLock::new(|| COLUMNS.join(", "));
 
@@ -238,6 +248,26 @@ impl Unplaced {
             values: &self.values,
             canonical,
         })
+    }
+}
+
+impl Unplaced {
+    /// The full row of the record placed as event `seq` with `hash`: every
+    /// column in [`COLUMNS`] order, `hash` last.
+    pub(crate) fn into_row(
+        self,
+        seq: i64,
+        ts: String,
+        prev_hash: String,
+        hash: String,
+    ) -> Vec<Value> {
+        let mut values = self.values;
+        let place = [Value::Integer(seq), Value::Text(ts), Value::Text(prev_hash)];
+        for (column, value) in PLACE.into_iter().zip(place) {
+            values[column] = value;
+        }
+        values.push(Value::Text(hash));
+        values
     }
 }
 

@@ -1,18 +1,24 @@
-//! The single writer thread and its group commit.
+//! The SQLite writer: its group commit, and the mover that brings the
+//! append journal's events into SQLite.
 //!
-//! Appenders build their event's record, put a [`Job`] on the [`Group`]'s
-//! queue and wait, unless nobody leads: then the appender leads. The leader
-//! yields until as many are queued as the last batch answered (for at most
-//! [`LINGER`]), takes them all at once, and writes them in one IMMEDIATE
-//! transaction: chain computed in queue order, one COMMIT (one fsync under
-//! `synchronous=FULL`) for the whole batch, then each waiter gets its answer
-//! and the lead passes on. Nothing is acknowledged before its COMMIT
-//! returned.
+//! Appends that SQLite must hold before they are acknowledged (FULL ones,
+//! those with a transaction hook, and any while the journal is full) put a
+//! [`Job`] on the [`Group`]'s queue and wait, unless nobody leads: then the
+//! appender leads. The leader yields until as many are queued as the last
+//! batch answered (for at most [`LINGER`]), takes them all at once, and
+//! writes them in one IMMEDIATE transaction, after every journaled event
+//! SQLite does not hold yet: chain computed in queue order under the
+//! journal's lock, one COMMIT (one fsync under `synchronous=FULL`) for the
+//! whole batch, then each waiter gets its answer and the lead passes on.
+//! Nothing on this path is acknowledged before its COMMIT returned.
+//!
+//! The mover thread commits journaled events on its own whenever some wait,
+//! without the journal's lock, so journaled appends go on meanwhile.
 
 use std::iter;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::{Receiver, SyncSender};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -23,13 +29,15 @@ use std::path::PathBuf;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::journal::{Ahead, Journal, Row};
+
 use super::error::AuditError;
 use super::event::{Appended, Durability};
 use super::head::Head;
 use super::key::Chain;
-use super::record::{COLUMNS, Unplaced};
+use super::record::{INSERT, Unplaced};
+use super::time;
 use super::{anchor, ballast, spill};
-use super::{time, verify};
 
 /// Work run inside the batch transaction right before its event is inserted;
 /// an `Err` rejects that event alone.
@@ -57,14 +65,12 @@ const WRITE_FACTOR: u64 = 4;
 /// an unbounded queue.
 const MAX_BATCH: usize = 4096;
 
-static INSERT: LazyLock<String> = LazyLock::new(|| {
-    let placeholders: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
-    format!(
-        "INSERT INTO events ({}) VALUES ({})",
-        COLUMNS.join(", "),
-        placeholders.join(", ")
-    )
-});
+/// How long the mover lets journaled lines gather before it commits them:
+/// what a read after an append may wait, at most, besides the commit.
+const MOVE_LINGER: Duration = Duration::from_millis(1);
+
+/// How long the mover waits before it tries again after a failed commit.
+const MOVE_RETRY: Duration = Duration::from_millis(100);
 
 /// What a blocking appender hears while it waits: its outcome, or that the
 /// lead passed to it and it commits the queue itself.
@@ -293,6 +299,32 @@ impl Group {
     }
 }
 
+impl Group {
+    /// The mover: commits journaled events whenever some wait, until the
+    /// journal is closed and SQLite holds them all (or, closed, they cannot
+    /// be committed: they stay in the journal for the next open).
+    fn move_journal(&self, journal: &Journal) {
+        while journal.wait_for_lines() {
+            // Lines that come meanwhile share the commit: each costs its
+            // WAL pages, wake-ups and checks once per commit, not per line.
+            if !journal.closed() {
+                thread::sleep(MOVE_LINGER);
+            }
+            let moved = self
+                .writer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .commit(Vec::new());
+            if !moved {
+                if journal.closed() {
+                    return;
+                }
+                thread::sleep(MOVE_RETRY);
+            }
+        }
+    }
+}
+
 /// Passes the lead on when a commit ends, even by a panic, so nobody waits
 /// for a leader that is gone.
 struct PassOn<'a>(&'a Group);
@@ -315,37 +347,49 @@ impl Drop for Closing {
     }
 }
 
-/// Starts the writer thread on `conn`, chaining onto `head`. `shared` mirrors
-/// the committed head for readers.
+/// The threads of a running writer.
+pub(crate) struct Threads {
+    /// Leads for barriers and for appends nobody else leads.
+    pub writer: JoinHandle<()>,
+    /// Moves journaled events into SQLite.
+    pub mover: JoinHandle<()>,
+}
+
+/// Starts the writer and the mover on `conn`, chaining onto the head of
+/// `journal`.
 pub(crate) fn spawn(
     conn: Connection,
-    head: Head,
-    shared: Arc<Mutex<Head>>,
+    journal: Arc<Journal>,
     guard: Guard,
     chain: Chain,
-) -> Result<(Arc<Group>, JoinHandle<()>), AuditError> {
+) -> Result<(Arc<Group>, Threads), AuditError> {
     let group = Arc::new(Group {
         pending: Mutex::new(Pending::default()),
         ready: Condvar::new(),
         writer: Mutex::new(Writer {
             conn,
-            head,
-            shared,
+            journal: Arc::clone(&journal),
             synchronous: Durability::Normal,
             guard,
             chain,
             unchecked_bytes: FREE_CHECK_BYTES,
         }),
     });
+    let thread_error = |source| AuditError::Io {
+        path: "audit writer thread".into(),
+        source,
+    };
     let closing = Closing(Arc::clone(&group));
-    let handle = thread::Builder::new()
+    let writer = thread::Builder::new()
         .name("praxis-audit-writer".into())
         .spawn(move || closing.0.serve())
-        .map_err(|source| AuditError::Io {
-            path: "audit writer thread".into(),
-            source,
-        })?;
-    Ok((group, handle))
+        .map_err(thread_error)?;
+    let moving = Arc::clone(&group);
+    let mover = thread::Builder::new()
+        .name("praxis-audit-mover".into())
+        .spawn(move || moving.move_journal(&journal))
+        .map_err(thread_error)?;
+    Ok((group, Threads { writer, mover }))
 }
 
 /// What one turn of the writer took from the queue.
@@ -366,8 +410,8 @@ impl Gathered {
 
 struct Writer {
     conn: Connection,
-    head: Head,
-    shared: Arc<Mutex<Head>>,
+    /// Holds the chain's head, and the events acknowledged ahead of SQLite.
+    journal: Arc<Journal>,
     /// The `synchronous` level the connection is currently set to.
     synchronous: Durability,
     guard: Guard,
@@ -394,22 +438,9 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    fn lost(&self) -> Option<String> {
-        self.lost
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
     /// Checks the file is still the one opened; marks the store lost if not.
     fn check(&self) -> Option<String> {
-        if let Some(why) = self.lost() {
-            return Some(why);
-        }
-        let why = anchor::still_there(&self.db, self.opened)?;
-        tracing::error!("{why}; refusing all work until an operator acts");
-        *self.lost.lock().unwrap_or_else(PoisonError::into_inner) = Some(why.clone());
-        Some(why)
+        anchor::lost_or_gone(&self.db, self.opened, &self.lost)
     }
 }
 
@@ -421,9 +452,9 @@ impl Writer {
         work.into_iter().for_each(|item| gathered.take(item));
         let Gathered { batch, barriers } = gathered;
         let answered = batch.len();
-        if !batch.is_empty() {
-            self.commit(batch);
-        }
+        // A barrier alone moves the journal in too: a read after it sees
+        // every acknowledged event.
+        let _ = self.commit(batch);
         for waiter in barriers {
             // A reader that went away needs no answer.
             let _ = waiter.send(());
@@ -431,7 +462,10 @@ impl Writer {
         answered
     }
 
-    fn commit(&mut self, batch: Vec<Job>) {
+    /// Commits `batch` after every journaled event SQLite does not hold
+    /// yet; with an empty batch, commits just those. False if something
+    /// was left uncommitted.
+    fn commit(&mut self, batch: Vec<Job>) -> bool {
         let durability = batch
             .iter()
             .map(|job| job.durability)
@@ -446,7 +480,7 @@ impl Writer {
             for reply in replies {
                 reply.send(Err(AuditError::Lost(why.clone())));
             }
-            return;
+            return false;
         }
         let db = self.guard.db.clone();
         // Nearly full: use the reserve now rather than fail this batch. The
@@ -458,11 +492,6 @@ impl Writer {
                 self.release_reserve();
             }
         }
-        self.unchecked_bytes += BATCH_BYTES
-            + work
-                .iter()
-                .map(|(record, _)| WRITE_FACTOR * record.size())
-                .sum::<u64>();
         let spilled = spill::take(&db).unwrap_or_else(|e| {
             tracing::error!("audit spill journal unreadable: {e}");
             None
@@ -479,15 +508,39 @@ impl Writer {
             })
             .collect();
         let replayed = replays.len();
+        let journal = Arc::clone(&self.journal);
+        // Events to place chain onto the head, so they hold the journal's
+        // lock to their COMMIT; journaled events alone are placed already,
+        // and appends go on into the other file while they commit.
+        let placing = !work.is_empty() || replayed > 0;
+        let mut ahead = match placing {
+            true => journal.lock_to_commit(),
+            false => journal.lock(),
+        };
+        let absorbed = ahead.take();
+        let (tip, held) = if placing {
+            (ahead.head.clone(), Some(ahead))
+        } else {
+            let Some(last) = absorbed.last() else {
+                return true;
+            };
+            ahead.turn();
+            drop(ahead);
+            (last.head(), None)
+        };
+        self.unchecked_bytes += BATCH_BYTES
+            + WRITE_FACTOR
+                * (absorbed.iter().map(Row::size).sum::<u64>()
+                    + work.iter().map(|(record, _)| record.size()).sum::<u64>());
         // Events without a transaction hook can be written again if the
         // filesystem fills under this batch and the reserve is released.
         let hooked: Vec<bool> = work.iter().map(|(_, op)| op.is_some()).collect();
         let mut work: Vec<(Unplaced, Option<TxOp>)> = replays.into_iter().chain(work).collect();
         let mut result = self
             .set_synchronous(durability)
-            .and_then(|()| write_batch(&mut self.conn, &self.head, &mut work, &self.chain));
+            .and_then(|()| write_batch(&mut self.conn, &absorbed, &tip, &mut work, &self.chain));
+        let mut spilled = spilled.map(|taken| (taken, replayed));
         if matches!(&result, Err(e) if disk_full(e)) && self.release_reserve() {
-            self.reload_head();
             let mut retry: Vec<(Unplaced, Option<TxOp>)> = work
                 .into_iter()
                 .skip(replayed)
@@ -495,7 +548,7 @@ impl Writer {
                 .filter(|(_, hooked)| !**hooked)
                 .map(|((record, _), _)| (record, None))
                 .collect();
-            result = write_batch(&mut self.conn, &self.head, &mut retry, &self.chain).map(
+            result = write_batch(&mut self.conn, &absorbed, &tip, &mut retry, &self.chain).map(
                 |(outcomes, head)| {
                     let mut retried = outcomes.into_iter();
                     let lost = || {
@@ -514,9 +567,19 @@ impl Writer {
                 },
             );
             // The spilled events were not in the retry: they stay spilled.
-            return self.answer(result, replies, None, 0);
+            spilled = None;
         }
-        self.answer(result, replies, spilled, replayed);
+        match held {
+            Some(mut ahead) => {
+                let committed = self.answer(result, replies, spilled, absorbed, true, &mut ahead);
+                journal.committed(ahead);
+                committed
+            }
+            None => {
+                let mut ahead = journal.lock();
+                self.answer(result, replies, spilled, absorbed, false, &mut ahead)
+            }
+        }
     }
 
     /// Gives back the reserve; true if there was one to give.
@@ -531,33 +594,33 @@ impl Writer {
         released
     }
 
-    fn reload_head(&mut self) {
-        match verify::load_head(&self.conn, &self.chain) {
-            Ok(head) => self.head = head,
-            Err(e) => tracing::error!(error = %e, "audit head unreadable after failed batch"),
-        }
-    }
-
-    /// Hands each waiter its outcome; the first `replayed` outcomes are the
-    /// spill journal's, which is emptied once they are in.
+    /// Hands each waiter its outcome; with `spilled`, the first outcomes
+    /// (as many as it says) are the spill journal's, which is emptied once
+    /// they are in. Journaled events `absorbed` go back to wait if the
+    /// batch failed. True if it committed.
     fn answer(
         &mut self,
         result: Result<(Vec<Result<Appended, AuditError>>, Head), AuditError>,
         replies: Vec<Reply>,
-        spilled: Option<spill::Taken>,
-        replayed: usize,
-    ) {
+        spilled: Option<(spill::Taken, usize)>,
+        absorbed: Vec<Row>,
+        placing: bool,
+        ahead: &mut Ahead,
+    ) -> bool {
         match result {
             Ok((outcomes, head)) => {
-                self.head = head;
-                *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = self.head.clone();
-                if let Err(e) = anchor::write(&self.guard.anchor, &self.head) {
+                if placing {
+                    ahead.head = head.clone();
+                }
+                self.journal.stored(ahead, head.clone());
+                if let Err(e) = anchor::write(&self.guard.anchor, &head) {
                     tracing::error!("audit anchor not written: {e}");
                 }
                 if self.guard.syslog.load(Ordering::Relaxed) {
-                    anchor::to_syslog(&self.head);
+                    anchor::to_syslog(&head);
                 }
-                if let Some(taken) = spilled {
+                let replayed = spilled.as_ref().map_or(0, |(_, replayed)| *replayed);
+                if let Some((taken, replayed)) = spilled {
                     tracing::warn!("{replayed} spilled audit event(s) moved into the chain");
                     taken.done();
                 }
@@ -565,16 +628,18 @@ impl Writer {
                 {
                     reply.send(outcome);
                 }
+                true
             }
             Err(error) => {
                 let message = error.to_string();
                 tracing::error!(error = %message, "audit batch not committed");
-                // The transaction rolled back; re-read the tip in case SQLite
-                // had already ended it on its own.
-                self.reload_head();
+                // The transaction rolled back: the journaled events wait
+                // for the next commit, the head stays theirs.
+                ahead.put_back(absorbed);
                 for reply in replies {
                     reply.send(Err(AuditError::Commit(message.clone())));
                 }
+                false
             }
         }
     }
@@ -597,16 +662,24 @@ fn disk_full(e: &AuditError) -> bool {
     matches!(e, AuditError::Sqlite(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::DiskFull)
 }
 
-/// Writes one batch in one transaction. The outer error aborts the whole
-/// batch; inner errors reject single events. Hooks are taken as they run;
-/// the events stay, for a retry.
+/// Writes one batch in one transaction: the journaled rows `absorbed`,
+/// then `work` chained onto `head`, the head after them. The outer error
+/// aborts the whole batch; inner errors reject single events. Hooks are
+/// taken as they run; the events stay, for a retry.
 fn write_batch(
     conn: &mut Connection,
+    absorbed: &[Row],
     head: &Head,
     work: &mut [(Unplaced, Option<TxOp>)],
     chain: &Chain,
 ) -> Result<(Vec<Result<Appended, AuditError>>, Head), AuditError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    {
+        let mut insert = tx.prepare_cached(&INSERT)?;
+        for row in absorbed {
+            insert.execute(params_from_iter(row.values()))?;
+        }
+    }
     // One commit, one time: the events of a batch are written together.
     let ts = time::now();
     let mut tip = head.clone();
