@@ -1022,10 +1022,11 @@ impl Child {
                 // SAFETY: waitid filled the union's child fields (all zero
                 // when WNOHANG found the child running).
                 let (pid, code) = unsafe { (info.si_pid(), info.si_status()) };
-                return Ok((pid != 0).then(|| match info.si_code {
+                let status = match info.si_code {
                     libc::CLD_EXITED => ExitStatus::Code(code),
                     _ => ExitStatus::Signal(code),
-                }));
+                };
+                return Ok((pid != 0).then_some(status));
             }
             let err = io::Error::last_os_error();
             if err.kind() != io::ErrorKind::Interrupted {
