@@ -26,13 +26,14 @@
 //! created since then inside a carved directory changes that directory and
 //! the carve is redone.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, InotifyEvent, WatchDescriptor};
 use std::time::{Duration, SystemTime};
 
 use crate::fs_rules::{Exclusion, Rule, RulesError, resolve_lenient};
@@ -129,9 +130,21 @@ pub(crate) struct Carved {
 /// An inotify queue watching directories a carve depended on.
 #[derive(Debug)]
 struct Watch {
+    /// What each watch stands for.
+    watched: HashMap<WatchDescriptor, Watched>,
     /// The queue, and whether a change was read from it (a change stays
     /// seen: the events are gone once read).
     queue: Mutex<(Inotify, bool)>,
+}
+
+/// What a watched directory stands for.
+#[derive(Debug, Default)]
+struct Watched {
+    /// A listed directory: its listing and its own attributes count.
+    listing: bool,
+    /// Names in it that a listed directory or a resolved path goes
+    /// through: each one's replacement counts.
+    names: BTreeSet<OsString>,
 }
 
 impl Watch {
@@ -148,21 +161,58 @@ impl Watch {
             | AddWatchFlags::IN_DONT_FOLLOW
     }
 
-    /// Watches each of `dirs`, or where one is missing, its nearest
-    /// existing ancestor (where it would appear). None when any watch
-    /// cannot be had.
-    fn new<'a>(dirs: impl Iterator<Item = &'a Path>) -> Option<Watch> {
+    /// Watches each of `listed` (its listing), and for each of `listed`
+    /// and `named`, its name in its parent, or where the parent is
+    /// missing, the missing ancestor's name in the nearest existing one
+    /// (where it would appear). None when any watch cannot be had.
+    fn new<'a>(
+        listed: impl Iterator<Item = &'a Path> + Clone,
+        named: impl Iterator<Item = &'a Path>,
+    ) -> Option<Watch> {
         let queue = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
-        for dir in dirs {
-            let watched = dir
-                .ancestors()
-                .map(|at| queue.add_watch(at, Watch::events()))
-                .find(|added| !matches!(added, Err(nix::Error::ENOENT | nix::Error::ENOTDIR)))?;
-            watched.ok()?;
+        let missing = |e: &nix::Error| matches!(e, nix::Error::ENOENT | nix::Error::ENOTDIR);
+        let mut watched: HashMap<WatchDescriptor, Watched> = HashMap::new();
+        for dir in listed.clone() {
+            match queue.add_watch(dir, Watch::events()) {
+                Ok(wd) => watched.entry(wd).or_default().listing = true,
+                Err(e) if missing(&e) => {}
+                Err(_) => return None,
+            }
+        }
+        for path in listed.chain(named) {
+            let mut child = path;
+            while let (Some(parent), Some(name)) = (child.parent(), child.file_name()) {
+                match queue.add_watch(parent, Watch::events()) {
+                    Ok(wd) => {
+                        watched.entry(wd).or_default().names.insert(name.to_owned());
+                        break;
+                    }
+                    Err(e) if missing(&e) => child = parent,
+                    Err(_) => return None,
+                }
+            }
         }
         Some(Watch {
+            watched,
             queue: Mutex::new((queue, false)),
         })
+    }
+
+    /// Whether `event` changes what its watch stands for. A child's own
+    /// attributes (a file touched in a listed directory) leave the listing
+    /// as it was, and a name's attributes leave its resolution.
+    fn changes(&self, event: &InotifyEvent) -> bool {
+        let Some(watched) = self.watched.get(&event.wd) else {
+            // The queue overflowed, or a watch was dropped: assume a change.
+            return true;
+        };
+        let kind = event.mask - AddWatchFlags::IN_ISDIR;
+        match &event.name {
+            None => true,
+            Some(_) if kind == AddWatchFlags::IN_ATTRIB => false,
+            Some(_) if watched.listing => true,
+            Some(name) => watched.names.contains(name),
+        }
     }
 
     /// Whether nothing changed since the watches were set.
@@ -174,14 +224,7 @@ impl Watch {
         let (inotify, changed) = &mut *queue;
         while !*changed {
             match inotify.read_events() {
-                // A child's own attributes (a file touched in a watched
-                // directory) leave the directory as it was.
-                Ok(events) => {
-                    *changed = events.iter().any(|e| {
-                        e.mask - AddWatchFlags::IN_ISDIR != AddWatchFlags::IN_ATTRIB
-                            || e.name.is_none()
-                    });
-                }
+                Ok(events) => *changed = events.iter().any(|e| self.changes(e)),
                 Err(nix::Error::EAGAIN) => break,
                 Err(_) => *changed = true,
             }
@@ -294,19 +337,9 @@ impl Carved {
         if self.looks.iter().any(|look| look.racy(started)) {
             return false;
         }
-        let parents = self
-            .looks
-            .iter()
-            .map(|look| look.path.as_path())
-            .chain(self.plain.iter().map(PathBuf::as_path))
-            .filter_map(Path::parent);
-        let dirs: BTreeSet<&Path> = self
-            .looks
-            .iter()
-            .map(|look| look.path.as_path())
-            .chain(parents)
-            .collect();
-        if let Some(watch) = Watch::new(dirs.into_iter()) {
+        let listed = self.looks.iter().map(|look| look.path.as_path());
+        let named = self.plain.iter().map(PathBuf::as_path);
+        if let Some(watch) = Watch::new(listed, named) {
             let _ = self.watch.set(watch);
         }
         self.looked_unchanged() && self.resolved_unchanged()
@@ -459,6 +492,10 @@ mod tests {
         // A file's own attributes leave its directory as it was.
         fs::set_permissions(root.join("a/notes"), fs::Permissions::from_mode(0o600)).unwrap();
         assert!(watch.quiet(), "a child's attributes are no change");
+        // A name beside a path the carve resolved is no change either.
+        let beside = tempfile::NamedTempFile::new_in(root.parent().unwrap()).unwrap();
+        assert!(watch.quiet(), "a new name beside the root is no change");
+        drop(beside);
         assert!(Arc::ptr_eq(
             &kept,
             &carve(&key(&root), || make(&root, &made)).unwrap()
