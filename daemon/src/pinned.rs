@@ -6,10 +6,13 @@
 //! its pid may name another process by now. A pidfd refers to the one
 //! process that connected: a peer that has exited is refused, and what is
 //! read about its pid (`/proc/<pid>/…`) counts only if the pidfd still
-//! shows the process alive after the reads, since a pid is not reused
-//! while its process is alive or a zombie.
+//! shows the process running after the reads (a pidfd polls readable once
+//! its process has exited), since a pid is not reused while its process
+//! is alive or a zombie.
 
 use std::io::{self, Read};
+
+use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 
@@ -32,6 +35,9 @@ pub enum PinError {
 #[derive(Debug)]
 pub struct PinnedPeer {
     pidfd: OwnedFd,
+    /// Its pid as the kernel gave it with the connection (`SO_PEERCRED`),
+    /// in our pid namespace.
+    pid: i32,
 }
 
 /// The pinned process as it is now.
@@ -69,47 +75,45 @@ impl PinnedPeer {
         }
         // SAFETY: the kernel just installed `fd` for us and nothing else owns it.
         let pidfd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(PinnedPeer { pidfd })
+        let credentials = getsockopt(&socket, PeerCredentials)
+            .map_err(|e| PinError::NoPidfd(io::Error::from(e)))?;
+        // 0: a process in a pid namespace this one cannot see.
+        match credentials.pid() {
+            pid if pid > 0 => Ok(PinnedPeer { pidfd, pid }),
+            _ => Err(PinError::Exited),
+        }
     }
 
     /// Examines the process as it is now: `look` sees its pid and cgroup,
-    /// and its answer counts only if the process is still alive after it.
+    /// and its answer counts only if the process still runs after it.
     pub fn examine<T>(&self, look: impl FnOnce(&Process) -> T) -> Result<T, PinError> {
-        let fdinfo = read_proc(&format!("/proc/self/fdinfo/{}", self.pidfd.as_raw_fd()))
-            .map_err(PinError::Unreadable)?;
-        let pid = pid_of(&fdinfo).ok_or(PinError::Exited)?;
-        let stat = read_proc(&format!("/proc/{pid}/stat")).map_err(|_| PinError::Exited)?;
-        if !running(&stat) {
-            return Err(PinError::Exited);
-        }
+        let pid = self.pid;
         let cgroup = read_proc(&format!("/proc/{pid}/cgroup")).map_err(|_| PinError::Exited)?;
         let answer = look(&Process {
             pid,
             cgroup: cgroup_v2(&cgroup),
         });
-        self.alive()?;
+        self.running()?;
         Ok(answer)
     }
 
-    /// Whether the pinned process (not whatever holds its pid) still runs.
-    fn alive(&self) -> Result<(), PinError> {
-        // SAFETY: pidfd_send_signal with signal 0 checks only; the pidfd is
-        // ours and open, the info pointer may be null.
-        let sent = unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                self.pidfd.as_raw_fd(),
-                0,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            )
+    /// Whether the pinned process (not whatever holds its pid) still runs:
+    /// its pidfd is not readable, which it is once the process has exited.
+    fn running(&self) -> Result<(), PinError> {
+        let mut pfd = libc::pollfd {
+            fd: self.pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
         };
-        if sent == 0 {
-            Ok(())
-        } else {
-            match io::Error::last_os_error() {
-                e if e.raw_os_error() == Some(libc::ESRCH) => Err(PinError::Exited),
-                e => Err(PinError::Unreadable(e)),
+        loop {
+            // SAFETY: poll on one valid pollfd, without waiting.
+            match unsafe { libc::poll(&mut pfd, 1, 0) } {
+                0 => return Ok(()),
+                n if n > 0 => return Err(PinError::Exited),
+                _ => match io::Error::last_os_error() {
+                    e if e.kind() == io::ErrorKind::Interrupted => {}
+                    e => return Err(PinError::Unreadable(e)),
+                },
             }
         }
     }
@@ -122,24 +126,6 @@ pub(crate) fn read_proc(path: &str) -> io::Result<String> {
     let mut text = Vec::with_capacity(4096);
     std::fs::File::open(path)?.read_to_end(&mut text)?;
     String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-}
-
-/// The pid a pidfd's fdinfo names; none when the process has been reaped
-/// (`Pid: -1`) or lives in a pid namespace this one cannot see (`0`).
-fn pid_of(fdinfo: &str) -> Option<i32> {
-    fdinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("Pid:"))
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|&pid| pid > 0)
-}
-
-/// Whether `/proc/<pid>/stat` shows a process that runs: not a zombie nor
-/// dead (the state follows the parenthesised name, which may hold spaces).
-fn running(stat: &str) -> bool {
-    stat.rfind(')')
-        .and_then(|end| stat[end + 1..].split_whitespace().next())
-        .is_some_and(|state| !matches!(state, "Z" | "X" | "x"))
 }
 
 /// The cgroup v2 path of a `/proc/<pid>/cgroup` text.
@@ -169,17 +155,38 @@ mod tests {
     }
 
     #[test]
-    fn fdinfo_and_stat_are_read_strictly() {
-        assert_eq!(
-            pid_of("pos:\t0\nflags:\t02\nPid:\t42\nNSpid:\t42\n"),
-            Some(42)
-        );
-        assert_eq!(pid_of("Pid:\t-1\n"), None);
-        assert_eq!(pid_of("Pid:\t0\n"), None);
-        assert_eq!(pid_of("flags:\t02\n"), None);
-        assert!(running("7 (a) b) S 1 7"));
-        assert!(!running("7 (sh) Z 1 7"));
-        assert!(!running("garbage"));
+    fn a_peer_that_exited_is_refused_zombie_or_reaped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        // Connects, then waits for its stdin to close.
+        let mut child = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); sys.stdin.read()",
+            ])
+            .arg(&path)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (ours, _) = listener.accept().unwrap();
+        let pinned = PinnedPeer::of(ours.as_fd()).unwrap();
+        let seen = pinned.examine(|now| now.pid).unwrap();
+        assert_eq!(seen, child.id() as i32);
+        drop(child.stdin.take());
+        // A zombie until it is waited for: already refused.
+        while std::fs::read_to_string(format!("/proc/{seen}/stat"))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(matches!(pinned.examine(|_| ()), Err(PinError::Exited)));
+        child.wait().unwrap();
+        assert!(matches!(pinned.examine(|_| ()), Err(PinError::Exited)));
+    }
+
+    #[test]
+    fn the_cgroup_v2_line_is_read_strictly() {
         assert_eq!(
             cgroup_v2("12:pids:/x\n0::/system.slice/praxisd-7/cmd-7-1\n"),
             Some(PathBuf::from("/system.slice/praxisd-7/cmd-7-1"))
