@@ -37,18 +37,6 @@ const KEPT: usize = 4096;
 /// Symlinks followed in one walk, as the kernel allows.
 const MAX_LINKS: usize = 40;
 
-/// What makes a watched directory's event matter: its entries appearing,
-/// going, being renamed or changing mode, and the directory itself going.
-fn watch_mask() -> AddWatchFlags {
-    AddWatchFlags::IN_CREATE
-        | AddWatchFlags::IN_DELETE
-        | AddWatchFlags::IN_MOVED_FROM
-        | AddWatchFlags::IN_MOVED_TO
-        | AddWatchFlags::IN_ATTRIB
-        | AddWatchFlags::IN_DELETE_SELF
-        | AddWatchFlags::IN_MOVE_SELF
-}
-
 /// Where one program resolved: the path found on `PATH`, and the identity
 /// of every directory from its canonical path's parent up to `/`.
 #[derive(Clone)]
@@ -208,7 +196,10 @@ impl Watched {
     /// Watches `dir` for changes to `name` before it is looked up; false when
     /// it cannot be, so nothing that depends on it may be kept.
     fn watch(&mut self, dir: &Path, name: &OsStr) -> bool {
-        match self.inotify.add_watch(dir, watch_mask()) {
+        match self
+            .inotify
+            .add_watch(dir, praxis_sandbox::host::directory_events())
+        {
             Ok(wd) => {
                 self.names.entry(wd).or_default().insert(name.to_owned());
                 true

@@ -148,17 +148,10 @@ struct Watched {
 }
 
 impl Watch {
-    /// What changes a directory's listing or its own attributes.
+    /// What changes a directory's listing or its own attributes, on the
+    /// directory itself (not a symlink's target).
     fn events() -> AddWatchFlags {
-        AddWatchFlags::IN_CREATE
-            | AddWatchFlags::IN_DELETE
-            | AddWatchFlags::IN_MOVED_FROM
-            | AddWatchFlags::IN_MOVED_TO
-            | AddWatchFlags::IN_ATTRIB
-            | AddWatchFlags::IN_DELETE_SELF
-            | AddWatchFlags::IN_MOVE_SELF
-            | AddWatchFlags::IN_ONLYDIR
-            | AddWatchFlags::IN_DONT_FOLLOW
+        crate::host::directory_events() | AddWatchFlags::IN_ONLYDIR | AddWatchFlags::IN_DONT_FOLLOW
     }
 
     /// Watches each of `listed` (its listing), and for each of `listed`
