@@ -142,7 +142,8 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     // A peer that connected and exited is refused: that needs a second
-    // process, so tests/tests/operator_channel.rs tries it end to end.
+    // process, so daemon/tests/pinned_peer.rs tries it (and
+    // tests/tests/operator_channel.rs end to end).
 
     #[test]
     fn a_live_peer_is_examined_as_itself() {
@@ -152,37 +153,6 @@ mod tests {
         assert_eq!(me.pid, std::process::id() as i32);
         let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
         assert_eq!(me.cgroup, cgroup_v2(&own));
-    }
-
-    #[test]
-    fn a_peer_that_exited_is_refused_zombie_or_reaped() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s");
-        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
-        // Connects, then waits for its stdin to close.
-        let mut child = std::process::Command::new("python3")
-            .args([
-                "-c",
-                "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); sys.stdin.read()",
-            ])
-            .arg(&path)
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (ours, _) = listener.accept().unwrap();
-        let pinned = PinnedPeer::of(ours.as_fd()).unwrap();
-        let seen = pinned.examine(|now| now.pid).unwrap();
-        assert_eq!(seen, child.id() as i32);
-        drop(child.stdin.take());
-        // A zombie until it is waited for: already refused.
-        while std::fs::read_to_string(format!("/proc/{seen}/stat"))
-            .is_ok_and(|stat| !stat.contains(") Z "))
-        {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        assert!(matches!(pinned.examine(|_| ()), Err(PinError::Exited)));
-        child.wait().unwrap();
-        assert!(matches!(pinned.examine(|_| ()), Err(PinError::Exited)));
     }
 
     #[test]
