@@ -17,15 +17,14 @@
 //! the next change there, and mounting needs privileges an agent lacks.
 //! Where inotify cannot be had, every lookup is made afresh, the same way.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use nix::errno::Errno;
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+use praxis_sandbox::dir_watch::{DirWatch, NameAttributes};
 use praxis_sandbox::host;
 
 /// A directory's identity.
@@ -51,9 +50,8 @@ pub struct ProgramCache {
 }
 
 struct Watched {
-    inotify: Inotify,
-    /// Per watched directory: the names looked up in it.
-    names: HashMap<WatchDescriptor, HashSet<OsString>>,
+    /// Per watched directory, the names looked up in it.
+    dirs: DirWatch,
     /// (program, `PATH`) → where it resolved, outside every writable root.
     found: HashMap<(String, OsString), Found>,
     /// The writable roots besides the workspace, and their identities
@@ -76,14 +74,14 @@ impl Default for ProgramCache {
     /// A cache that keeps lookups; one that keeps none where inotify cannot
     /// be had.
     fn default() -> ProgramCache {
-        let inotify = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK);
-        if let Err(e) = &inotify {
+        // A program's own attributes (its execute bit) count.
+        let dirs = DirWatch::new(NameAttributes::Count);
+        if let Err(e) = &dirs {
             tracing::warn!("program lookups are made afresh for every request: inotify: {e}");
         }
         ProgramCache {
-            state: Mutex::new(inotify.ok().map(|inotify| Watched {
-                inotify,
-                names: HashMap::new(),
+            state: Mutex::new(dirs.ok().map(|dirs| Watched {
+                dirs,
                 found: HashMap::new(),
                 roots: None,
                 #[cfg(test)]
@@ -163,49 +161,20 @@ impl ProgramCache {
 impl Watched {
     /// Reads every event queued; one that matters drops what is kept.
     fn drain(&mut self) {
-        loop {
-            match self.inotify.read_events() {
-                Ok(events) => {
-                    let matters = events.iter().any(|e| {
-                        e.mask.contains(AddWatchFlags::IN_Q_OVERFLOW)
-                            || e.mask.contains(AddWatchFlags::IN_IGNORED)
-                            || match &e.name {
-                                None => true,
-                                Some(name) => {
-                                    self.names.get(&e.wd).is_some_and(|n| n.contains(name))
-                                }
-                            }
-                    });
-                    if matters {
-                        self.found.clear();
-                        self.roots = None;
-                    }
-                }
-                Err(Errno::EAGAIN) => return,
-                Err(e) => {
-                    // Changes could go unseen from here on: keep nothing.
-                    tracing::error!("program lookups kept no longer: inotify: {e}");
-                    self.found.clear();
-                    self.roots = None;
-                    return;
-                }
-            }
+        match self.dirs.changed() {
+            Ok(false) => return,
+            Ok(true) => {}
+            // Changes could go unseen from here on: keep nothing.
+            Err(e) => tracing::error!("program lookups kept no longer: inotify: {e}"),
         }
+        self.found.clear();
+        self.roots = None;
     }
 
     /// Watches `dir` for changes to `name` before it is looked up; false when
     /// it cannot be, so nothing that depends on it may be kept.
     fn watch(&mut self, dir: &Path, name: &OsStr) -> bool {
-        match self
-            .inotify
-            .add_watch(dir, praxis_sandbox::host::directory_events())
-        {
-            Ok(wd) => {
-                self.names.entry(wd).or_default().insert(name.to_owned());
-                true
-            }
-            Err(_) => false,
-        }
+        self.dirs.watch_name(dir, name).is_ok()
     }
 
     /// The identities of `roots` (None: missing), kept while nothing on

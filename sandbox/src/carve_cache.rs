@@ -12,12 +12,14 @@
 //! symlinks has become one; a path whose resolution went through a symlink
 //! is resolved again and compared.
 //!
-//! A kept carve watches (inotify) each listed directory and the parent of
-//! each of those paths, so the check before a command is one read of its
+//! A kept carve watches (inotify) each listed directory whole, and in the
+//! parent of each listed directory and of each component of a resolved
+//! path, that one name, so the check before a command is one read of its
 //! queue, not one `lstat` per directory: a name made, removed or renamed in
-//! one of them, or a change to one's own attributes, is a change. Where the
-//! watches cannot be had (the user's inotify limits), the `lstat`s are
-//! made instead.
+//! a listed directory, the same for a watched name, or a change to a
+//! watched directory's own attributes, is a change. Where the watches
+//! cannot be had (the user's inotify limits), the `lstat`s are made
+//! instead.
 //!
 //! A directory changed within [`RACY`] of the carve is not trusted (its
 //! timestamps may not have ticked yet): such a carve is used once and not
@@ -26,16 +28,13 @@
 //! created since then inside a carved directory changes that directory and
 //! the carve is redone.
 
-use std::collections::{BTreeSet, HashMap};
-use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, InotifyEvent, WatchDescriptor};
 use std::time::{Duration, SystemTime};
 
+use crate::dir_watch::{DirWatch, NameAttributes};
 use crate::fs_rules::{Exclusion, Rule, RulesError, resolve_lenient};
 
 /// Carves kept at most.
@@ -127,33 +126,15 @@ pub(crate) struct Carved {
     watch: OnceLock<Watch>,
 }
 
-/// An inotify queue watching directories a carve depended on.
+/// Watches on the directories a carve depended on.
 #[derive(Debug)]
 struct Watch {
-    /// What each watch stands for.
-    watched: HashMap<WatchDescriptor, Watched>,
-    /// The queue, and whether a change was read from it (a change stays
-    /// seen: the events are gone once read).
-    queue: Mutex<(Inotify, bool)>,
-}
-
-/// What a watched directory stands for.
-#[derive(Debug, Default)]
-struct Watched {
-    /// A listed directory: its listing and its own attributes count.
-    listing: bool,
-    /// Names in it that a listed directory or a resolved path goes
-    /// through: each one's replacement counts.
-    names: BTreeSet<OsString>,
+    /// The watches, and whether a change was read from them (a change
+    /// stays seen: the events are gone once read).
+    queue: Mutex<(DirWatch, bool)>,
 }
 
 impl Watch {
-    /// What changes a directory's listing or its own attributes, on the
-    /// directory itself (not a symlink's target).
-    fn events() -> AddWatchFlags {
-        crate::host::directory_events() | AddWatchFlags::IN_ONLYDIR | AddWatchFlags::IN_DONT_FOLLOW
-    }
-
     /// Watches each of `listed` (its listing), and for each of `listed`
     /// and `named`, its name in its parent, or where the parent is
     /// missing, the missing ancestor's name in the nearest existing one
@@ -162,50 +143,27 @@ impl Watch {
         listed: impl Iterator<Item = &'a Path> + Clone,
         named: impl Iterator<Item = &'a Path>,
     ) -> Option<Watch> {
-        let queue = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+        let mut watch = DirWatch::new(NameAttributes::Ignore).ok()?;
         let missing = |e: &nix::Error| matches!(e, nix::Error::ENOENT | nix::Error::ENOTDIR);
-        let mut watched: HashMap<WatchDescriptor, Watched> = HashMap::new();
         for dir in listed.clone() {
-            match queue.add_watch(dir, Watch::events()) {
-                Ok(wd) => watched.entry(wd).or_default().listing = true,
-                Err(e) if missing(&e) => {}
-                Err(_) => return None,
+            match watch.watch_listing(dir) {
+                Err(e) if !missing(&e) => return None,
+                _ => {}
             }
         }
         for path in listed.chain(named) {
             let mut child = path;
             while let (Some(parent), Some(name)) = (child.parent(), child.file_name()) {
-                match queue.add_watch(parent, Watch::events()) {
-                    Ok(wd) => {
-                        watched.entry(wd).or_default().names.insert(name.to_owned());
-                        break;
-                    }
+                match watch.watch_name(parent, name) {
+                    Ok(()) => break,
                     Err(e) if missing(&e) => child = parent,
                     Err(_) => return None,
                 }
             }
         }
         Some(Watch {
-            watched,
-            queue: Mutex::new((queue, false)),
+            queue: Mutex::new((watch, false)),
         })
-    }
-
-    /// Whether `event` changes what its watch stands for. A child's own
-    /// attributes (a file touched in a listed directory) leave the listing
-    /// as it was, and a name's attributes leave its resolution.
-    fn changes(&self, event: &InotifyEvent) -> bool {
-        let Some(watched) = self.watched.get(&event.wd) else {
-            // The queue overflowed, or a watch was dropped: assume a change.
-            return true;
-        };
-        let kind = event.mask - AddWatchFlags::IN_ISDIR;
-        match &event.name {
-            None => true,
-            Some(_) if kind == AddWatchFlags::IN_ATTRIB => false,
-            Some(_) if watched.listing => true,
-            Some(name) => watched.names.contains(name),
-        }
     }
 
     /// Whether nothing changed since the watches were set.
@@ -214,14 +172,8 @@ impl Watch {
             .queue
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (inotify, changed) = &mut *queue;
-        while !*changed {
-            match inotify.read_events() {
-                Ok(events) => *changed = events.iter().any(|e| self.changes(e)),
-                Err(nix::Error::EAGAIN) => break,
-                Err(_) => *changed = true,
-            }
-        }
+        let (watch, changed) = &mut *queue;
+        *changed = *changed || !matches!(watch.changed(), Ok(false));
         !*changed
     }
 }

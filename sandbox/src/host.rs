@@ -198,20 +198,6 @@ pub fn own_tools(paths: Vec<PathBuf>) -> std::collections::BTreeMap<PathBuf, Str
         .collect()
 }
 
-/// The inotify events that change what a watched directory holds: an
-/// entry appearing, going, being renamed or changing its attributes, and
-/// the directory itself going.
-pub fn directory_events() -> nix::sys::inotify::AddWatchFlags {
-    use nix::sys::inotify::AddWatchFlags as Flags;
-    Flags::IN_CREATE
-        | Flags::IN_DELETE
-        | Flags::IN_MOVED_FROM
-        | Flags::IN_MOVED_TO
-        | Flags::IN_ATTRIB
-        | Flags::IN_DELETE_SELF
-        | Flags::IN_MOVE_SELF
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -160,6 +160,7 @@
 //! `RLIMIT_AS` in the child (weaker; see [`Limits`]). [`limiting`] says
 //! which, and [`process_control`] says both, for `praxis status`.
 
+pub mod dir_watch;
 pub mod guardian;
 pub mod host;
 
