@@ -11,10 +11,10 @@
 //! is alive or a zombie.
 
 use std::io::{self, Read};
-
-use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
+
+use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 
 /// `SO_PEERPIDFD` (Linux 6.5): a pidfd of the socket's peer process. The
 /// same number on every architecture praxisd builds for.

@@ -53,14 +53,12 @@ pub(crate) struct Launcher {
     pidfd: OwnedFd,
     go: (OwnedFd, OwnedFd),
     answer: (OwnedFd, OwnedFd),
-    /// What it reads and the stack it runs on, held (never read here)
-    /// until it has exec'd or is gone; boxed, so its address stays put.
-    _start: Box<Start>,
+    /// What it reads and the stack it runs on, held until it has exec'd
+    /// or is gone; boxed, so its address stays put.
+    start: Box<Start>,
     stack: Option<ChildStack>,
     /// Handed over as a command's process: no longer ours to kill.
     handed: bool,
-    /// Its bounding set is empty already.
-    bounding_dropped: bool,
 }
 
 /// Writes one byte (async-signal-safe).
@@ -136,7 +134,6 @@ impl Launcher {
             parent_pid: unsafe { libc::getpid() },
             bounding: own_caps::droppable_bounding(),
         });
-        let start_bounding = start.bounding.is_some();
         let stack =
             ChildStack::reused_or_new().map_err(|e| SandboxError::os("a launcher's stack", e))?;
         let arg = (&raw const *start).cast_mut().cast();
@@ -160,10 +157,9 @@ impl Launcher {
             pidfd,
             go,
             answer,
-            _start: start,
+            start,
             stack: Some(stack),
             handed: false,
-            bounding_dropped: start_bounding,
         };
         match launcher.answer()? {
             PLACED => Ok(launcher),
@@ -174,10 +170,11 @@ impl Launcher {
         }
     }
 
-    /// Whether its bounding set is empty already, so a plan that keeps
-    /// our user namespace need not drop it again.
+    /// Whether its bounding set is empty already (a launcher that was to
+    /// drop it and could not is never placed), so a plan that keeps our
+    /// user namespace need not drop it again.
     pub(crate) fn bounding_dropped(&self) -> bool {
-        self.bounding_dropped
+        self.start.bounding.is_some()
     }
 
     /// The launcher's next answer; `FAILED` if it died first.

@@ -1070,12 +1070,12 @@ impl Child {
     /// seccomp filter) costs the kernel far more than reading its status.
     pub fn wait_leaving(mut self) -> (Result<ExitStatus, SandboxError>, Leftovers) {
         let cgroup = self.cgroup.take();
-        let waited = match self.status {
-            Some(status) => Ok(Some(status)),
-            None => self.unreaped_exit(true),
+        let unreaped = match self.status {
+            None => self.unreaped_exit(true).ok().flatten(),
+            Some(_) => None,
         };
-        let (waited, leader) = match waited {
-            Ok(Some(status)) if self.status.is_none() => {
+        let (waited, leader) = match unreaped {
+            Some(status) => {
                 // The leader is a zombie, so its pid (the pgid) cannot be
                 // reused yet: the rest of its group is killed by that id.
                 let killed = self.signal_group(libc::SIGKILL);
@@ -1086,7 +1086,8 @@ impl Child {
                 };
                 (killed.map(|()| status), Some(leader))
             }
-            _ => (self.wait(), None),
+            // Reaped already, or its exit unreadable: the plain wait.
+            None => (self.wait(), None),
         };
         let killed = cgroup
             .as_ref()
