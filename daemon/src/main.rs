@@ -431,6 +431,7 @@ async fn run(daemon: Arc<Daemon>, console: std::net::TcpListener) -> Result<i32,
     // So are the session states still waiting to be saved.
     daemon.sessions.flush();
     praxis_sandbox::discard_spare();
+    praxis_sandbox::tidy_now();
     let _ = daemon
         .record(
             Event {

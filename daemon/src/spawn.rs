@@ -72,9 +72,9 @@ pub fn sandboxed(
 /// sandbox's `wait_leaving` also kills what is left of its group and
 /// cgroups. The exit is watched on the child's pidfd by the task that
 /// awaits this, so no thread stands between the exit and its report. The
-/// leader is reaped, and its cgroups and scratch dir removed, after, off
-/// the reporting path (the next command's spare is made once its client is
-/// gone: see the server).
+/// leader is reaped, and its cgroups, scratch dir and namespaces removed,
+/// once the client is gone (the server says so, and the next command's
+/// spare is made then too).
 async fn reaped(child: praxis_sandbox::Child) -> Waited {
     let (waited, leftovers) = match leader_exit(&child).await {
         Ok(()) => child.wait_leaving(),
@@ -93,11 +93,7 @@ async fn reaped(child: praxis_sandbox::Child) -> Waited {
         Ok(praxis_sandbox::ExitStatus::Signal(sig)) => Ok((None, Some(sig))),
         Err(e) => Err(errors::one_line(&e)),
     };
-    tokio::task::spawn_blocking(move || {
-        if let Err(e) = leftovers.remove() {
-            tracing::warn!("after a command: {}", errors::one_line(&e));
-        }
-    });
+    leftovers.remove_later(|e| tracing::warn!("after a command: {}", errors::one_line(&e)));
     waited
 }
 

@@ -182,6 +182,7 @@ mod process;
 mod scratch;
 mod spare;
 mod spawner;
+mod tidy;
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -204,6 +205,7 @@ pub use probe::{SelfTestReport, Support, self_test, support};
 pub use process::{Child, ExitStatus, Leftovers, Prepared, Waited, prepare, relay_ports, spawn};
 pub use scratch::sweep_scratch;
 pub use spare::{discard_spare, keep_spares, make_spare, place_ahead};
+pub use tidy::{client_gone, tidy_now};
 
 /// Minimum Landlock ABI: 6 brings the abstract-unix-socket and signal scopes.
 pub const MIN_LANDLOCK_ABI: i32 = 6;

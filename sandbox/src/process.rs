@@ -843,7 +843,18 @@ pub fn spawn(
             SandboxError::Invalid("truncated child report".into())
         });
     }
-    child.pidfd = Some(pidfd_open(pid)?);
+    let pidfd = pidfd_open(pid)?;
+    // Its own network namespace: made ahead, or by the child.
+    let netns = match prepared.netns.take() {
+        Some(made) => Some(made),
+        None if prepared.private_net => namespace_of(pidfd.as_fd(), libc::PIDFD_GET_NET_NAMESPACE),
+        None => None,
+    };
+    child.namespaces.extend(netns);
+    child
+        .namespaces
+        .extend(namespace_of(pidfd.as_fd(), libc::PIDFD_GET_MNT_NAMESPACE));
+    child.pidfd = Some(pidfd);
     crate::guardian::watch(pid);
     if let Some(ours) = &launched.handoff {
         if prepared_egress {
@@ -854,6 +865,18 @@ pub fn spawn(
         }
     }
     Ok(child)
+}
+
+/// A new descriptor on the namespace the process behind `pidfd` is in, of
+/// the kind `request` (a `PIDFD_GET_*_NAMESPACE`) names. `None` once the
+/// process has exited, and before Linux 6.11, which lacks these requests:
+/// the namespace is then freed by the command's last exit, as it was.
+fn namespace_of(pidfd: BorrowedFd<'_>, request: libc::Ioctl) -> Option<OwnedFd> {
+    // SAFETY: an argument-less pidfd ioctl on a live descriptor; it returns
+    // a new descriptor or -1.
+    let fd = unsafe { libc::ioctl(pidfd.as_raw_fd(), request, 0) };
+    // SAFETY: a fresh descriptor owned by nobody else.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// How a command ended.
@@ -904,6 +927,12 @@ pub struct Child {
     /// The Landlock ruleset the child restricted itself with, closed with
     /// the leftovers: freeing its rules need not delay the command's start.
     ruleset: Option<OwnedFd>,
+    /// Its mount and network namespaces, held until its leftovers are
+    /// removed: a namespace is freed when its last holder lets go, and
+    /// freeing one waits for RCU grace periods (a mount namespace inside
+    /// the exit of the command's last process, before its parent hears of
+    /// it).
+    namespaces: Vec<OwnedFd>,
     restrictions: String,
     placed_ahead: bool,
     egress_listener: Option<TcpListener>,
@@ -920,6 +949,7 @@ impl Child {
             scratch: None,
             cgroup: None,
             ruleset: None,
+            namespaces: Vec::new(),
             restrictions: String::new(),
             placed_ahead: false,
             egress_listener: None,
@@ -1098,6 +1128,7 @@ impl Child {
             cgroup,
             scratch: self.scratch.take(),
             ruleset: self.ruleset.take(),
+            namespaces: std::mem::take(&mut self.namespaces),
         };
         (waited, leftovers)
     }
@@ -1173,9 +1204,10 @@ impl Child {
 }
 
 /// A finished command's leader (exited, not yet reaped), cgroups (its
-/// processes already killed), scratch dir and Landlock ruleset, removed on
-/// drop: reaping the leader, waiting for the cgroups to empty and removing
-/// them take system calls that need not delay the exit.
+/// processes already killed), scratch dir, Landlock ruleset and namespaces,
+/// removed on drop: reaping the leader, waiting for the cgroups to empty and
+/// removing them, and freeing the namespaces take kernel work that need not
+/// delay the exit's report.
 #[derive(Debug)]
 #[must_use = "dropping it removes the command's cgroups and scratch dir"]
 pub struct Leftovers {
@@ -1183,18 +1215,30 @@ pub struct Leftovers {
     cgroup: Option<CommandCgroup>,
     scratch: Option<ScratchDir>,
     ruleset: Option<OwnedFd>,
+    namespaces: Vec<OwnedFd>,
 }
 
 impl Leftovers {
     /// Reaps the leader, removes the cgroups once empty, then the scratch
-    /// dir; closes the ruleset.
+    /// dir; closes the ruleset and lets go of the namespaces.
     pub fn remove(mut self) -> Result<(), SandboxError> {
         let reaped = self.leader.take().map_or(Ok(()), |leader| leader.release());
         let removed = self.cgroup.take().map_or(Ok(()), CommandCgroup::remove);
         // Only now can no process of the command still write there.
         drop(self.scratch.take());
         drop(self.ruleset.take());
+        self.namespaces.clear();
         reaped.and(removed.map_err(Into::into))
+    }
+
+    /// Removes them once a client has gone ([`crate::client_gone`]), on a
+    /// thread of their own; `failed` hears why a removal failed.
+    pub fn remove_later(self, failed: impl FnOnce(SandboxError) + Send + 'static) {
+        crate::tidy::later(Box::new(move || {
+            if let Err(e) = self.remove() {
+                failed(e);
+            }
+        }));
     }
 }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::Fixture;
-use praxis_sandbox::{Child, Network, Profile, Stdio, Tracking};
+use praxis_sandbox::{Child, Network, PrivateTmp, Profile, Spec, Stdio, Tracking};
 
 /// A shell that starts a grandchild in a session of its own, prints its pid,
 /// then runs `rest`.
@@ -32,14 +32,18 @@ fn tracked() -> bool {
 
 /// Spawns `sh -c script` and reads the first line it prints (a pid).
 fn start(fx: &Fixture, script: &str) -> (Child, i32) {
+    start_under(&fx.spec(Profile::WorkspaceWrite, Network::Off), fx, script)
+}
+
+/// [`start`] under `spec`.
+fn start_under(spec: &Spec, fx: &Fixture, script: &str) -> (Child, i32) {
     let (reader, writer) = std::io::pipe().unwrap();
     let stdio = Stdio {
         stdin: std::fs::File::open("/dev/null").unwrap().into(),
         stdout: OwnedFd::from(writer),
         stderr: std::fs::File::create("/dev/null").unwrap().into(),
     };
-    let spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
-    let prepared = praxis_sandbox::prepare(&spec).unwrap();
+    let prepared = praxis_sandbox::prepare(spec).unwrap();
     let argv: Vec<OsString> = ["/bin/sh", "-c", script].map(OsString::from).to_vec();
     let child = praxis_sandbox::spawn(prepared, &argv, &fx.ws, stdio).unwrap();
     let mut line = String::new();
@@ -194,4 +198,59 @@ fn tracking_names_its_base_or_reason() {
         Tracking::ProcessGroup(why) => assert!(!why.is_empty()),
     }
     assert!(Path::new("/proc/self").exists());
+}
+
+/// `pid`'s namespace of `kind` (`mnt`, `net`), as its `/proc` link names it.
+fn namespace(pid: i32, kind: &str) -> String {
+    let link = std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).unwrap();
+    link.to_string_lossy().into_owned()
+}
+
+/// Whether this process holds a descriptor on the namespace `ns`.
+fn held(ns: &str) -> bool {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .any(|target| target.as_os_str() == ns)
+}
+
+/// Whether the kernel hands out a process's namespaces through its pidfd
+/// (Linux 6.11).
+fn pidfd_namespaces() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut numbers = release.split(['.', '-']).map(|n| n.parse::<u32>().unwrap_or(0));
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0)) >= (6, 11)
+}
+
+/// A command's mount namespace is freed when its last holder lets go, and
+/// freeing one waits for an RCU grace period: praxisd holds it from the
+/// start, so that wait comes with the leftovers' removal, not inside the
+/// command's exit before its status can be read.
+#[test]
+fn a_commands_mount_namespace_is_held_until_its_leftovers_are_removed() {
+    if !pidfd_namespaces() {
+        println!("skipping: no namespaces through a pidfd before Linux 6.11");
+        return;
+    }
+    let fx = Fixture::new();
+    // A private /tmp is mounted in a mount namespace of the command's own.
+    let mut spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
+    let tmp = fx.scratch_root.with_file_name("private-tmp");
+    let private = PrivateTmp {
+        tmp: tmp.join("tmp"),
+        var_tmp: tmp.join("var-tmp"),
+    };
+    for dir in [&private.tmp, &private.var_tmp] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    spec.private_tmp = Some(private);
+    let (child, _) = start_under(&spec, &fx, "echo $$; sleep 0.3");
+    let ns = namespace(child.pid(), "mnt");
+    assert_ne!(ns, namespace(std::process::id() as i32, "mnt"));
+    assert!(held(&ns), "the spawn holds the command's mount namespace");
+    let (waited, leftovers) = child.wait_leaving();
+    assert_eq!(waited.unwrap().shell_code(), 0);
+    assert!(held(&ns), "still held once the command has exited");
+    leftovers.remove().unwrap();
+    assert!(!held(&ns), "let go with the leftovers");
 }

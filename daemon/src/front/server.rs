@@ -20,9 +20,9 @@ use crate::pinned::PinnedPeer;
 use crate::pipeline::{self, Inbound};
 use crate::state::Daemon;
 
-/// How long the next command's spare waits for a finished command's
-/// client to hang up before it is made anyway.
-const SPARE_AFTER_CLIENT: Duration = Duration::from_millis(100);
+/// How long the next command's spare, and the removal of what a finished
+/// command left, wait for its client to hang up before they go ahead.
+const AFTER_CLIENT: Duration = Duration::from_millis(100);
 
 /// Serves until `stop` turns true, then stops accepting and returns the
 /// connections still being served.
@@ -104,9 +104,12 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
             // The next command's spare joins its cgroups, and a cgroup move
             // holds up every process on the host that forks or exits until
             // it is done (after an idle moment, an RCU grace period): made
-            // while this client still exits, it would wait for it.
-            writer.close_and_outwait(SPARE_AFTER_CLIENT).await;
+            // while this client still exits, it would wait for it. So
+            // would removing what the command left, which frees namespaces
+            // and cgroups and reaps its leader.
+            writer.close_and_outwait(AFTER_CLIENT).await;
             praxis_sandbox::make_spare();
+            praxis_sandbox::client_gone();
         }
         ClientMsg::Operator { request } => {
             drop(fds);
