@@ -120,6 +120,8 @@ pub(crate) struct Ahead {
     /// The last commit into SQLite failed: appends take the SQLite path,
     /// and fail as it does, until one succeeds.
     failing: bool,
+    /// A read waits for the pending lines: the mover stops lingering.
+    wanted: bool,
     closed: bool,
 }
 
@@ -221,6 +223,7 @@ impl Journal {
                 len,
                 last_seq,
                 failing: false,
+                wanted: false,
                 closed: false,
             }),
             lines: Condvar::new(),
@@ -441,15 +444,28 @@ impl Journal {
         true
     }
 
+    /// Lets more lines gather, for at most `most`: until a read wants the
+    /// pending ones, or the journal is closed.
+    pub(crate) fn linger(&self, most: Duration) {
+        let ahead = self.lock();
+        let (mut ahead, _) = self
+            .lines
+            .wait_timeout_while(ahead, most, |ahead| !ahead.wanted && !ahead.closed)
+            .unwrap_or_else(PoisonError::into_inner);
+        ahead.wanted = false;
+    }
+
     /// Waits until SQLite holds every event acknowledged before this call,
     /// so a read after it sees them; returns that head. A store that
     /// cannot take them (lost, failing) is read as it is.
     pub(crate) fn settled(&self) -> Head {
-        let ahead = self.lock();
+        let mut ahead = self.lock();
         let target = ahead.head.clone();
         if ahead.stored.seq >= target.seq || self.lost().is_some() {
             return target;
         }
+        ahead.wanted = true;
+        self.lines.notify_all();
         let (ahead, waited) = self
             .moved
             .wait_timeout_while(ahead, SETTLE_LIMIT, |ahead| ahead.stored.seq < target.seq)

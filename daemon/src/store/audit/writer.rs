@@ -65,9 +65,11 @@ const WRITE_FACTOR: u64 = 4;
 /// an unbounded queue.
 const MAX_BATCH: usize = 4096;
 
-/// How long the mover lets journaled lines gather before it commits them:
-/// what a read after an append may wait, at most, besides the commit.
-const MOVE_LINGER: Duration = Duration::from_millis(1);
+/// How long the mover lets journaled lines gather before it commits them,
+/// unless a read wants them sooner: long enough that a short command's
+/// intent and outcome go into SQLite together once it is done, not beside
+/// its start and its report, where the commit would take a core from them.
+const MOVE_LINGER: Duration = Duration::from_millis(20);
 
 /// How long the mover waits before it tries again after a failed commit.
 const MOVE_RETRY: Duration = Duration::from_millis(100);
@@ -307,9 +309,7 @@ impl Group {
         while journal.wait_for_lines() {
             // Lines that come meanwhile share the commit: each costs its
             // WAL pages, wake-ups and checks once per commit, not per line.
-            if !journal.closed() {
-                thread::sleep(MOVE_LINGER);
-            }
+            journal.linger(MOVE_LINGER);
             let moved = self
                 .writer
                 .lock()
