@@ -417,6 +417,20 @@ pub(crate) unsafe fn drop_bounding_set(last_cap: libc::c_ulong) -> bool {
     (0..=last_cap).all(|cap| unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } == 0)
 }
 
+/// Attaches the seccomp program `filter` to the calling thread (which has
+/// set no-new-privs, or holds CAP_SYS_ADMIN); whether it is attached.
+///
+/// # Safety
+/// Only in a child cloned by the spawner, before it execs.
+pub(crate) unsafe fn attach_filter(filter: &[libc::sock_filter]) -> bool {
+    let prog = libc::sock_fprog {
+        len: filter.len() as libc::c_ushort,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: seccomp reads the program through a pointer to a live local.
+    unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog) == 0 }
+}
+
 /// Runs the child's set-up. Called right after `clone` in the child.
 ///
 /// # Safety
@@ -698,14 +712,7 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                 plan.landlock_flags,
             ) == 0,
         );
-        let prog = libc::sock_fprog {
-            len: plan.filter.len() as libc::c_ushort,
-            filter: plan.filter.as_ptr().cast_mut(),
-        };
-        check(
-            Stage::Seccomp,
-            libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog) == 0,
-        );
+        check(Stage::Seccomp, attach_filter(plan.filter));
 
         match &plan.then {
             Then::Exec {

@@ -156,17 +156,90 @@ const PRIVATE_NET_FAMILIES: [libc::c_int; 3] = [libc::AF_INET, libc::AF_INET6, l
 /// `SOCK_TYPE_MASK`: the type without `SOCK_NONBLOCK` and `SOCK_CLOEXEC`.
 const SOCK_TYPE_MASK: u64 = 0xf;
 
+/// The calls a launcher's set-up still makes after it attached
+/// [`ahead`] (joining and making namespaces, mounting, opening its
+/// listeners), whose rules [`closing`] holds instead.
+const SET_UP_CALLS: [libc::c_long; 4] = [
+    libc::SYS_mount,
+    libc::SYS_setns,
+    libc::SYS_unshare,
+    libc::SYS_socket,
+];
+
+/// Which of the rules a program holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// All of them: a command's whole filter.
+    Whole(Sockets),
+    /// All but the rules for [`SET_UP_CALLS`].
+    Ahead,
+    /// Only those.
+    Closing(Sockets),
+}
+
+impl Part {
+    fn holds(self, nr: libc::c_long) -> bool {
+        match self {
+            Part::Whole(_) => true,
+            Part::Ahead => !SET_UP_CALLS.contains(&nr),
+            Part::Closing(_) => SET_UP_CALLS.contains(&nr),
+        }
+    }
+
+    /// Its place in the table of compiled programs.
+    fn index(self) -> usize {
+        match self {
+            Part::Whole(sockets) => sockets as usize,
+            Part::Ahead => 2,
+            Part::Closing(sockets) => 3 + sockets as usize,
+        }
+    }
+}
+
 /// The program for `sockets`, ready for `seccomp(SECCOMP_SET_MODE_FILTER)`:
 /// compiled on first use and kept, since it depends on nothing else.
 pub(crate) fn program(sockets: Sockets) -> Result<&'static [libc::sock_filter], FilterError> {
-    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 2] = [OnceLock::new(), OnceLock::new()];
-    let cell = &PROGRAMS[sockets as usize];
+    compiled(Part::Whole(sockets))
+}
+
+/// The program a launcher attaches while it waits for a command: the
+/// whole filter but the rules for the calls its set-up still makes. The
+/// kernel runs every attached filter and takes the strictest verdict, so
+/// [`closing`] attached on top after the set-up makes the pair refuse
+/// exactly what [`program`] does, and the costly attach of the large
+/// program (its translation and compilation) is off the command's path.
+pub(crate) fn ahead() -> Result<&'static [libc::sock_filter], FilterError> {
+    compiled(Part::Ahead)
+}
+
+/// The rules for the set-up's calls, for `sockets`: attached after
+/// [`ahead`], the pair is [`program`]'s filter.
+pub(crate) fn closing(sockets: Sockets) -> Result<&'static [libc::sock_filter], FilterError> {
+    compiled(Part::Closing(sockets))
+}
+
+fn compiled(part: Part) -> Result<&'static [libc::sock_filter], FilterError> {
+    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 5] = [const { OnceLock::new() }; 5];
+    let cell = &PROGRAMS[part.index()];
     if let Some(program) = cell.get() {
         return Ok(program);
     }
-    let rules = rules_program(sockets)?;
-    let compiled = combine(&dispatch(&rules.named), &rules.program);
+    let rules = rules_program(part)?;
+    let compiled = match part {
+        // A handful of calls: the rules' own chain is short enough.
+        Part::Closing(_) => rules.program.iter().map(to_libc).collect(),
+        Part::Whole(_) | Part::Ahead => combine(&dispatch(&rules.named), &rules.program),
+    };
     Ok(cell.get_or_init(|| compiled))
+}
+
+fn to_libc(f: &sock_filter) -> libc::sock_filter {
+    libc::sock_filter {
+        code: f.code,
+        jt: f.jt,
+        jf: f.jf,
+        k: f.k,
+    }
 }
 
 /// The guard, the dispatch, then the rules: the guard's jumps past its last
@@ -177,12 +250,7 @@ fn combine(dispatch: &[sock_filter], rules: &[sock_filter]) -> Vec<libc::sock_fi
         .iter()
         .chain(dispatch)
         .chain(rules)
-        .map(|f| libc::sock_filter {
-            code: f.code,
-            jt: f.jt,
-            jf: f.jf,
-            k: f.k,
-        })
+        .map(to_libc)
         .collect()
 }
 
@@ -261,8 +329,8 @@ struct Rules {
     named: Vec<u32>,
 }
 
-/// Compiles the rules part for one socket setting.
-fn rules_program(sockets: Sockets) -> Result<Rules, FilterError> {
+/// Compiles the rules `part` holds.
+fn rules_program(part: Part) -> Result<Rules, FilterError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         ALWAYS_DENIED.iter().map(|&nr| (nr, Vec::new())).collect();
     rules.insert(
@@ -285,16 +353,20 @@ fn rules_program(sockets: Sockets) -> Result<Rules, FilterError> {
     rules.insert(libc::SYS_clone, flag_rules(0)?);
     rules.insert(libc::SYS_unshare, flag_rules(0)?);
     let af_unix = libc::AF_UNIX as u64;
-    let socket_rules = match sockets {
+    let socket_rules = match part {
         // An empty rule list matches unconditionally.
-        Sockets::None => Vec::new(),
-        Sockets::PrivateNet => private_net_socket_rules()?,
+        Part::Whole(Sockets::None) | Part::Closing(Sockets::None) => Vec::new(),
+        Part::Whole(Sockets::PrivateNet) | Part::Closing(Sockets::PrivateNet) => {
+            private_net_socket_rules()?
+        }
+        Part::Ahead => Vec::new(),
     };
     rules.insert(libc::SYS_socket, socket_rules);
     rules.insert(
         libc::SYS_socketpair,
         vec![rule(vec![cond(0, SeccompCmpOp::Ne, af_unix)?])?],
     );
+    rules.retain(|&nr, _| part.holds(nr));
     // Call numbers are small and non-negative, so they fit the 32-bit
     // `nr` field the dispatch compares.
     let named = rules.keys().map(|&nr| nr as u32).collect();
@@ -420,7 +492,7 @@ mod tests {
     #[test]
     fn the_guard_falls_through_into_the_dispatch_and_it_into_the_rules() {
         let guard = guard();
-        let rules = rules_program(Sockets::None).unwrap();
+        let rules = rules_program(Part::Whole(Sockets::None)).unwrap();
         let dispatch = dispatch(&rules.named);
         let combined = program(Sockets::None).unwrap();
         let same = |a: &libc::sock_filter, b: &sock_filter| {
@@ -498,7 +570,7 @@ mod tests {
     #[test]
     fn the_dispatch_changes_no_verdict_and_lets_unnamed_calls_through_quickly() {
         for sockets in [Sockets::None, Sockets::PrivateNet] {
-            let rules = rules_program(sockets).unwrap();
+            let rules = rules_program(Part::Whole(sockets)).unwrap();
             let combined = program(sockets).unwrap();
             let without: Vec<libc::sock_filter> = guard()
                 .iter()
@@ -535,6 +607,71 @@ mod tests {
                         if arch == AUDIT_ARCH && !rules.named.contains(&(nr as u32)) {
                             assert!(steps <= depth, "call {nr}: {steps} steps");
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the kernel answers with `programs` attached (the last one
+    /// attached first): every filter runs, the strictest action wins, and
+    /// of equal ones the filter attached last.
+    fn stacked(programs: &[&[libc::sock_filter]], data: &libc::seccomp_data) -> u32 {
+        let action = |ret: u32| (ret & libc::SECCOMP_RET_ACTION_FULL) as i32;
+        let mut ret = libc::SECCOMP_RET_ALLOW;
+        for program in programs.iter().rev() {
+            let got = run(program, data).0;
+            if action(got) < action(ret) {
+                ret = got;
+            }
+        }
+        ret
+    }
+
+    #[test]
+    fn ahead_then_closing_refuses_exactly_what_the_whole_program_does() {
+        let ahead = ahead().unwrap();
+        // The set-up's calls pass the launcher's program...
+        for nr in SET_UP_CALLS {
+            let data = libc::seccomp_data {
+                nr: nr as i32,
+                arch: AUDIT_ARCH,
+                instruction_pointer: 0,
+                args: [libc::AF_UNIX as u64, libc::CLONE_NEWNS as u64, 0, 0, 0, 0],
+            };
+            assert_eq!(run(ahead, &data).0, libc::SECCOMP_RET_ALLOW, "call {nr}");
+        }
+        // ...and with the closing program on top, every call and argument
+        // gets the whole program's verdict.
+        let samples: [[u64; 6]; 9] = [
+            [0; 6],
+            [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0],
+            [libc::CLONE_NEWNS as u64, 0, 0, 0, 0, 0],
+            [libc::CLONE_FILES as u64, 0, 0, 0, 0, 0],
+            [0, 0o4755, 0o4755, 0o4755, 0, 0],
+            [0, libc::O_CREAT as u64, libc::O_CREAT as u64, 0o2755, 0, 0],
+            [libc::AF_INET as u64, libc::SOCK_RAW as u64, 0, 0, 0, 0],
+            [libc::AF_INET as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0],
+            [libc::AF_UNIX as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0],
+        ];
+        for sockets in [Sockets::None, Sockets::PrivateNet] {
+            let whole = program(sockets).unwrap();
+            let pair = [ahead, closing(sockets).unwrap()];
+            assert!(pair[1].len() * 4 < whole.len(), "{}", pair[1].len());
+            for nr in (0..600).chain([libc::SYS_clone3 as i32, X32_BIT as i32 | 1]) {
+                for args in samples {
+                    for arch in [AUDIT_ARCH, 0x4000_0003] {
+                        let data = libc::seccomp_data {
+                            nr,
+                            arch,
+                            instruction_pointer: 0,
+                            args,
+                        };
+                        assert_eq!(
+                            stacked(&pair, &data),
+                            stacked(&[whole], &data),
+                            "{sockets:?}: call {nr} {args:?} arch {arch:#x}"
+                        );
                     }
                 }
             }
@@ -583,10 +720,16 @@ mod tests {
         errno_of(rc)
     }
 
-    /// Installs the program for `sockets` in a forked child and runs
-    /// `checks` there; fails with the number of the first check that failed.
-    fn checks_under<const N: usize>(sockets: Sockets, checks: fn() -> [bool; N]) {
-        let program = program(sockets).unwrap();
+    /// Attaches `programs` in order in a forked child and runs `checks`
+    /// there; fails with the number of the first check that failed.
+    fn checks_with<const N: usize>(programs: &[&[libc::sock_filter]], checks: fn() -> [bool; N]) {
+        let progs: Vec<libc::sock_fprog> = programs
+            .iter()
+            .map(|program| libc::sock_fprog {
+                len: program.len() as libc::c_ushort,
+                filter: program.as_ptr().cast_mut(),
+            })
+            .collect();
         // SAFETY: the child makes only raw system calls on data prepared
         // before the fork, then exits without unwinding.
         let pid = unsafe { libc::fork() };
@@ -594,13 +737,11 @@ mod tests {
         if pid == 0 {
             // SAFETY: as above; every pointer is to live, prepared data.
             unsafe {
-                let prog = libc::sock_fprog {
-                    len: program.len() as libc::c_ushort,
-                    filter: program.as_ptr().cast_mut(),
-                };
                 let installed = libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
-                    && libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog)
-                        == 0;
+                    && progs.iter().all(|prog| {
+                        libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, prog)
+                            == 0
+                    });
                 if !installed {
                     libc::_exit(100);
                 }
@@ -613,6 +754,32 @@ mod tests {
         assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
         assert!(libc::WIFEXITED(status), "status {status}");
         assert_eq!(libc::WEXITSTATUS(status), 0, "check number that failed");
+    }
+
+    /// Runs `checks` under the whole program for `sockets`, and under the
+    /// launcher's program with the closing one on top.
+    fn checks_under<const N: usize>(sockets: Sockets, checks: fn() -> [bool; N]) {
+        checks_with(&[program(sockets).unwrap()], checks);
+        checks_with(&[ahead().unwrap(), closing(sockets).unwrap()], checks);
+    }
+
+    /// The launcher's program alone lets its set-up's calls reach the
+    /// kernel (which refuses these bad arguments itself).
+    #[test]
+    fn the_launchers_program_lets_the_set_up_calls_through() {
+        checks_with(&[ahead().unwrap()], || {
+            // SAFETY: raw system calls on constants and null pointers.
+            unsafe {
+                [
+                    errno_of(libc::syscall(libc::SYS_setns, -1, 0)) == libc::EBADF,
+                    errno_of(libc::syscall(libc::SYS_unshare, -1)) == libc::EINVAL,
+                    errno_of(libc::syscall(libc::SYS_mount, 0, 0, 0, 0, 0)) != libc::EPERM,
+                    socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == 0,
+                    errno_of(libc::syscall(libc::SYS_clone3, 0, 0)) == libc::ENOSYS,
+                    errno_of(libc::syscall(libc::SYS_bpf, 0, 0, 0)) == libc::EPERM,
+                ]
+            }
+        });
     }
 
     /// What the guard and the rules each refuse, and that other calls pass.
@@ -631,6 +798,8 @@ mod tests {
                     socket_errno(libc::AF_INET, libc::SOCK_STREAM, 0) == libc::EPERM,
                     socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == libc::EPERM,
                     errno_of(libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNS)) == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_setns, -1, 0)) == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_mount, 0, 0, 0, 0, 0)) == libc::EPERM,
                     libc::syscall(libc::SYS_getpid) > 0,
                     errno_of(libc::syscall(libc::SYS_openat2, 0, 0, 0, 0)) == libc::ENOSYS,
                     // The rules answer before the kernel sees the bad

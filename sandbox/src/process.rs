@@ -55,6 +55,8 @@ pub struct Prepared {
     netns: Option<OwnedFd>,
     ruleset: OwnedFd,
     landlock_flags: u32,
+    /// Which sockets its seccomp filter lets the command open.
+    sockets: Sockets,
     filter: &'static [libc::sock_filter],
     env: EnvBlock,
     rlimits: Vec<(libc::c_int, u64)>,
@@ -565,6 +567,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         private_net,
         ruleset: made.ruleset,
         landlock_flags: if abi >= 7 { LOG_NEW_EXEC_ON } else { 0 },
+        sockets,
         filter,
         env,
         rlimits,
@@ -691,6 +694,12 @@ pub(crate) fn launch(
         .map(|r| r.groups.clone())
         .unwrap_or_default();
     let launcher = prepared.launcher.take();
+    // A launcher holds the filter's large part already; the whole program
+    // for a fresh clone.
+    let filter = match &launcher {
+        Some(launcher) if launcher.filtered_ahead() => filter::closing(prepared.sockets)?,
+        _ => prepared.filter,
+    };
     let cgroup_procs = match (&launcher, &prepared.cgroup) {
         (None, Some(cgroup)) => cgroup.procs_fds(),
         (Some(_), _) | (None, None) => Vec::new(),
@@ -728,7 +737,7 @@ pub(crate) fn launch(
         }),
         ruleset_fd: prepared.ruleset.as_raw_fd(),
         landlock_flags: prepared.landlock_flags,
-        filter: prepared.filter,
+        filter,
         then,
     };
     let placed_ahead = launcher.is_some();

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use common::Fixture;
 use praxis_sandbox::{Child, Limiting, Network, Profile, Spec, Stdio, Tracking};
 
-/// Starts `sleep 30` under `spec`.
-fn sleeper(spec: &Spec, cwd: &Path) -> Child {
+/// Starts `argv` under `spec`.
+fn start(spec: &Spec, cwd: &Path, argv: &[&str]) -> Child {
     let null = || -> OwnedFd { fs::File::open("/dev/null").unwrap().into() };
     let stdio = Stdio {
         stdin: null(),
@@ -25,8 +25,13 @@ fn sleeper(spec: &Spec, cwd: &Path) -> Child {
         stderr: null(),
     };
     let prepared = praxis_sandbox::prepare(spec).unwrap();
-    let argv: Vec<OsString> = ["/bin/sleep", "30"].map(OsString::from).to_vec();
+    let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
     praxis_sandbox::spawn(prepared, &argv, cwd, stdio).unwrap()
+}
+
+/// Starts `sleep 30` under `spec`.
+fn sleeper(spec: &Spec, cwd: &Path) -> Child {
+    start(spec, cwd, &["/bin/sleep", "30"])
 }
 
 /// The cgroup `pid` is in for the hierarchy whose `/proc/PID/cgroup` line
@@ -106,13 +111,26 @@ fn starts_clean(child: &Child) {
     }
 }
 
+/// How many seccomp filters `child` runs under.
+fn seccomp_filters(child: &Child) -> String {
+    let status = fs::read_to_string(format!("/proc/{}/status", child.pid())).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Seccomp_filters:"))
+        .unwrap_or_else(|| panic!("no Seccomp_filters in {status}"))
+        .trim()
+        .to_owned()
+}
+
 /// Checks that `child` was started by a launcher (`why` says what failed
 /// otherwise), sits in its own cgroups with `spec`'s limits, starts clean,
-/// and ends it.
+/// runs under the launcher's seccomp program and the closing one, and
+/// ends it.
 fn ran_placed(mut child: Child, spec: &Spec, why: &str) {
     assert!(child.placed_ahead(), "{why}");
     in_own_cgroups_with_limits(&child, spec);
     starts_clean(&child);
+    assert_eq!(seccomp_filters(&child), "2");
     child.terminate_group(Duration::from_secs(1)).unwrap();
 }
 
@@ -134,11 +152,13 @@ fn a_command_on_a_spare_is_started_by_a_launcher_in_its_own_cgroups() {
     spec.limits.pids = 77;
     spec.limits.memory_bytes = 123 << 20;
 
-    // The first command has no spare: it joins its cgroups itself.
+    // The first command has no spare: it joins its cgroups itself, and
+    // attaches the whole seccomp program.
     let mut first = sleeper(&spec, &fx.ws);
     assert!(!first.placed_ahead());
     in_own_cgroups_with_limits(&first, &spec);
     starts_clean(&first);
+    assert_eq!(seccomp_filters(&first), "1");
     first.terminate_group(Duration::from_secs(1)).unwrap();
     drop(first);
 
@@ -173,6 +193,26 @@ fn a_command_on_a_spare_is_started_by_a_launcher_in_its_own_cgroups() {
         other,
         &other_spec,
         "a spare with the same limits did not start another command",
+    );
+
+    // The launcher attached most of the seccomp filter before the set-up,
+    // which still made namespaces and mounts; the closing program on top
+    // refuses them to the command as the whole one does. A user namespace
+    // needs no privilege, so only the filter refuses it here.
+    let mut unshare = until_placed(|| {
+        praxis_sandbox::make_spare();
+        std::thread::sleep(Duration::from_millis(300));
+        start(
+            &other_spec,
+            &fx.ws,
+            &["/usr/bin/unshare", "--user", "/bin/true"],
+        )
+    });
+    assert!(unshare.placed_ahead(), "no launcher started unshare");
+    assert_eq!(
+        unshare.wait().unwrap(),
+        praxis_sandbox::ExitStatus::Code(1),
+        "unshare --user was not refused"
     );
 
     // Before any command has run no spare is wanted: cgroups and a
