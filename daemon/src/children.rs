@@ -3,6 +3,7 @@
 //! for the kill switch, drain, and telling operators from agents.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -67,9 +68,16 @@ fn parent_of(pid: i32) -> Option<i32> {
 
 /// The cgroup v2 path every command cgroup of this daemon lies under
 /// (`praxisd-<pid>` under its own cgroup), as `/proc/<pid>/cgroup` names it.
-fn commands_cgroup() -> Option<std::path::PathBuf> {
-    let own = read_proc("/proc/self/cgroup").ok()?;
-    Some(cgroup_v2(&own)?.join(format!("praxisd-{}", std::process::id())))
+/// Read once, on first use (every peer check needs it): praxisd moved
+/// later leaves the cgroups its commands get where they were.
+fn commands_cgroup() -> Option<&'static Path> {
+    static COMMANDS: OnceLock<Option<PathBuf>> = OnceLock::new();
+    COMMANDS
+        .get_or_init(|| {
+            let own = read_proc("/proc/self/cgroup").ok()?;
+            Some(cgroup_v2(&own)?.join(format!("praxisd-{}", std::process::id())))
+        })
+        .as_deref()
 }
 
 impl Children {
