@@ -8,9 +8,13 @@
 //! the process group included), and every process group it was told of,
 //! then exits.
 //! Without cgroups, a descendant that called `setsid` is out of its reach.
+//!
+//! It waits in `poll` for the close alone, which wakes it at once, and
+//! reads the notices of started and reaped commands once a second: a
+//! notice does not wake it, so a command does not pay for a wake-up.
 
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Mutex, OnceLock};
 
@@ -42,6 +46,8 @@ pub fn start() -> Result<(), GuardianError> {
     match unsafe { nix::unistd::fork() }.map_err(GuardianError::Fork)? {
         ForkResult::Child => {
             drop(write);
+            // Read without blocking: the guardian waits in poll alone.
+            let _ = nix::fcntl::fcntl(&read, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK));
             guard(read, &bases)
         }
         ForkResult::Parent { .. } => {
@@ -94,13 +100,22 @@ fn guard(read: OwnedFd, bases: &DaemonBases) -> ! {
     let _ = nix::unistd::setsid();
     close_others(read.as_raw_fd());
     let mut groups: Vec<i32> = Vec::new();
-    for line in BufReader::new(File::from(read)).lines() {
-        let Ok(line) = line else { break };
-        let (sign, pgid) = line.split_at(line.len().min(1));
-        match (sign, pgid.parse::<i32>()) {
-            ("+", Ok(pgid)) if pgid > 1 => groups.push(pgid),
-            ("-", Ok(pgid)) => groups.retain(|g| *g != pgid),
-            _ => {}
+    let mut pending = Vec::new();
+    let mut pipe = File::from(read);
+    loop {
+        // Woken at once when praxisd's end closes, and otherwise only to
+        // read the notices waiting: a notice does not wake us, so praxisd
+        // does not pay a wake-up for each command it starts.
+        let mut pfd = libc::pollfd {
+            fd: pipe.as_raw_fd(),
+            events: 0,
+            revents: 0,
+        };
+        // SAFETY: poll on one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, READ_EVERY_MS) };
+        let closed = ready > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0;
+        if !read_notices(&mut pipe, &mut pending, &mut groups) || closed {
+            break;
         }
     }
     bases.sweep_and_remove();
@@ -108,6 +123,44 @@ fn guard(read: OwnedFd, bases: &DaemonBases) -> ! {
         let _ = nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL);
     }
     std::process::exit(0)
+}
+
+/// How often the guardian reads the notices waiting in its pipe. The
+/// pipe holds thousands of them; one that does not fit is dropped (the
+/// cgroup kill does not need it).
+const READ_EVERY_MS: libc::c_int = 1000;
+
+/// Reads the notices in the pipe (without blocking) into `groups`, keeping
+/// a line cut short in `pending`; false once the pipe is closed and empty.
+fn read_notices(pipe: &mut File, pending: &mut Vec<u8>, groups: &mut Vec<i32>) -> bool {
+    let mut buf = [0u8; 4096];
+    let open = loop {
+        match pipe.read(&mut buf) {
+            Ok(0) => break false,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // WouldBlock: all read; any other error ends it as a close does.
+            Err(e) => break e.kind() == std::io::ErrorKind::WouldBlock,
+        }
+    };
+    let complete = pending
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    for line in pending
+        .drain(..complete)
+        .collect::<Vec<u8>>()
+        .split(|&b| b == b'\n')
+    {
+        let line = String::from_utf8_lossy(line);
+        let (sign, pgid) = line.split_at(line.len().min(1));
+        match (sign, pgid.parse::<i32>()) {
+            ("+", Ok(pgid)) if pgid > 1 => groups.push(pgid),
+            ("-", Ok(pgid)) => groups.retain(|g| *g != pgid),
+            _ => {}
+        }
+    }
+    open
 }
 
 /// Closes every descriptor but `keep` and the standard three, so the
@@ -125,5 +178,27 @@ fn close_others(keep: i32) {
         // SAFETY: plain close of a number; the listing's own (already closed)
         // descriptor just gets EBADF.
         unsafe { libc::close(fd) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notices_are_read_whole_lines_at_a_time_until_the_close() {
+        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).unwrap();
+        let (mut read, mut write) = (File::from(read), File::from(write));
+        let (mut pending, mut groups) = (Vec::new(), Vec::new());
+        write.write_all(b"+12\n+13\n-12\n+1").unwrap();
+        assert!(read_notices(&mut read, &mut pending, &mut groups));
+        assert_eq!(groups, [13]);
+        assert_eq!(pending, b"+1");
+        // Nothing new: nothing changes, and the pipe is still open.
+        assert!(read_notices(&mut read, &mut pending, &mut groups));
+        write.write_all(b"4\n+1\n").unwrap();
+        drop(write);
+        assert!(!read_notices(&mut read, &mut pending, &mut groups));
+        assert_eq!(groups, [13, 14], "pgid 1 is never a command's");
     }
 }
