@@ -218,7 +218,9 @@ fn held(ns: &str) -> bool {
 /// (Linux 6.11).
 fn pidfd_namespaces() -> bool {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let mut numbers = release.split(['.', '-']).map(|n| n.parse::<u32>().unwrap_or(0));
+    let mut numbers = release
+        .split(['.', '-'])
+        .map(|n| n.parse::<u32>().unwrap_or(0));
     (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0)) >= (6, 11)
 }
 
