@@ -44,6 +44,9 @@ const MAX_PENDING: usize = 1 << 14;
 /// `-shm` file, the first of its locks (the WAL format's `WAL_WRITE_LOCK`).
 const WAL_WRITE_LOCK_BYTE: i64 = 120;
 
+/// Lines waiting that wake the mover at once, rather than at its next look.
+const WAKE_AT: usize = 256;
+
 /// How long a read waits for the journal to reach SQLite before it reads
 /// what is there: only a failing store takes that long.
 const SETTLE_LIMIT: Duration = Duration::from_secs(5);
@@ -334,7 +337,6 @@ impl Journal {
         if let Err(e) = self.write_line(&mut ahead, &line) {
             return Journaled::Done(Err(e));
         }
-        let was_empty = ahead.pending.is_empty();
         let active = ahead.active;
         ahead.last_seq[active] = seq;
         ahead.head = Head {
@@ -343,9 +345,11 @@ impl Journal {
         };
         let row = record.into_row(seq, ts.clone(), prev_hash, hash.clone());
         ahead.pending.push(Row(row));
+        let wake = ahead.pending.len() == WAKE_AT;
         drop(ahead);
-        // The mover takes every waiting line at once: one wake-up per turn.
-        if was_empty {
+        // The mover looks for lines on its own every so often; woken for
+        // each first line, it cost every command's intent a wake-up.
+        if wake {
             self.lines.notify_one();
         }
         Journaled::Done(Ok(Appended { seq, ts, hash }))
@@ -428,9 +432,11 @@ impl Journal {
         self.moved.notify_all();
     }
 
-    /// Waits until lines wait to be moved; false once the journal is
-    /// closed and SQLite holds them all.
-    pub(crate) fn wait_for_lines(&self) -> bool {
+    /// Waits until lines wait to be moved, looking every `every` (appends
+    /// wake the mover only once [`WAKE_AT`] lines wait, and a read wanting
+    /// them at once); false once the journal is closed and SQLite holds
+    /// them all.
+    pub(crate) fn wait_for_lines(&self, every: Duration) -> bool {
         let mut ahead = self.lock();
         while ahead.pending.is_empty() {
             if ahead.closed {
@@ -438,8 +444,9 @@ impl Journal {
             }
             ahead = self
                 .lines
-                .wait(ahead)
-                .unwrap_or_else(PoisonError::into_inner);
+                .wait_timeout(ahead, every)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
         true
     }

@@ -71,6 +71,11 @@ const MAX_BATCH: usize = 4096;
 /// its start and its report, where the commit would take a core from them.
 const MOVE_LINGER: Duration = Duration::from_millis(20);
 
+/// How often the mover looks for journaled lines when none woke it: what
+/// an outside reader of the database may lag behind, at most, besides
+/// [`MOVE_LINGER`] and the commit.
+const MOVE_EVERY: Duration = Duration::from_millis(250);
+
 /// How long the mover waits before it tries again after a failed commit.
 const MOVE_RETRY: Duration = Duration::from_millis(100);
 
@@ -306,7 +311,7 @@ impl Group {
     /// journal is closed and SQLite holds them all (or, closed, they cannot
     /// be committed: they stay in the journal for the next open).
     fn move_journal(&self, journal: &Journal) {
-        while journal.wait_for_lines() {
+        while journal.wait_for_lines(MOVE_EVERY) {
             // Lines that come meanwhile share the commit: each costs its
             // WAL pages, wake-ups and checks once per commit, not per line.
             journal.linger(MOVE_LINGER);
