@@ -58,12 +58,17 @@ pub fn host_path(dir: &Path, path: &Path) -> Option<PathBuf> {
 /// `owner` (uid, gid) when the daemon serves another user. Touches `dir`
 /// so its retention counts from its last use.
 pub fn make(dir: &Path, owner: Option<(u32, u32)>) -> io::Result<(PathBuf, PathBuf)> {
+    let (tmp, var_tmp) = mounts_of(dir);
+    // Made already, as this leaves it: four system calls, not a dozen.
+    if in_place(dir, &tmp, &var_tmp) {
+        touch(dir)?;
+        return Ok((tmp, var_tmp));
+    }
     let root = dir.parent().unwrap_or(dir);
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o711)
         .create(root)?;
-    let (tmp, var_tmp) = mounts_of(dir);
     for made in [dir, tmp.as_path(), var_tmp.as_path()] {
         match fs::DirBuilder::new().mode(0o700).create(made) {
             Ok(()) => {
@@ -83,11 +88,33 @@ pub fn make(dir: &Path, owner: Option<(u32, u32)>) -> io::Result<(PathBuf, PathB
             Err(e) => return Err(e),
         }
     }
-    // Its mtime is when it was last used: retention counts from there.
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    let now = std::time::SystemTime::now();
-    fs::File::open(dir)?.set_modified(now)?;
+    touch(dir)?;
     Ok((tmp, var_tmp))
+}
+
+/// Whether `dir` is a directory of mode 0700 and `tmp` and `var_tmp`
+/// directories (none of them a link): what [`make`] leaves.
+fn in_place(dir: &Path, tmp: &Path, var_tmp: &Path) -> bool {
+    fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o7777 == 0o700)
+        && [tmp, var_tmp]
+            .iter()
+            .all(|d| fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()))
+}
+
+/// Sets `dir`'s mtime to now: it is when the dir was last used, and
+/// retention counts from there.
+fn touch(dir: &Path) -> io::Result<()> {
+    let now = nix::sys::time::TimeSpec::UTIME_NOW;
+    let unchanged = nix::sys::time::TimeSpec::UTIME_OMIT;
+    nix::sys::stat::utimensat(
+        nix::fcntl::AT_FDCWD,
+        dir,
+        &unchanged,
+        &now,
+        nix::sys::stat::UtimensatFlags::NoFollowSymlink,
+    )
+    .map_err(io::Error::from)
 }
 
 /// Bytes held by the files under `dir` (symlinks not followed; 0 when
@@ -271,5 +298,31 @@ mod tests {
         assert!(tmp.join("kept").exists() && var_tmp.is_dir());
         let mode = fs::metadata(&tmp).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
+    }
+
+    #[test]
+    fn made_again_it_is_touched_its_mode_kept_and_a_link_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("praxis-tmp/session-y");
+        let (tmp, _) = make(&dir, None).unwrap();
+        let long_ago = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let mtime = |p: &Path| fs::metadata(p).unwrap().modified().unwrap();
+        fs::File::open(&dir)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        make(&dir, None).unwrap();
+        assert!(mtime(&dir) > long_ago, "touched when made already");
+        // Opened up meanwhile: made again the slow way, mode 0700 again.
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        make(&dir, None).unwrap();
+        assert_eq!(
+            fs::metadata(&dir).unwrap().permissions().mode() & 0o7777,
+            0o700
+        );
+        // Its /tmp swapped for a link: refused, not followed.
+        fs::remove_dir(&tmp).unwrap();
+        std::os::unix::fs::symlink(root.path(), &tmp).unwrap();
+        assert!(make(&dir, None).is_err());
     }
 }
