@@ -578,42 +578,50 @@ mod tests {
         for sockets in [Sockets::None, Sockets::PrivateNet] {
             let rules = rules_program(Part::Whole(sockets)).unwrap();
             let combined = program(sockets).unwrap();
-            let without: Vec<libc::sock_filter> = guard()
-                .iter()
-                .chain(&rules.program)
-                .map(|f| libc::sock_filter {
-                    code: f.code,
-                    jt: f.jt,
-                    jf: f.jf,
-                    k: f.k,
-                })
-                .collect();
+            let without: Vec<libc::sock_filter> =
+                guard().iter().chain(&rules.program).map(to_libc).collect();
             let depth = guard().len() + 2 * (rules.named.len().ilog2() as usize + 1) + LEAF + 1;
-            // Arguments that trip each kind of rule: namespace flags, set-id
-            // modes with and without O_CREAT, socket families and types.
-            let samples: [[u64; 6]; 6] = [
-                [0; 6],
-                [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0],
-                [0, 0o4755, 0o4755, 0o4755, 0, 0],
-                [0, libc::O_CREAT as u64, libc::O_CREAT as u64, 0o2755, 0, 0],
-                [libc::AF_INET as u64, libc::SOCK_RAW as u64, 0, 0, 0, 0],
-                [libc::AF_UNIX as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0],
-            ];
-            for nr in (0..600).chain([libc::SYS_clone3 as i32, X32_BIT as i32 | 1]) {
-                for args in samples {
-                    for arch in [AUDIT_ARCH, 0x4000_0003] {
-                        let data = libc::seccomp_data {
-                            nr,
-                            arch,
-                            instruction_pointer: 0,
-                            args,
-                        };
-                        let (verdict, steps) = run(combined, &data);
-                        assert_eq!(verdict, run(&without, &data).0, "call {nr} {args:?}");
-                        if arch == AUDIT_ARCH && !rules.named.contains(&(nr as u32)) {
-                            assert!(steps <= depth, "call {nr}: {steps} steps");
-                        }
-                    }
+            every_call(|data| {
+                let (verdict, steps) = run(combined, data);
+                assert_eq!(
+                    verdict,
+                    run(&without, data).0,
+                    "call {} {:?}",
+                    data.nr,
+                    data.args
+                );
+                if data.arch == AUDIT_ARCH && !rules.named.contains(&(data.nr as u32)) {
+                    assert!(steps <= depth, "call {}: {steps} steps", data.nr);
+                }
+            });
+        }
+    }
+
+    /// Runs `check` on every call number (and an x32 one), each with
+    /// arguments that trip each kind of rule (namespace flags, set-id modes
+    /// with and without O_CREAT, socket families and types) and harmless
+    /// ones, on our architecture and a foreign one.
+    fn every_call(mut check: impl FnMut(&libc::seccomp_data)) {
+        let samples: [[u64; 6]; 9] = [
+            [0; 6],
+            [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0],
+            [libc::CLONE_NEWNS as u64, 0, 0, 0, 0, 0],
+            [libc::CLONE_FILES as u64, 0, 0, 0, 0, 0],
+            [0, 0o4755, 0o4755, 0o4755, 0, 0],
+            [0, libc::O_CREAT as u64, libc::O_CREAT as u64, 0o2755, 0, 0],
+            [libc::AF_INET as u64, libc::SOCK_RAW as u64, 0, 0, 0, 0],
+            [libc::AF_INET as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0],
+            [libc::AF_UNIX as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0],
+        ];
+        for nr in (0..600).chain([libc::SYS_clone3 as i32, X32_BIT as i32 | 1]) {
+            for args in samples {
+                for arch in [AUDIT_ARCH, 0x4000_0003] {
+                    check(&libc::seccomp_data {
+                        nr,
+                        arch,
+                        instruction_pointer: 0,
+                        args,
+                    });
                 }
             }
         }
@@ -649,38 +657,20 @@ mod tests {
         }
         // ...and with the closing program on top, every call and argument
         // gets the whole program's verdict.
-        let samples: [[u64; 6]; 9] = [
-            [0; 6],
-            [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0],
-            [libc::CLONE_NEWNS as u64, 0, 0, 0, 0, 0],
-            [libc::CLONE_FILES as u64, 0, 0, 0, 0, 0],
-            [0, 0o4755, 0o4755, 0o4755, 0, 0],
-            [0, libc::O_CREAT as u64, libc::O_CREAT as u64, 0o2755, 0, 0],
-            [libc::AF_INET as u64, libc::SOCK_RAW as u64, 0, 0, 0, 0],
-            [libc::AF_INET as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0],
-            [libc::AF_UNIX as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0],
-        ];
         for sockets in [Sockets::None, Sockets::PrivateNet] {
             let whole = program(sockets).unwrap();
             let pair = [ahead, closing(sockets).unwrap()];
             assert!(pair[1].len() * 4 < whole.len(), "{}", pair[1].len());
-            for nr in (0..600).chain([libc::SYS_clone3 as i32, X32_BIT as i32 | 1]) {
-                for args in samples {
-                    for arch in [AUDIT_ARCH, 0x4000_0003] {
-                        let data = libc::seccomp_data {
-                            nr,
-                            arch,
-                            instruction_pointer: 0,
-                            args,
-                        };
-                        assert_eq!(
-                            stacked(&pair, &data),
-                            stacked(&[whole], &data),
-                            "{sockets:?}: call {nr} {args:?} arch {arch:#x}"
-                        );
-                    }
-                }
-            }
+            every_call(|data| {
+                assert_eq!(
+                    stacked(&pair, data),
+                    stacked(&[whole], data),
+                    "{sockets:?}: call {} {:?} arch {:#x}",
+                    data.nr,
+                    data.args,
+                    data.arch
+                );
+            });
         }
     }
 
