@@ -1,6 +1,6 @@
 //! What finished commands left, removed once their clients are gone.
 //!
-//! Removing a command's [`Leftovers`](crate::Leftovers) costs the kernel
+//! Removing what a command left (its `Leftovers`) costs the kernel
 //! real work: reaping its leader releases its Landlock domain and seccomp
 //! filter, its cgroups are emptied and removed, and freeing its mount and
 //! network namespaces waits for RCU grace periods that interrupt every
