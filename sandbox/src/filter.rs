@@ -359,15 +359,16 @@ fn rules_program(part: Part) -> Result<Rules, FilterError> {
     rules.insert(libc::SYS_clone, flag_rules(0)?);
     rules.insert(libc::SYS_unshare, flag_rules(0)?);
     let af_unix = libc::AF_UNIX as u64;
-    let socket_rules = match part {
-        // An empty rule list matches unconditionally.
-        Part::Whole(Sockets::None) | Part::Closing(Sockets::None) => Vec::new(),
-        Part::Whole(Sockets::PrivateNet) | Part::Closing(Sockets::PrivateNet) => {
-            private_net_socket_rules()?
-        }
-        Part::Ahead => Vec::new(),
-    };
-    rules.insert(libc::SYS_socket, socket_rules);
+    // The launcher's program holds no socket rule: a whole filter or a
+    // closing one has the rule for its socket setting.
+    if let Part::Whole(sockets) | Part::Closing(sockets) = part {
+        let socket_rules = match sockets {
+            // An empty rule list matches unconditionally.
+            Sockets::None => Vec::new(),
+            Sockets::PrivateNet => private_net_socket_rules()?,
+        };
+        rules.insert(libc::SYS_socket, socket_rules);
+    }
     rules.insert(
         libc::SYS_socketpair,
         vec![rule(vec![cond(0, SeccompCmpOp::Ne, af_unix)?])?],
