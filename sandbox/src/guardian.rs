@@ -133,25 +133,17 @@ const READ_EVERY_MS: libc::c_int = 1000;
 /// Reads the notices in the pipe (without blocking) into `groups`, keeping
 /// a line cut short in `pending`; false once the pipe is closed and empty.
 fn read_notices(pipe: &mut File, pending: &mut Vec<u8>, groups: &mut Vec<i32>) -> bool {
-    let mut buf = [0u8; 4096];
-    let open = loop {
-        match pipe.read(&mut buf) {
-            Ok(0) => break false,
-            Ok(n) => pending.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            // WouldBlock: all read; any other error ends it as a close does.
-            Err(e) => break e.kind() == std::io::ErrorKind::WouldBlock,
-        }
+    // What it read before the pipe ran empty (WouldBlock) is kept in
+    // `pending`; any other error ends it as a close does.
+    let open = match pipe.read_to_end(pending) {
+        Ok(_) => false,
+        Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
     };
     let complete = pending
         .iter()
         .rposition(|&b| b == b'\n')
         .map_or(0, |i| i + 1);
-    for line in pending
-        .drain(..complete)
-        .collect::<Vec<u8>>()
-        .split(|&b| b == b'\n')
-    {
+    for line in pending[..complete].split(|&b| b == b'\n') {
         let line = String::from_utf8_lossy(line);
         let (sign, pgid) = line.split_at(line.len().min(1));
         match (sign, pgid.parse::<i32>()) {
@@ -160,6 +152,7 @@ fn read_notices(pipe: &mut File, pending: &mut Vec<u8>, groups: &mut Vec<i32>) -
             _ => {}
         }
     }
+    pending.drain(..complete);
     open
 }
 
