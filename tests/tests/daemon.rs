@@ -35,6 +35,30 @@ fn allowed_commands_keep_their_exit_status_and_stdin() {
     assert_eq!(out.stdout, b"x\n");
 }
 
+/// Started with its stdin closed, praxis-run stands `/dev/null` in for it
+/// before it opens anything: else the working directory it opens next would
+/// take descriptor 0 and go to the command as its stdin.
+#[test]
+fn a_client_started_without_stdin_gives_its_command_dev_null() {
+    let d = Daemon::start();
+    let run = bin("praxis-run");
+    let out = d
+        .cmd(std::path::Path::new("sh"))
+        .args(["-c", r#"exec "$0" -- sh -c 'wc -c' <&-"#])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim()
+        ),
+        (Some(0), "0"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn output_is_truncated_with_a_marker() {
     let d = Daemon::start();

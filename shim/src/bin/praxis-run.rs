@@ -11,6 +11,10 @@
 //!
 //! Exit status: the command's; 128+n for signal n; 124 timeout; 125 HOLD and
 //! every fail-closed error; 126 STOP.
+//!
+//! It starts once for every command and tool call an agent makes, so it
+//! keeps its own entry point (see [`main`]).
+#![no_main]
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -28,6 +32,9 @@ use praxis_shim::hook;
 use praxis_shim::judge::{self, Caller};
 use praxis_shim::mcp;
 use praxis_shim::proposal;
+
+/// What a hook event's buffer holds before it grows.
+const HOOK_EVENT_ROOM: usize = 16 * 1024;
 
 /// Writes the audit signal for a command that did not run: one JSON object on
 /// its own stderr line, then one plain sentence for the model reading it.
@@ -209,7 +216,9 @@ fn run_hook(rest: &[String]) -> i32 {
             return answer.code;
         }
     };
-    let mut input = String::new();
+    // Room for a usual event at once: grown from empty, a read takes a
+    // system call for every doubling.
+    let mut input = String::with_capacity(HOOK_EVENT_ROOM);
     let answer = match std::io::stdin().read_to_string(&mut input) {
         Ok(_) => {
             if let Some(name) = hook::event_name(&input) {
@@ -508,9 +517,61 @@ fn run_mcp(args: &[String]) -> i32 {
     }
 }
 
-fn main() {
+/// The process entry point, in place of the Rust runtime's.
+///
+/// The runtime's start-up finds the main thread's stack for its overflow
+/// guard: glibc reads it from `/proc/self/maps`, and with the alternate
+/// signal stack that took about 0.2 ms of every start an agent's commands
+/// arrive seconds apart (cold caches). What else it does is done here: the
+/// standard descriptors are made sure of, `SIGPIPE` is ignored (a write to a
+/// closed pipe is an error, not a death; children still get the default, as
+/// `std::process` resets it), a panic exits 101, and `std::process::exit`
+/// flushes stdout. A stack overflow now ends in a plain `SIGSEGV`.
+// SAFETY: under `no_main` the runtime defines no `main` of its own, so this
+// is the one C `main` linked; glibc calls it with its usual arguments, which
+// are not read here (`std::env::args` has them from glibc already).
+#[unsafe(no_mangle)]
+extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    if !standard_fds_open() {
+        // As the runtime does: with no descriptor to stand in, nothing may run.
+        std::process::abort();
+    }
+    // SAFETY: setting a disposition at start, before any thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let code = std::panic::catch_unwind(run_main).unwrap_or(101);
+    std::process::exit(code)
+}
+
+/// Opens `/dev/null` onto whichever of descriptors 0, 1 and 2 is closed, so
+/// that nothing this process opens later is taken for one of them; false
+/// if that fails.
+fn standard_fds_open() -> bool {
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    });
+    loop {
+        // SAFETY: poll on three pollfds of a live array, without waiting.
+        match unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } {
+            -1 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            -1 => return false,
+            _ => break,
+        }
+    }
+    fds.iter()
+        .filter(|p| p.revents & libc::POLLNVAL != 0)
+        .all(|p| {
+            // SAFETY: opening a constant C path; the lowest free descriptor,
+            // which is the closed one (lower ones are open or reopened first).
+            let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+            fd == p.fd
+        })
+}
+
+fn run_main() -> i32 {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let code = match argv.split_first() {
+    match argv.split_first() {
         Some((sub, rest)) if sub == "hook" => run_hook(rest),
         Some((sub, rest)) if sub == "plan" => run_plan(rest),
         Some((sub, rest)) if sub == "mcp" => run_mcp(rest),
@@ -537,6 +598,5 @@ fn main() {
                 EXIT_HOLD
             }
         },
-    };
-    std::process::exit(code);
+    }
 }
