@@ -499,16 +499,20 @@ impl Journal {
     }
 }
 
-/// Moves the lines a killed praxisd left in the journal of the store at
-/// `db` into SQLite, after `head`, and empties the files; returns the new
-/// head.
-pub(crate) fn replay(
+/// A journal line: `seq`, hash, canonical record and the record's values
+/// (`seq` through `prev_hash`).
+type Line = (i64, String, Vec<u8>, Vec<Value>);
+
+/// The complete lines in the journal of the store at `db`, in `seq` order. A
+/// last line without its LF was torn by a kill inside its write and never
+/// acknowledged: it is left out (`torn` is told of its file). Reading a file
+/// stops at a line that does not parse, and `unparsed` is told of its file.
+fn lines(
     db: &Path,
-    conn: &mut Connection,
-    head: Head,
-    chain: &Chain,
-) -> Result<Head, AuditError> {
-    let mut rows = Vec::new();
+    mut torn: impl FnMut(&Path),
+    mut unparsed: impl FnMut(&Path),
+) -> Result<Vec<Line>, AuditError> {
+    let mut lines = Vec::new();
     for path in paths_of(db) {
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
@@ -520,48 +524,77 @@ pub(crate) fn replay(
                 });
             }
         };
-        let (complete, torn) = match bytes.iter().rposition(|&b| b == b'\n') {
+        let (complete, rest) = match bytes.iter().rposition(|&b| b == b'\n') {
             Some(end) => bytes.split_at(end + 1),
             None => (&[][..], &bytes[..]),
         };
-        if !torn.is_empty() {
-            tracing::warn!(
-                "audit journal {}: a torn last line (never acknowledged) dropped",
-                path.display()
-            );
+        if !rest.is_empty() {
+            torn(&path);
         }
         for line in complete.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
             match parse(line) {
-                Some(row) => rows.push(row),
+                Some(line) => lines.push(line),
                 None => {
-                    keep_aside(&path, "a line that does not parse");
+                    unparsed(&path);
                     break;
                 }
             }
         }
     }
-    rows.sort_by_key(|(seq, ..)| *seq);
+    lines.sort_by_key(|(seq, ..)| *seq);
+    Ok(lines)
+}
+
+/// Whether `line` is the next event after `tip`: its `seq`, its `prev_hash`
+/// and the hash of its record.
+fn continues(tip: &Head, line: &Line, chain: &Chain) -> bool {
+    let (seq, hash, canonical, values) = line;
+    let prev_hash = match values.get(RECORD_LEN - 1) {
+        Some(Value::Text(prev)) => prev.as_str(),
+        _ => "",
+    };
+    *seq == tip.seq + 1
+        && prev_hash == tip.hash
+        && chain.hash(*seq, prev_hash, canonical).as_deref() == Ok(hash.as_str())
+}
+
+/// Moves the lines a killed praxisd left in the journal of the store at
+/// `db` into SQLite, after `head`, and empties the files; returns the new
+/// head. A complete line that does not parse or does not continue the chain
+/// ends the replay there, and its file is kept aside for an operator.
+pub(crate) fn replay(
+    db: &Path,
+    conn: &mut Connection,
+    head: Head,
+    chain: &Chain,
+) -> Result<Head, AuditError> {
+    let lines = lines(
+        db,
+        |path| {
+            tracing::warn!(
+                "audit journal {}: a torn last line (never acknowledged) dropped",
+                path.display()
+            )
+        },
+        |path| keep_aside(path, "a line that does not parse"),
+    )?;
     let tx = conn.transaction()?;
     let mut tip = head;
     let mut moved = 0;
-    for (seq, hash, canonical, values) in rows {
-        if seq <= tip.seq {
+    for line in lines {
+        if line.0 <= tip.seq {
             continue;
         }
-        let prev_hash = match values.get(RECORD_LEN - 1) {
-            Some(Value::Text(prev)) => prev.as_str(),
-            _ => "",
-        };
-        let chains = seq == tip.seq + 1
-            && prev_hash == tip.hash
-            && chain.hash(seq, prev_hash, &canonical).as_deref() == Ok(hash.as_str());
-        if !chains {
+        if !continues(&tip, &line, chain) {
             for path in paths_of(db) {
-                keep_aside(&path, &format!("seq {seq} does not continue the chain"));
+                keep_aside(
+                    &path,
+                    &format!("seq {} does not continue the chain", line.0),
+                );
             }
             break;
         }
-        let mut row = values;
+        let (seq, hash, _, mut row) = line;
         row.push(Value::Text(hash.clone()));
         tx.prepare_cached(&record::INSERT)?
             .execute(rusqlite::params_from_iter(row.iter()))?;
@@ -590,10 +623,59 @@ pub(crate) fn replay(
     Ok(tip)
 }
 
-/// One journal line: `seq`, hash, canonical record and the record's values
-/// (`seq` through `prev_hash`); `None` if it is not a line the journal
-/// writes, its record re-encoding to exactly its text.
-fn parse(line: &[u8]) -> Option<(i64, String, Vec<u8>, Vec<Value>)> {
+/// What a check of the journal found: the events after the store's head
+/// that continue its chain, and the first `seq` that does not, with why.
+pub(crate) struct Checked {
+    pub(crate) continuing: u64,
+    pub(crate) broken: Option<(i64, String)>,
+}
+
+/// Checks, changing nothing, the lines in the journal of the store at `db`
+/// that come after `head`: the events a stopped praxisd acknowledged and
+/// that SQLite does not hold yet, which the next open moves in as
+/// [`replay`] does.
+pub(crate) fn check(db: &Path, head: Head, chain: &Chain) -> Result<Checked, AuditError> {
+    let mut unparsed = None;
+    let lines = lines(
+        db,
+        |_| {},
+        |path| {
+            unparsed.get_or_insert_with(|| path.display().to_string());
+        },
+    )?;
+    // Lines up to the head are in SQLite already (their file not emptied yet).
+    let held = head.seq;
+    let mut tip = head;
+    let mut continuing = 0;
+    for line in lines.into_iter().filter(|line| line.0 > held) {
+        if !continues(&tip, &line, chain) {
+            let why = format!(
+                "the journaled event does not continue the chain from seq {}",
+                tip.seq
+            );
+            return Ok(Checked {
+                continuing,
+                broken: Some((tip.seq + 1, why)),
+            });
+        }
+        tip = Head {
+            seq: line.0,
+            hash: line.1,
+        };
+        continuing += 1;
+    }
+    let broken = unparsed.map(|file| {
+        (
+            tip.seq + 1,
+            format!("a line of the journal {file} does not parse"),
+        )
+    });
+    Ok(Checked { continuing, broken })
+}
+
+/// One journal line; `None` if it is not a line the journal writes, its
+/// record re-encoding to exactly its text.
+fn parse(line: &[u8]) -> Option<Line> {
     let tab = line.iter().position(|&b| b == b'\t')?;
     let (hash, canonical) = (&line[..tab], &line[tab + 1..]);
     let object: serde_json::Map<String, serde_json::Value> =

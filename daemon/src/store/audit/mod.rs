@@ -690,6 +690,22 @@ pub fn verify_file(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
     if !report.ok {
         return Ok(report);
     }
+    // Events acknowledged from the journal and not yet in SQLite (praxisd
+    // stopped or killed before it moved them) go on from the file's head.
+    let head = verify::load_head(&conn, &chain)?;
+    let journaled = journal::check(path.as_ref(), head, &chain)?;
+    let report = VerifyReport {
+        events_checked: report.events_checked + journaled.continuing,
+        ..report
+    };
+    if let Some((seq, problem)) = journaled.broken {
+        return Ok(VerifyReport {
+            ok: false,
+            first_broken: Some(seq),
+            problem: Some(problem),
+            ..report
+        });
+    }
     // A chain consistent in itself may still be cut or rewritten as a whole:
     // the anchor beside the file tells.
     let anchored = anchor::read(path.as_ref()).map_err(AuditError::Lost)?;
