@@ -276,12 +276,6 @@ fn start(layout: Layout) -> Result<i32, String> {
     praxis_sandbox::keep_spares();
     praxis_sandbox::place_ahead(config.command_limits);
 
-    // From here on, praxisd's threads do not preempt the task they wake on
-    // (the client that connects sends its request first); the spawner
-    // thread gives commands the policy praxisd was started with.
-    if let Err(e) = praxis_sandbox::sched::yield_on_wake() {
-        tracing::warn!("scheduling policy unchanged: {e}");
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("praxisd")

@@ -179,7 +179,6 @@ mod pins;
 mod private_tmp;
 mod probe;
 mod process;
-pub mod sched;
 mod scratch;
 mod spare;
 mod spawner;

@@ -13,7 +13,6 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::SandboxError;
 use crate::child::{self, Plan};
-use crate::sched;
 
 /// Stack size of a child between clone and exec: it runs only
 /// `child::run`, a few frames of raw system calls.
@@ -209,11 +208,6 @@ fn on_spawner(job: Job) -> Result<libc::pid_t, SandboxError> {
             std::thread::Builder::new()
                 .name("praxis-spawner".into())
                 .spawn(move || {
-                    // Commands run under the policy praxisd was started
-                    // with, not its own threads'. Moving between the two
-                    // ordinary policies needs no privilege; were it refused,
-                    // commands would only be scheduled as the daemon is.
-                    let _ = sched::as_started();
                     let stack = block_all_signals().and_then(|()| ChildStack::new());
                     for (job, reply) in rx {
                         let result = match &stack {

@@ -59,33 +59,6 @@ fn a_client_started_without_stdin_gives_its_command_dev_null() {
     );
 }
 
-/// praxisd's own threads run under `SCHED_BATCH`, so the client that
-/// connects is not preempted before it sends its request; a command gets
-/// the policy praxisd was started with (the ordinary one here).
-#[test]
-fn commands_get_the_scheduling_policy_praxisd_was_started_with() {
-    let d = Daemon::start();
-    let policy_of = |sched: &str| {
-        sched
-            .lines()
-            .find_map(|l| l.strip_prefix("policy"))
-            .and_then(|rest| {
-                rest.trim_start_matches([' ', ':'])
-                    .trim()
-                    .parse::<i32>()
-                    .ok()
-            })
-    };
-    let out = d.run(&["--", "cat", "/proc/self/sched"]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(policy_of(&text), Some(libc::SCHED_OTHER), "{text}");
-    let tasks = std::fs::read_dir(format!("/proc/{}/task", d.pid())).unwrap();
-    let daemon: Vec<Option<i32>> = tasks
-        .map(|t| policy_of(&std::fs::read_to_string(t.unwrap().path().join("sched")).unwrap()))
-        .collect();
-    assert!(daemon.contains(&Some(libc::SCHED_BATCH)), "{daemon:?}");
-}
-
 #[test]
 fn output_is_truncated_with_a_marker() {
     let d = Daemon::start();
