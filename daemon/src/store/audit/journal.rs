@@ -545,17 +545,33 @@ fn lines(
     Ok(lines)
 }
 
-/// Whether `line` is the next event after `tip`: its `seq`, its `prev_hash`
-/// and the hash of its record.
-fn continues(tip: &Head, line: &Line, chain: &Chain) -> bool {
-    let (seq, hash, canonical, values) = line;
-    let prev_hash = match values.get(RECORD_LEN - 1) {
-        Some(Value::Text(prev)) => prev.as_str(),
-        _ => "",
-    };
-    *seq == tip.seq + 1
-        && prev_hash == tip.hash
-        && chain.hash(*seq, prev_hash, canonical).as_deref() == Ok(hash.as_str())
+/// The lines that continue the chain from `head`, in order, and the `seq`
+/// of the first that does not, if any (where the walk stopped). A line at or behind the
+/// tip is skipped: SQLite holds it already (its file not emptied yet).
+fn chained(lines: Vec<Line>, head: &Head, chain: &Chain) -> (Vec<Line>, Option<i64>) {
+    let mut continuing: Vec<Line> = Vec::new();
+    for line in lines {
+        let tip = continuing.last().map_or(head.seq, |l| l.0);
+        if line.0 <= tip {
+            continue;
+        }
+        let (seq, hash, canonical, values) = &line;
+        let prev_hash = match values.get(RECORD_LEN - 1) {
+            Some(Value::Text(prev)) => prev.as_str(),
+            _ => "",
+        };
+        let tip_hash = continuing
+            .last()
+            .map_or(head.hash.as_str(), |l| l.1.as_str());
+        let continues = *seq == tip + 1
+            && prev_hash == tip_hash
+            && chain.hash(*seq, prev_hash, canonical).as_deref() == Ok(hash.as_str());
+        if !continues {
+            return (continuing, Some(*seq));
+        }
+        continuing.push(line);
+    }
+    (continuing, None)
 }
 
 /// Moves the lines a killed praxisd left in the journal of the store at
@@ -578,28 +594,20 @@ pub(crate) fn replay(
         },
         |path| keep_aside(path, "a line that does not parse"),
     )?;
+    let (moving, broken) = chained(lines, &head, chain);
+    if let Some(seq) = broken {
+        for path in paths_of(db) {
+            keep_aside(&path, &format!("seq {seq} does not continue the chain"));
+        }
+    }
     let tx = conn.transaction()?;
     let mut tip = head;
-    let mut moved = 0;
-    for line in lines {
-        if line.0 <= tip.seq {
-            continue;
-        }
-        if !continues(&tip, &line, chain) {
-            for path in paths_of(db) {
-                keep_aside(
-                    &path,
-                    &format!("seq {} does not continue the chain", line.0),
-                );
-            }
-            break;
-        }
-        let (seq, hash, _, mut row) = line;
+    let moved = moving.len();
+    for (seq, hash, _, mut row) in moving {
         row.push(Value::Text(hash.clone()));
         tx.prepare_cached(&record::INSERT)?
             .execute(rusqlite::params_from_iter(row.iter()))?;
         tip = Head { seq, hash };
-        moved += 1;
     }
     tx.commit()?;
     if moved > 0 {
@@ -643,33 +651,17 @@ pub(crate) fn check(db: &Path, head: Head, chain: &Chain) -> Result<Checked, Aud
             unparsed.get_or_insert_with(|| path.display().to_string());
         },
     )?;
-    // Lines up to the head are in SQLite already (their file not emptied yet).
-    let held = head.seq;
-    let mut tip = head;
-    let mut continuing = 0;
-    for line in lines.into_iter().filter(|line| line.0 > held) {
-        if !continues(&tip, &line, chain) {
-            let why = format!(
-                "the journaled event does not continue the chain from seq {}",
-                tip.seq
-            );
-            return Ok(Checked {
-                continuing,
-                broken: Some((tip.seq + 1, why)),
-            });
-        }
-        tip = Head {
-            seq: line.0,
-            hash: line.1,
-        };
-        continuing += 1;
-    }
-    let broken = unparsed.map(|file| {
-        (
-            tip.seq + 1,
-            format!("a line of the journal {file} does not parse"),
-        )
-    });
+    let (continuing, broken) = chained(lines, &head, chain);
+    let tip = continuing.last().map_or(head.seq, |l| l.0);
+    let why = match (broken, unparsed) {
+        (Some(_), _) => Some(format!(
+            "the journaled event does not continue the chain from seq {tip}"
+        )),
+        (None, Some(file)) => Some(format!("a line of the journal {file} does not parse")),
+        (None, None) => None,
+    };
+    let continuing = continuing.len() as u64;
+    let broken = why.map(|why| (tip + 1, why));
     Ok(Checked { continuing, broken })
 }
 
