@@ -9,16 +9,38 @@
 //! shows the process running after the reads (a pidfd polls readable once
 //! its process has exited), since a pid is not reused while its process
 //! is alive or a zombie.
+//!
+//! The cgroup is asked of the pidfd (`PIDFD_GET_INFO`, Linux 6.13) as its
+//! id, one system call; `/proc/<pid>/cgroup` is read (a few tens of
+//! microseconds on every request) only for an id not seen before, and what
+//! it names is kept for that id. A cgroup's id is never reused while the
+//! host runs, and a cgroup never moves to another parent, so what an id
+//! named once it names for good.
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 
 /// `SO_PEERPIDFD` (Linux 6.5): a pidfd of the socket's peer process. The
 /// same number on every architecture praxisd builds for.
 const SO_PEERPIDFD: libc::c_int = 77;
+
+/// `PIDFD_GET_INFO` (Linux 6.13): `_IOWR(0xFF, 11, struct pidfd_info)`.
+const PIDFD_GET_INFO: libc::c_ulong =
+    (3 << 30) | ((PIDFD_INFO_SIZE as libc::c_ulong) << 16) | (0xFF << 8) | 11;
+
+/// The first published size of `struct pidfd_info`.
+const PIDFD_INFO_SIZE: usize = 64;
+
+/// `PIDFD_INFO_CGROUPID`: the answer holds the process's cgroup v2 id.
+const PIDFD_INFO_CGROUPID: u64 = 1 << 2;
+
+/// Cgroup ids remembered at most; past that the memory starts over.
+const KNOWN_CGROUPS: usize = 1024;
 
 /// Why the peer process cannot be examined.
 #[derive(Debug, thiserror::Error)]
@@ -88,11 +110,24 @@ impl PinnedPeer {
     /// and its answer counts only if the process still runs after it.
     pub fn examine<T>(&self, look: impl FnOnce(&Process) -> T) -> Result<T, PinError> {
         let pid = self.pid;
-        let cgroup = read_proc(&format!("/proc/{pid}/cgroup")).map_err(|_| PinError::Exited)?;
-        let answer = look(&Process {
-            pid,
-            cgroup: cgroup_v2(&cgroup),
-        });
+        let id = cgroup_id(&self.pidfd);
+        let cgroup = match id.and_then(known_cgroup) {
+            Some(known) => known,
+            None => {
+                let text =
+                    read_proc(&format!("/proc/{pid}/cgroup")).map_err(|_| PinError::Exited)?;
+                let cgroup = cgroup_v2(&text);
+                // Kept only if the process was in that cgroup before the
+                // read and after it: the text then names that id.
+                if let Some(id) = id
+                    && cgroup_id(&self.pidfd) == Some(id)
+                {
+                    remember_cgroup(id, cgroup.clone());
+                }
+                cgroup
+            }
+        };
+        let answer = look(&Process { pid, cgroup });
         self.running()?;
         Ok(answer)
     }
@@ -117,6 +152,35 @@ impl PinnedPeer {
             }
         }
     }
+}
+
+/// The cgroup v2 id of the process behind `pidfd`; `None` where the kernel
+/// cannot say (older than 6.13, no v2 hierarchy, or the process is gone).
+fn cgroup_id(pidfd: &OwnedFd) -> Option<u64> {
+    let mut info = [0u64; PIDFD_INFO_SIZE / 8];
+    info[0] = PIDFD_INFO_CGROUPID;
+    // SAFETY: the kernel reads the request mask from and writes at most
+    // PIDFD_INFO_SIZE bytes into `info`, a live local of that size.
+    let got = unsafe { libc::ioctl(pidfd.as_raw_fd(), PIDFD_GET_INFO, info.as_mut_ptr()) };
+    (got == 0 && info[0] & PIDFD_INFO_CGROUPID != 0).then_some(info[1])
+}
+
+/// Which cgroups' v2 paths are known, by id.
+static CGROUPS: Mutex<Option<HashMap<u64, Option<PathBuf>>>> = Mutex::new(None);
+
+/// The v2 path kept for cgroup `id` (`Some(None)`: the text had no v2 line).
+fn known_cgroup(id: u64) -> Option<Option<PathBuf>> {
+    let known = CGROUPS.lock().unwrap_or_else(PoisonError::into_inner);
+    known.as_ref()?.get(&id).cloned()
+}
+
+fn remember_cgroup(id: u64, cgroup: Option<PathBuf>) {
+    let mut known = CGROUPS.lock().unwrap_or_else(PoisonError::into_inner);
+    let known = known.get_or_insert_with(HashMap::new);
+    if known.len() >= KNOWN_CGROUPS {
+        known.clear();
+    }
+    known.insert(id, cgroup);
 }
 
 /// A `/proc` file's text. These files report no size, so a plain read
@@ -153,6 +217,19 @@ mod tests {
         assert_eq!(me.pid, std::process::id() as i32);
         let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
         assert_eq!(me.cgroup, cgroup_v2(&own));
+    }
+
+    #[test]
+    fn a_cgroup_read_once_is_known_by_its_id() {
+        let (ours, _theirs) = UnixStream::pair().unwrap();
+        let pinned = PinnedPeer::of(ours.as_fd()).unwrap();
+        let first = pinned.examine(Clone::clone).unwrap();
+        // Kernels before 6.13 cannot name the id: every request reads /proc.
+        let Some(id) = cgroup_id(&pinned.pidfd) else {
+            return;
+        };
+        assert_eq!(known_cgroup(id), Some(first.cgroup.clone()));
+        assert_eq!(pinned.examine(Clone::clone).unwrap(), first);
     }
 
     #[test]
