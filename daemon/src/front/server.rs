@@ -37,7 +37,12 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let daemon = Arc::clone(&daemon);
-                    tasks.spawn(async move { handle(daemon, stream).await });
+                    tasks.spawn(async move {
+                        handle(Arc::clone(&daemon), stream).await;
+                        // The session states the request stepped, once its
+                        // reply is out: handing them over wakes a thread.
+                        daemon.sessions.hand_over();
+                    });
                 }
                 Err(e) => {
                     tracing::warn!("accept failed: {e}");

@@ -156,6 +156,12 @@ pub struct Sessions {
     /// The write-behind queue: states are saved after the reply, the latest
     /// of each session, by one writer thread.
     writes: mpsc::Sender<Write>,
+    /// Whether that thread runs.
+    writer_runs: bool,
+    /// States stepped and not yet handed to the writer: handing one over
+    /// wakes its thread, which the reply should not wait for, so the server
+    /// hands them over once the reply is out ([`Sessions::hand_over`]).
+    outbox: Mutex<Vec<(PathBuf, Box<Stored>)>>,
 }
 
 /// One job of the writer thread.
@@ -233,25 +239,44 @@ impl Sessions {
         let (writes, queue) = mpsc::channel();
         let writer_dir = dir.clone();
         // The thread ends when the queue's sender (these Sessions) is dropped.
-        if let Err(e) = std::thread::Builder::new()
+        let writer_runs = match std::thread::Builder::new()
             .name("session-writer".into())
             .spawn(move || write_behind(&writer_dir, &queue))
         {
-            tracing::error!("session states will not be saved: {e}");
-        }
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!("session states will not be saved: {e}");
+                false
+            }
+        };
         Sessions {
             detector,
             dir,
             ledger: config.layout.state_dir.join(LEDGER_FILE),
             live: Mutex::new(HashMap::new()),
             writes,
+            writer_runs,
+            outbox: Mutex::new(Vec::new()),
         }
     }
 
-    /// Waits until every state queued so far is on disk, so that reading a
+    /// Hands the states stepped so far to the writer thread, which saves
+    /// them [`SAVE_DELAY`] later. Called once a request's reply is out.
+    pub fn hand_over(&self) {
+        let states =
+            std::mem::take(&mut *self.outbox.lock().unwrap_or_else(PoisonError::into_inner));
+        for (path, stored) in states {
+            if self.writes.send(Write::State(path, stored)).is_err() {
+                tracing::error!("session state not saved: the session writer is gone");
+            }
+        }
+    }
+
+    /// Waits until every state stepped so far is on disk, so that reading a
     /// state file never sees one older than the live state (and so that a
     /// daemon shutting down leaves none unsaved).
     pub fn flush(&self) {
+        self.hand_over();
         let (done, wait) = mpsc::channel();
         if self.writes.send(Write::Flush(done)).is_ok() {
             let _ = wait.recv();
@@ -385,9 +410,10 @@ impl Sessions {
         if event.cwd.is_some() {
             stored.cwd.clone_from(&event.cwd);
         }
-        let saved = self
-            .writes
-            .send(Write::State(path.clone(), Box::new(stored.clone())));
+        self.outbox
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((path.clone(), Box::new(stored.clone())));
         if let Some(lineage) = &stored.state.lineage
             && let Err(e) = self.teach(detector, lineage, &outcome)
         {
@@ -395,7 +421,7 @@ impl Sessions {
         }
         evict_idle(&mut live);
         live.insert(path.clone(), stored);
-        if saved.is_err() {
+        if !self.writer_runs {
             return Err(io_error(
                 &path,
                 std::io::Error::other("the session writer is gone"),
@@ -783,6 +809,39 @@ mod tests {
         assert_eq!(audit_kind(&steer), "session_steer");
         let skipped = Transition::CheckpointSkipped { checkpoint: 1 };
         assert_eq!(audit_kind(&skipped), "session_checkpoint_skipped");
+    }
+
+    #[test]
+    fn a_stepped_state_goes_to_the_writer_only_once_handed_over() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = Config::load(praxis_proto::Layout {
+            mode: praxis_proto::Mode::User,
+            runtime_dir: tmp.path().join("run"),
+            socket: tmp.path().join("run/s.sock"),
+            state_dir: tmp.path().join("state"),
+            config_dir: tmp.path().to_path_buf(),
+        })
+        .unwrap();
+        let sessions = Sessions::open(&config);
+        let scope = scope_of(Some("claude-code"), Some("s1")).unwrap();
+        let step = event(
+            scope.clone(),
+            Doorway::PreToolUse,
+            Some("Bash".into()),
+            None,
+        );
+        sessions.step(&step).unwrap();
+        let file = sessions.path_of(&scope);
+        // Without the hand-over the writer never heard of it: nothing is
+        // saved, however long the save delay is waited out.
+        std::thread::sleep(SAVE_DELAY * 3);
+        assert!(!file.exists());
+        sessions.hand_over();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !file.exists() && Instant::now() < deadline {
+            std::thread::sleep(SAVE_DELAY);
+        }
+        assert!(file.exists());
     }
 
     #[test]
