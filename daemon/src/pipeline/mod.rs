@@ -114,9 +114,13 @@ pub async fn run(
                     credentials::inject(&daemon.config, &daemon.audit, &mut permit, &ticket.grants)
                         .await;
                     let started = {
-                        let audit = Arc::clone(&daemon.audit);
+                        let daemon = Arc::clone(daemon);
                         let trail = trail.clone();
                         move |pid: i32| {
+                            // The ALLOW is out: the session's step may be
+                            // saved while the command runs, however long.
+                            daemon.sessions.hand_over();
+                            let audit = Arc::clone(&daemon.audit);
                             tokio::spawn(
                                 async move { outcome::started(&audit, &trail, pid).await },
                             );
