@@ -6,13 +6,13 @@ use std::os::fd::AsFd;
 
 use praxis_daemon::pinned::{PinError, PinnedPeer};
 
-#[test]
-fn a_peer_that_exited_is_refused_zombie_or_reaped() {
+/// A process that connected to us (and waits for its stdin to close), and
+/// its peer pinned.
+fn connected_peer() -> (std::process::Child, PinnedPeer) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
-    // Connects, then waits for its stdin to close.
-    let mut child = std::process::Command::new("python3")
+    let child = std::process::Command::new("python3")
         .args([
             "-c",
             "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); sys.stdin.read()",
@@ -22,7 +22,12 @@ fn a_peer_that_exited_is_refused_zombie_or_reaped() {
         .spawn()
         .unwrap();
     let (ours, _) = listener.accept().unwrap();
-    let pinned = PinnedPeer::of(ours.as_fd()).unwrap();
+    (child, PinnedPeer::of(ours.as_fd()).unwrap())
+}
+
+#[test]
+fn a_peer_that_exited_is_refused_zombie_or_reaped() {
+    let (mut child, pinned) = connected_peer();
     let seen = pinned.examine(|now| now.pid).unwrap();
     assert_eq!(seen, child.id() as i32);
     drop(child.stdin.take());
@@ -64,20 +69,7 @@ fn a_peer_moved_to_another_cgroup_is_seen_there() {
         eprintln!("skipped: cannot make a cgroup under {}", mount.display());
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s");
-    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
-    let mut child = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); sys.stdin.read()",
-        ])
-        .arg(&path)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (ours, _) = listener.accept().unwrap();
-    let pinned = PinnedPeer::of(ours.as_fd()).unwrap();
+    let (mut child, pinned) = connected_peer();
     let before = pinned.examine(|now| now.cgroup.clone()).unwrap();
     let own = before.clone().expect("a cgroup v2 path");
     std::fs::write(moved.join("cgroup.procs"), child.id().to_string()).unwrap();
