@@ -236,9 +236,13 @@ fn watch_client(mut reader: OwnedReadHalf) -> oneshot::Receiver<&'static str> {
 }
 
 /// Reads one chunk from a pipe; None at end of stream or error.
-async fn read_chunk(pipe: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> Option<usize> {
+/// Reads one chunk into `buf` (emptied first), up to its capacity: read
+/// into spare capacity, so a buffer is neither zeroed nor touched beyond
+/// what the command wrote.
+async fn read_chunk(pipe: &mut Option<pipe::Receiver>, buf: &mut Vec<u8>) -> Option<usize> {
+    buf.clear();
     match pipe {
-        Some(p) => match p.read(buf).await {
+        Some(p) => match p.read_buf(buf).await {
             Ok(0) | Err(_) => None,
             Ok(n) => Some(n),
         },
@@ -605,8 +609,8 @@ pub async fn run(
     let mut timed_out = false;
     let mut drain_until: Option<tokio::time::Instant> = None;
     let mut kill_at: Option<tokio::time::Instant> = None;
-    let mut out_buf = vec![0u8; MAX_OUTPUT_CHUNK];
-    let mut err_buf = vec![0u8; MAX_OUTPUT_CHUNK];
+    let mut out_buf = Vec::with_capacity(MAX_OUTPUT_CHUNK);
+    let mut err_buf = Vec::with_capacity(MAX_OUTPUT_CHUNK);
 
     loop {
         if waited.is_some() && stdout.is_none() && stderr.is_none() {
@@ -696,7 +700,8 @@ pub async fn run(
         (true, &mut stderr, &mut err_buf),
     ] {
         while let Some(p) = pipe.as_ref() {
-            match p.try_read(buf) {
+            buf.clear();
+            match p.try_read_buf(buf) {
                 Ok(n) if n > 0 => {
                     let deliver = output.chunk(is_stderr, &buf[..n]);
                     connected = send(writer, connected, is_stderr, deliver).await;
