@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 
@@ -166,17 +166,16 @@ fn cgroup_id(pidfd: &OwnedFd) -> Option<u64> {
 }
 
 /// Which cgroups' v2 paths are known, by id.
-static CGROUPS: Mutex<Option<HashMap<u64, Option<PathBuf>>>> = Mutex::new(None);
+static CGROUPS: LazyLock<Mutex<HashMap<u64, Option<PathBuf>>>> = LazyLock::new(Mutex::default);
 
 /// The v2 path kept for cgroup `id` (`Some(None)`: the text had no v2 line).
 fn known_cgroup(id: u64) -> Option<Option<PathBuf>> {
     let known = CGROUPS.lock().unwrap_or_else(PoisonError::into_inner);
-    known.as_ref()?.get(&id).cloned()
+    known.get(&id).cloned()
 }
 
 fn remember_cgroup(id: u64, cgroup: Option<PathBuf>) {
     let mut known = CGROUPS.lock().unwrap_or_else(PoisonError::into_inner);
-    let known = known.get_or_insert_with(HashMap::new);
     if known.len() >= KNOWN_CGROUPS {
         known.clear();
     }

@@ -235,10 +235,9 @@ fn watch_client(mut reader: OwnedReadHalf) -> oneshot::Receiver<&'static str> {
     rx
 }
 
-/// Reads one chunk from a pipe; None at end of stream or error.
-/// Reads one chunk into `buf` (emptied first), up to its capacity: read
-/// into spare capacity, so a buffer is neither zeroed nor touched beyond
-/// what the command wrote.
+/// Reads one chunk from a pipe into `buf` (emptied first), up to its
+/// capacity; None at end of stream or error. It reads into spare capacity,
+/// so a buffer is neither zeroed nor touched beyond what the command wrote.
 async fn read_chunk(pipe: &mut Option<pipe::Receiver>, buf: &mut Vec<u8>) -> Option<usize> {
     buf.clear();
     match pipe {
