@@ -152,7 +152,15 @@ pub(crate) struct Plan<'a> {
     pub(crate) placed_ahead: bool,
     pub(crate) parent_pid: libc::pid_t,
     pub(crate) rlimits: &'a [(libc::c_int, u64)],
+    /// A mount namespace of its own, for a private `/tmp` and the pins.
     pub(crate) mount_ns: bool,
+    /// The launcher's copy of the host's mounts, made while it waited, is
+    /// current: it is that namespace, and nothing is copied now.
+    pub(crate) mounts_copied_ahead: bool,
+    /// The host's mount namespace, to go back into first: the launcher
+    /// copied the mounts ahead, and the copy is stale or not wanted (-1:
+    /// stay where it is).
+    pub(crate) host_mount_ns: RawFd,
     /// A network namespace of its own, with its listeners.
     pub(crate) net: Option<&'a NetNs<'a>>,
     /// That namespace made ahead, to join instead of making one (-1: none).
@@ -405,6 +413,33 @@ pub(crate) unsafe fn default_handlers() {
     }
 }
 
+/// Makes the mounts of our new mount namespace slaves of the host's: ours
+/// must not propagate back. Async-signal-safe.
+fn one_way() -> bool {
+    let no_type: *const c_char = std::ptr::null();
+    // SAFETY: a raw mount call on a static path and null pointers.
+    unsafe {
+        libc::mount(
+            no_type,
+            ROOT.as_ptr(),
+            no_type,
+            libc::MS_REC | libc::MS_SLAVE,
+            std::ptr::null(),
+        ) == 0
+    }
+}
+
+/// Copies the host's mounts into a mount namespace of our own, as a
+/// command's set-up does (a launcher, ahead of its plan). Async-signal-safe.
+///
+/// # Safety
+/// Only in a launcher or a child before it execs: it moves the calling
+/// process out of the daemon's mount namespace.
+pub(crate) unsafe fn copy_mounts() -> bool {
+    // SAFETY: a raw system call without pointers.
+    (unsafe { libc::unshare(libc::CLONE_NEWNS) }) == 0 && one_way()
+}
+
 /// Drops every capability up to `last_cap` from the bounding set, which
 /// needs `CAP_SETPCAP`; whether all drops succeeded. A drop that returns 0
 /// has cleared the bit (the kernel does nothing else); reading each one
@@ -491,8 +526,15 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
             libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) == 0,
         );
 
+        if plan.host_mount_ns >= 0 {
+            check(
+                Stage::Unshare,
+                libc::setns(plan.host_mount_ns, libc::CLONE_NEWNS) == 0,
+            );
+        }
+        let copy_mounts_now = plan.mount_ns && !plan.mounts_copied_ahead;
         let mut namespaces = 0;
-        if plan.mount_ns {
+        if copy_mounts_now {
             namespaces |= libc::CLONE_NEWNS;
         }
         if plan.net.is_some() && plan.netns_fd < 0 {
@@ -538,17 +580,9 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
         if plan.mount_ns {
             let no_type: *const c_char = std::ptr::null();
             let no_data: *const libc::c_void = std::ptr::null();
-            // Our mounts must not propagate back to the host.
-            check(
-                Stage::Mount,
-                libc::mount(
-                    no_type,
-                    ROOT.as_ptr(),
-                    no_type,
-                    libc::MS_REC | libc::MS_SLAVE,
-                    no_data,
-                ) == 0,
-            );
+            if copy_mounts_now {
+                check(Stage::Mount, one_way());
+            }
             if let Some(tmp) = plan.tmp {
                 private_tmp(fd, tmp);
             }

@@ -33,7 +33,9 @@
 //!    and the egress listener bound on 127.0.0.1 and sent to the parent; a
 //!    mount namespace when there is something to mount: protected paths
 //!    bind-mounted read-only with their ancestors pinned, secrets inside
-//!    writable trees and denied sockets covered;
+//!    writable trees and denied sockets covered (a launcher made ahead has
+//!    copied the mounts already, used only while the host's are unchanged:
+//!    see `launcher`);
 //! 5. `chdir`;
 //! 6. the capability bounding set dropped (when the parent may), then
 //!    `setgroups`, `setresgid`, `setresuid` for [`RunAs`];

@@ -15,7 +15,7 @@ use crate::child::{Identity, NetNs, Plan, Stage, Then};
 use crate::env::{self, EnvBlock};
 use crate::filter::{self, Sockets};
 use crate::fs_rules::{self, Exclusion, Grant};
-use crate::launcher::Launcher;
+use crate::launcher::{self, Launcher, MountCopy};
 use crate::mounts;
 use crate::own_caps;
 use crate::pins::{self, PinPlan, UserNsMaps};
@@ -658,6 +658,7 @@ pub(crate) struct Launched {
     pub(crate) pid: libc::pid_t,
     pub(crate) report: OwnedFd,
     placed_ahead: bool,
+    mounts_copied_ahead: bool,
     handoff: Option<OwnedFd>,
 }
 
@@ -700,6 +701,19 @@ pub(crate) fn launch(
         Some(launcher) if launcher.filtered_ahead() => filter::closing(prepared.sockets)?,
         _ => prepared.filter,
     };
+    // The launcher's copy of the host's mounts is the command's mount
+    // namespace while it is current; otherwise the launcher goes back
+    // into ours first, and the plan copies them now (or not at all).
+    let mount_ns = !prepared.pins.is_empty() || prepared.tmp.is_some();
+    let mount_copy = launcher
+        .as_ref()
+        .map_or(MountCopy::None, Launcher::mount_copy);
+    let mounts_copied_ahead = mount_ns && mount_copy == MountCopy::Current;
+    let host_mount_ns = if mount_copy == MountCopy::None || mounts_copied_ahead {
+        -1
+    } else {
+        launcher::host_mount_ns()?
+    };
     let cgroup_procs = match (&launcher, &prepared.cgroup) {
         (None, Some(cgroup)) => cgroup.procs_fds(),
         (Some(_), _) | (None, None) => Vec::new(),
@@ -716,7 +730,9 @@ pub(crate) fn launch(
         // SAFETY: getpid has no preconditions.
         parent_pid: unsafe { libc::getpid() },
         rlimits: &prepared.rlimits,
-        mount_ns: !prepared.pins.is_empty() || prepared.tmp.is_some(),
+        mount_ns,
+        mounts_copied_ahead,
+        host_mount_ns,
         netns_fd: prepared.netns.as_ref().map_or(-1, AsRawFd::as_raw_fd),
         tmp: prepared.tmp.as_ref(),
         net: net.as_ref(),
@@ -753,6 +769,7 @@ pub(crate) fn launch(
         pid,
         report: report_read,
         placed_ahead,
+        mounts_copied_ahead,
         handoff: handoff.map(|(ours, _)| ours),
     })
 }
@@ -840,6 +857,7 @@ pub fn spawn(
     let mut child = Child::adopt(pid);
     child.restrictions = prepared.restrictions();
     child.placed_ahead = launched.placed_ahead;
+    child.mounts_copied_ahead = launched.mounts_copied_ahead;
     child.scratch = Some(prepared.scratch);
     child.cgroup = prepared.cgroup;
     child.ruleset = Some(prepared.ruleset);
@@ -944,6 +962,7 @@ pub struct Child {
     namespaces: Vec<OwnedFd>,
     restrictions: String,
     placed_ahead: bool,
+    mounts_copied_ahead: bool,
     egress_listener: Option<TcpListener>,
     socket_listeners: Vec<TcpListener>,
 }
@@ -961,6 +980,7 @@ impl Child {
             namespaces: Vec::new(),
             restrictions: String::new(),
             placed_ahead: false,
+            mounts_copied_ahead: false,
             egress_listener: None,
             socket_listeners: Vec::new(),
         }
@@ -1003,6 +1023,13 @@ impl Child {
     /// started it (no cgroup move happened on its way to exec).
     pub fn placed_ahead(&self) -> bool {
         self.placed_ahead
+    }
+
+    /// Whether its mount namespace is the copy of the host's mounts its
+    /// launcher made while it waited (the host's mounts had not changed
+    /// since), rather than one copied on its way to exec.
+    pub fn mounts_copied_ahead(&self) -> bool {
+        self.mounts_copied_ahead
     }
 
     /// The command's private `TMPDIR`.
