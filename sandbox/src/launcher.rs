@@ -25,14 +25,14 @@
 //! when it starts, either way.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 
 use crate::SandboxError;
 use crate::child::{self, Plan};
 use crate::filter;
 use crate::own_caps;
-use crate::spawner::{self, ChildStack, pipe_cloexec};
+use crate::spawner::{self, ChildStack, namespace_of, pipe_cloexec};
 
 /// What the launcher answers on its pipe.
 const FAILED: u8 = 0;
@@ -83,6 +83,8 @@ pub(crate) struct Launcher {
     /// With [`Start::copy_mounts`]: the host's mount table, opened before
     /// the copy; the kernel flags it once the table changes.
     mount_table: Option<OwnedFd>,
+    /// The copy, held from when it was made (where the kernel can name it).
+    mount_copy: Option<OwnedFd>,
     go: (OwnedFd, OwnedFd),
     answer: (OwnedFd, OwnedFd),
     /// What it reads and the stack it runs on, held until it has exec'd
@@ -204,10 +206,11 @@ impl Launcher {
                 return Err(e);
             }
         };
-        let launcher = Launcher {
+        let mut launcher = Launcher {
             pid,
             pidfd,
             mount_table,
+            mount_copy: None,
             go,
             answer,
             start,
@@ -215,7 +218,13 @@ impl Launcher {
             handed: false,
         };
         match launcher.answer()? {
-            PLACED => Ok(launcher),
+            PLACED => {
+                if launcher.mount_table.is_some() {
+                    launcher.mount_copy =
+                        namespace_of(launcher.pidfd.as_fd(), libc::PIDFD_GET_MNT_NAMESPACE);
+                }
+                Ok(launcher)
+            }
             _ => Err(SandboxError::os(
                 "placing a launcher in the command's cgroups",
                 io::Error::from_raw_os_error(libc::EPERM),
@@ -254,6 +263,11 @@ impl Launcher {
         } else {
             MountCopy::Current
         }
+    }
+
+    /// Its copy of the mounts, to hold past the command's last exit.
+    pub(crate) fn take_mount_copy(&mut self) -> Option<OwnedFd> {
+        self.mount_copy.take()
     }
 
     /// The launcher's next answer; `FAILED` if it died first.

@@ -21,7 +21,7 @@ use crate::own_caps;
 use crate::pins::{self, PinPlan, UserNsMaps};
 use crate::private_tmp;
 use crate::scratch::ScratchDir;
-use crate::spawner::{self, pidfd_open, pipe_cloexec};
+use crate::spawner::{self, namespace_of, pidfd_open, pipe_cloexec};
 use crate::{Network, Profile, SandboxError, Spec, Stdio, carve_cache, spare};
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): denials after exec are audited.
@@ -659,6 +659,10 @@ pub(crate) struct Launched {
     pub(crate) report: OwnedFd,
     placed_ahead: bool,
     mounts_copied_ahead: bool,
+    /// The launcher's copy of the mounts, held since it was made: the
+    /// command's mount namespace when `mounts_copied_ahead`, else one it
+    /// left (freed with the leftovers, not here).
+    mount_copy: Option<OwnedFd>,
     handoff: Option<OwnedFd>,
 }
 
@@ -757,8 +761,12 @@ pub(crate) fn launch(
         then,
     };
     let placed_ahead = launcher.is_some();
+    let mut mount_copy = None;
     let pid = match launcher {
-        Some(launcher) => launcher.start(&plan, report_write, &report_read)?,
+        Some(mut launcher) => {
+            mount_copy = launcher.take_mount_copy();
+            launcher.start(&plan, report_write, &report_read)?
+        }
         None => {
             let pid = spawner::clone_child(&plan)?;
             drop(report_write);
@@ -770,6 +778,7 @@ pub(crate) fn launch(
         report: report_read,
         placed_ahead,
         mounts_copied_ahead,
+        mount_copy,
         handoff: handoff.map(|(ours, _)| ours),
     })
 }
@@ -878,9 +887,15 @@ pub fn spawn(
         None => None,
     };
     child.namespaces.extend(netns);
-    child
-        .namespaces
-        .extend(namespace_of(pidfd.as_fd(), libc::PIDFD_GET_MNT_NAMESPACE));
+    // The launcher's copy of the mounts is held from before the command
+    // started: its last exit does not free it (and wait out the RCU grace
+    // period that takes) before we hear of the exit.
+    child.namespaces.extend(launched.mount_copy);
+    if !launched.mounts_copied_ahead {
+        child
+            .namespaces
+            .extend(namespace_of(pidfd.as_fd(), libc::PIDFD_GET_MNT_NAMESPACE));
+    }
     child.pidfd = Some(pidfd);
     crate::guardian::watch(pid);
     if let Some(ours) = &launched.handoff {
@@ -892,18 +907,6 @@ pub fn spawn(
         }
     }
     Ok(child)
-}
-
-/// A new descriptor on the namespace the process behind `pidfd` is in, of
-/// the kind `request` (a `PIDFD_GET_*_NAMESPACE`) names. `None` once the
-/// process has exited, and before Linux 6.11, which lacks these requests:
-/// the namespace is then freed by the command's last exit, as it was.
-fn namespace_of(pidfd: BorrowedFd<'_>, request: libc::Ioctl) -> Option<OwnedFd> {
-    // SAFETY: an argument-less pidfd ioctl on a live descriptor; it returns
-    // a new descriptor or -1.
-    let fd = unsafe { libc::ioctl(pidfd.as_raw_fd(), request, 0) };
-    // SAFETY: a fresh descriptor owned by nobody else.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// How a command ended.

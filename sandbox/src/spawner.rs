@@ -7,7 +7,7 @@
 //! signal blocked (its children start with all blocked), does every clone.
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 
@@ -259,6 +259,18 @@ pub(crate) fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd, SandboxError> {
     }
     // SAFETY: a fresh descriptor owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// A new descriptor on the namespace the process behind `pidfd` is in, of
+/// the kind `request` (a `PIDFD_GET_*_NAMESPACE`) names. `None` once the
+/// process has exited, and before Linux 6.11, which lacks these requests:
+/// the namespace is then freed by the command's last exit, as it was.
+pub(crate) fn namespace_of(pidfd: BorrowedFd<'_>, request: libc::Ioctl) -> Option<OwnedFd> {
+    // SAFETY: an argument-less pidfd ioctl on a live descriptor; it returns
+    // a new descriptor or -1.
+    let fd = unsafe { libc::ioctl(pidfd.as_raw_fd(), request, 0) };
+    // SAFETY: a fresh descriptor owned by nobody else.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Clones a child that applies `plan`; returns once it has exec'd or exited.

@@ -106,6 +106,15 @@ fn after_the_copy(
     }
 }
 
+/// The mount namespaces this process holds descriptors on.
+fn mount_namespaces_held() -> Vec<PathBuf> {
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|fd| fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().starts_with("mnt:"))
+        .collect()
+}
+
 #[test]
 fn a_command_on_a_spare_sees_the_hosts_mounts_as_they_are_when_it_starts() {
     if !praxis_sandbox::limiting().by_cgroup() {
@@ -143,18 +152,23 @@ fn a_command_on_a_spare_sees_the_hosts_mounts_as_they_are_when_it_starts() {
     );
     assert!(mount.is_none());
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut sleeper = loop {
+    let (held, mut sleeper) = loop {
         praxis_sandbox::make_spare();
         std::thread::sleep(Duration::from_millis(300));
+        let held = mount_namespaces_held();
         let mut sleeper = start(&spec, &fx.ws, &["/bin/sleep", "30"]);
         if sleeper.placed_ahead() || Instant::now() > deadline {
-            break sleeper;
+            break (held, sleeper);
         }
         sleeper.terminate_group(Duration::from_secs(1)).unwrap();
     };
     assert!(sleeper.mounts_copied_ahead());
     let ns = |pid: &str| fs::read_link(format!("/proc/{pid}/ns/mnt")).unwrap();
-    assert_ne!(ns(&sleeper.pid().to_string()), ns("self"));
+    let its = ns(&sleeper.pid().to_string());
+    assert_ne!(its, ns("self"));
+    // Held before the command started, so that its last exit does not
+    // free it and wait for an RCU grace period before we hear of it.
+    assert!(held.contains(&its), "{its:?} not among {held:?}");
     sleeper.terminate_group(Duration::from_secs(1)).unwrap();
     drop(sleeper);
 
