@@ -7,31 +7,16 @@
 
 mod common;
 
-use std::ffi::OsString;
 use std::fs;
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::Fixture;
-use praxis_sandbox::{Child, Limiting, Network, Profile, Spec, Stdio, Tracking};
-
-/// Starts `argv` under `spec`.
-fn start(spec: &Spec, cwd: &Path, argv: &[&str]) -> Child {
-    let null = || -> OwnedFd { fs::File::open("/dev/null").unwrap().into() };
-    let stdio = Stdio {
-        stdin: null(),
-        stdout: null(),
-        stderr: null(),
-    };
-    let prepared = praxis_sandbox::prepare(spec).unwrap();
-    let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
-    praxis_sandbox::spawn(prepared, &argv, cwd, stdio).unwrap()
-}
+use common::{Fixture, start_in};
+use praxis_sandbox::{Child, Limiting, Network, Profile, Spec, Tracking};
 
 /// Starts `sleep 30` under `spec`.
 fn sleeper(spec: &Spec, cwd: &Path) -> Child {
-    start(spec, cwd, &["/bin/sleep", "30"])
+    start_in(spec, cwd, &["/bin/sleep", "30"])
 }
 
 /// The cgroup `pid` is in for the hierarchy whose `/proc/PID/cgroup` line
@@ -202,7 +187,7 @@ fn a_command_on_a_spare_is_started_by_a_launcher_in_its_own_cgroups() {
     let mut unshare = until_placed(|| {
         praxis_sandbox::make_spare();
         std::thread::sleep(Duration::from_millis(300));
-        start(
+        start_in(
             &other_spec,
             &fx.ws,
             &["/usr/bin/unshare", "--user", "/bin/true"],

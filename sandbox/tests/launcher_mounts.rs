@@ -6,28 +6,14 @@
 
 mod common;
 
-use std::ffi::{CString, OsString};
+use std::ffi::CString;
 use std::fs;
-use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::Fixture;
-use praxis_sandbox::{Child, ExitStatus, Network, Profile, Spec, Stdio};
-
-/// Starts `argv` under `spec`.
-fn start(spec: &Spec, cwd: &Path, argv: &[&str]) -> Child {
-    let null = || -> OwnedFd { fs::File::open("/dev/null").unwrap().into() };
-    let stdio = Stdio {
-        stdin: null(),
-        stdout: null(),
-        stderr: null(),
-    };
-    let prepared = praxis_sandbox::prepare(spec).unwrap();
-    let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
-    praxis_sandbox::spawn(prepared, &argv, cwd, stdio).unwrap()
-}
+use common::{Fixture, start_in};
+use praxis_sandbox::{ExitStatus, Network, Profile, Spec};
 
 /// A tmpfs the host mounts, with a marker file in it; unmounted when dropped.
 struct HostMount(PathBuf);
@@ -84,7 +70,7 @@ fn after_the_copy(
         let before = mount.take();
         let started_unmounted = before.is_none();
         mount = change(before);
-        let mut child = start(spec, ws, &["/bin/sh", "-c", "test -e mnt/marker"]);
+        let mut child = start_in(spec, ws, &["/bin/sh", "-c", "test -e mnt/marker"]);
         let placed = child.placed_ahead();
         let found = Found {
             copied_ahead: child.mounts_copied_ahead(),
@@ -138,7 +124,7 @@ fn a_command_on_a_spare_sees_the_hosts_mounts_as_they_are_when_it_starts() {
     fs::write(fx.ws.join(".mcp.json"), "{}\n").unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
-    drop(start(&spec, &fx.ws, &["/bin/true"]));
+    drop(start_in(&spec, &fx.ws, &["/bin/true"]));
 
     // Nothing changed since the copy: the command runs in it, which is not
     // the host's namespace.
@@ -156,7 +142,7 @@ fn a_command_on_a_spare_sees_the_hosts_mounts_as_they_are_when_it_starts() {
         praxis_sandbox::make_spare();
         std::thread::sleep(Duration::from_millis(300));
         let held = mount_namespaces_held();
-        let mut sleeper = start(&spec, &fx.ws, &["/bin/sleep", "30"]);
+        let mut sleeper = start_in(&spec, &fx.ws, &["/bin/sleep", "30"]);
         if sleeper.placed_ahead() || Instant::now() > deadline {
             break (held, sleeper);
         }

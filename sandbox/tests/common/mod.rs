@@ -114,6 +114,18 @@ fn dev_null() -> OwnedFd {
     fs::File::open("/dev/null").unwrap().into()
 }
 
+/// Starts `argv` in `cwd` under `spec`, its stdio on `/dev/null`.
+pub fn start_in(spec: &Spec, cwd: &Path, argv: &[&str]) -> praxis_sandbox::Child {
+    let stdio = Stdio {
+        stdin: dev_null(),
+        stdout: dev_null(),
+        stderr: dev_null(),
+    };
+    let prepared = praxis_sandbox::prepare(spec).unwrap();
+    let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+    praxis_sandbox::spawn(prepared, &argv, cwd, stdio).unwrap()
+}
+
 /// Runs `argv` in `cwd` under `spec`, stdout and stderr captured together.
 pub fn run_in(spec: &Spec, cwd: &Path, argv: &[&str]) -> Ran {
     let (mut reader, writer) = std::io::pipe().unwrap();
