@@ -415,7 +415,7 @@ pub(crate) unsafe fn default_handlers() {
 
 /// Makes the mounts of our new mount namespace slaves of the host's: ours
 /// must not propagate back. Async-signal-safe.
-fn one_way() -> bool {
+pub(crate) fn one_way() -> bool {
     let no_type: *const c_char = std::ptr::null();
     // SAFETY: a raw mount call on a static path and null pointers.
     unsafe {
@@ -427,17 +427,6 @@ fn one_way() -> bool {
             std::ptr::null(),
         ) == 0
     }
-}
-
-/// Copies the host's mounts into a mount namespace of our own, as a
-/// command's set-up does (a launcher, ahead of its plan). Async-signal-safe.
-///
-/// # Safety
-/// Only in a launcher or a child before it execs: it moves the calling
-/// process out of the daemon's mount namespace.
-pub(crate) unsafe fn copy_mounts() -> bool {
-    // SAFETY: a raw system call without pointers.
-    (unsafe { libc::unshare(libc::CLONE_NEWNS) }) == 0 && one_way()
 }
 
 /// Drops every capability up to `last_cap` from the bounding set, which

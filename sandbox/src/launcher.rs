@@ -22,7 +22,8 @@
 //! ([`Launcher::mount_copy`]). A launcher whose copy is stale, or whose
 //! command needs no mount namespace, goes back into the host's before the
 //! plan's set-up, so a command sees the host's mounts exactly as they are
-//! when it starts, either way.
+//! when it starts, either way. Where the kernel refuses the copy, the
+//! launcher waits in the host's mounts, and the plan copies them.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
@@ -40,6 +41,8 @@ const FAILED: u8 = 0;
 const PLACED: u8 = 1;
 /// Holds a descriptor table of its own, running the plan.
 const UNSHARED: u8 = 2;
+/// As `PLACED`, in a copy of the host's mounts of its own.
+const PLACED_IN_COPY: u8 = 3;
 
 /// What the launcher reads, in our memory (kept by [`Launcher`]).
 #[derive(Debug)]
@@ -56,7 +59,8 @@ struct Start {
     /// The seccomp program to attach ahead ([`filter::ahead`]), when it
     /// compiled: the plan then attaches only the closing one.
     filter: Option<&'static [libc::sock_filter]>,
-    /// Copy the host's mounts into a mount namespace of its own, ahead.
+    /// Copy the host's mounts into a mount namespace of its own, ahead
+    /// (where the kernel lets it).
     copy_mounts: bool,
 }
 
@@ -80,8 +84,8 @@ pub(crate) struct Launcher {
     /// Its pidfd: polled with the answer pipe, which its death leaves open
     /// (the write end is in the table it shares with us).
     pidfd: OwnedFd,
-    /// With [`Start::copy_mounts`]: the host's mount table, opened before
-    /// the copy; the kernel flags it once the table changes.
+    /// Once it copied the host's mounts: their table, opened before the
+    /// copy; the kernel flags it once the table changes.
     mount_table: Option<OwnedFd>,
     /// The copy, held from when it was made (where the kernel can name it).
     mount_copy: Option<OwnedFd>,
@@ -123,8 +127,12 @@ extern "C" fn launcher_entry(arg: *mut libc::c_void) -> libc::c_int {
                 .all(|&procs| libc::write(procs, c"0".as_ptr().cast(), 1) == 1)
             && start
                 .bounding
-                .is_none_or(|last| child::drop_bounding_set(last))
-            && (!start.copy_mounts || child::copy_mounts());
+                .is_none_or(|last| child::drop_bounding_set(last));
+        // Where the copy is refused, the launcher stays in the host's
+        // mounts, as a launcher without it; one whose mounts would
+        // propagate back is never placed.
+        let copied = start.copy_mounts && libc::unshare(libc::CLONE_NEWNS) == 0;
+        let placed = placed && (!copied || child::one_way());
         // What every command's set-up does first whatever its plan, done
         // while waiting (signals stay blocked until the plan unblocks them).
         child::default_handlers();
@@ -137,7 +145,12 @@ extern "C" fn launcher_entry(arg: *mut libc::c_void) -> libc::c_int {
                 libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
                     && child::attach_filter(filter)
             });
-        if !tell(start.answer, if placed { PLACED } else { FAILED }) || !placed {
+        let answer = match (placed, copied) {
+            (false, _) => FAILED,
+            (true, false) => PLACED,
+            (true, true) => PLACED_IN_COPY,
+        };
+        if !tell(start.answer, answer) || !placed {
             libc::_exit(1);
         }
         let mut addr = [0u8; size_of::<usize>()];
@@ -219,10 +232,12 @@ impl Launcher {
         };
         match launcher.answer()? {
             PLACED => {
-                if launcher.mount_table.is_some() {
-                    launcher.mount_copy =
-                        namespace_of(launcher.pidfd.as_fd(), libc::PIDFD_GET_MNT_NAMESPACE);
-                }
+                launcher.mount_table = None;
+                Ok(launcher)
+            }
+            PLACED_IN_COPY => {
+                launcher.mount_copy =
+                    namespace_of(launcher.pidfd.as_fd(), libc::PIDFD_GET_MNT_NAMESPACE);
                 Ok(launcher)
             }
             _ => Err(SandboxError::os(
