@@ -180,6 +180,17 @@ pub fn probe(spec: &Spec, probe: &str) -> Ran {
     )
 }
 
+/// Whether a command may run as another user here: switching needs root.
+/// Says so when it may not.
+pub fn may_switch_user() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        println!("skipping: running a command as another user needs root");
+    }
+    root
+}
+
 pub fn nobody() -> RunAs {
     RunAs {
         uid: 65534,
