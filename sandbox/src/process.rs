@@ -698,7 +698,9 @@ pub(crate) fn launch(
         .as_ref()
         .map(|r| r.groups.clone())
         .unwrap_or_default();
-    let launcher = prepared.launcher.take();
+    let mut launcher = prepared.launcher.take();
+    // Held past the command's last exit, whether or not the plan uses it.
+    let mount_copy = launcher.as_mut().and_then(Launcher::take_mount_copy);
     // A launcher holds the filter's large part already; the whole program
     // for a fresh clone.
     let filter = match &launcher {
@@ -709,11 +711,11 @@ pub(crate) fn launch(
     // namespace while it is current; otherwise the launcher goes back
     // into ours first, and the plan copies them now (or not at all).
     let mount_ns = !prepared.pins.is_empty() || prepared.tmp.is_some();
-    let mount_copy = launcher
+    let copy_state = launcher
         .as_ref()
         .map_or(MountCopy::None, Launcher::mount_copy);
-    let mounts_copied_ahead = mount_ns && mount_copy == MountCopy::Current;
-    let host_mount_ns = if mount_copy == MountCopy::None || mounts_copied_ahead {
+    let mounts_copied_ahead = mount_ns && copy_state == MountCopy::Current;
+    let host_mount_ns = if copy_state == MountCopy::None || mounts_copied_ahead {
         -1
     } else {
         launcher::host_mount_ns()?
@@ -761,12 +763,8 @@ pub(crate) fn launch(
         then,
     };
     let placed_ahead = launcher.is_some();
-    let mut mount_copy = None;
     let pid = match launcher {
-        Some(mut launcher) => {
-            mount_copy = launcher.take_mount_copy();
-            launcher.start(&plan, report_write, &report_read)?
-        }
+        Some(launcher) => launcher.start(&plan, report_write, &report_read)?,
         None => {
             let pid = spawner::clone_child(&plan)?;
             drop(report_write);
