@@ -143,8 +143,10 @@ const CREATING_OPENS: &[(libc::c_long, u8, u8)] = &[(libc::SYS_openat, 2, 3)];
 /// every setting: a unix socket made with `socket()` could connect to any
 /// path-named socket it can resolve (praxisd's own, gpg-agent's, docker's,
 /// systemd's), and below Landlock ABI 9 nothing else keeps those out of
-/// reach. `socketpair(AF_UNIX)` is always allowed: its two ends reach
-/// nothing outside.
+/// reach. `socketpair(AF_UNIX)` is allowed for streams and packets, whose
+/// ends are bound to each other for good; a datagram pair is refused,
+/// because either end can still `sendto` or `connect` any path-named
+/// datagram socket (systemd's notify and journal sockets, `/dev/log`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(usize)]
 pub(crate) enum Sockets {
@@ -371,7 +373,14 @@ fn rules_program(part: Part) -> Result<Rules, FilterError> {
     }
     rules.insert(
         libc::SYS_socketpair,
-        vec![rule(vec![cond(0, SeccompCmpOp::Ne, af_unix)?])?],
+        vec![
+            rule(vec![cond(0, SeccompCmpOp::Ne, af_unix)?])?,
+            rule(vec![cond(
+                1,
+                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                libc::SOCK_DGRAM as u64,
+            )?])?,
+        ],
     );
     rules.retain(|&nr, _| part.holds(nr));
     // Call numbers are small and non-negative, so they fit the 32-bit
@@ -603,7 +612,7 @@ mod tests {
     /// with and without O_CREAT, socket families and types) and harmless
     /// ones, on our architecture and a foreign one.
     fn every_call(mut check: impl FnMut(&libc::seccomp_data)) {
-        let samples: [[u64; 6]; 9] = [
+        let samples: [[u64; 6]; 10] = [
             [0; 6],
             [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0],
             [libc::CLONE_NEWNS as u64, 0, 0, 0, 0, 0],
@@ -613,6 +622,14 @@ mod tests {
             [libc::AF_INET as u64, libc::SOCK_RAW as u64, 0, 0, 0, 0],
             [libc::AF_INET as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0],
             [libc::AF_UNIX as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0],
+            [
+                libc::AF_UNIX as u64,
+                (libc::SOCK_DGRAM | libc::SOCK_CLOEXEC) as u64,
+                0,
+                0,
+                0,
+                0,
+            ],
         ];
         for nr in (0..600).chain([libc::SYS_clone3 as i32, X32_BIT as i32 | 1]) {
             for args in samples {
@@ -696,8 +713,8 @@ mod tests {
         errno_of(fd)
     }
 
-    /// `socketpair(AF_UNIX, SOCK_STREAM)`'s errno, 0 when it worked.
-    fn socketpair_errno() -> i32 {
+    /// `socketpair(AF_UNIX, kind)`'s errno, 0 when it worked.
+    fn socketpair_errno(kind: libc::c_int) -> i32 {
         let mut fds = [-1 as libc::c_int; 2];
         // SAFETY: a raw socketpair call into a live local array; the
         // descriptors it returns are closed here.
@@ -705,7 +722,7 @@ mod tests {
             libc::syscall(
                 libc::SYS_socketpair,
                 libc::AF_UNIX,
-                libc::SOCK_STREAM,
+                kind,
                 0,
                 fds.as_mut_ptr(),
             )
@@ -794,6 +811,8 @@ mod tests {
                     )) == libc::EPERM,
                     socket_errno(libc::AF_INET, libc::SOCK_STREAM, 0) == libc::EPERM,
                     socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == libc::EPERM,
+                    socketpair_errno(libc::SOCK_STREAM) == 0,
+                    socketpair_errno(libc::SOCK_DGRAM | libc::SOCK_CLOEXEC) == libc::EPERM,
                     errno_of(libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNS)) == libc::EPERM,
                     errno_of(libc::syscall(libc::SYS_setns, -1, 0)) == libc::EPERM,
                     errno_of(libc::syscall(libc::SYS_mount, 0, 0, 0, 0, 0)) == libc::EPERM,
@@ -823,7 +842,8 @@ mod tests {
     }
 
     /// In a private network namespace: inet and route netlink open; unix
-    /// (but `socketpair`), raw, packet, vsock and other netlink refused.
+    /// (but stream and packet `socketpair`), raw, packet, vsock and other
+    /// netlink refused.
     #[test]
     fn private_net_sockets_are_inet_and_route_only() {
         checks_under(Sockets::PrivateNet, || {
@@ -836,7 +856,10 @@ mod tests {
                 socket_errno(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0)
                     == libc::EPERM,
                 socket_errno(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0) == libc::EPERM,
-                socketpair_errno() == 0,
+                socketpair_errno(libc::SOCK_STREAM) == 0,
+                socketpair_errno(libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC) == 0,
+                socketpair_errno(libc::SOCK_DGRAM) == libc::EPERM,
+                socketpair_errno(libc::SOCK_DGRAM | libc::SOCK_NONBLOCK) == libc::EPERM,
                 socket_errno(libc::AF_INET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 1) == libc::EPERM,
                 socket_errno(libc::AF_INET6, libc::SOCK_RAW, 58) == libc::EPERM,
                 socket_errno(libc::AF_PACKET, libc::SOCK_RAW, 0) == libc::EPERM,

@@ -95,7 +95,8 @@
 //! bind/connect with no rule allowing any, and seccomp refuses `socket()` for
 //! every family, AF_UNIX included (below Landlock ABI 9 nothing else keeps
 //! path-named sockets such as praxisd's, docker's or systemd's out of reach);
-//! AF_UNIX `socketpair` stays allowed.
+//! AF_UNIX `socketpair` stays allowed for streams and packets, not for
+//! datagrams, whose ends can still send to any path.
 //!
 //! Socket relays ([`Spec::socket_relays`]): a decision that grants a
 //! path-named unix socket does not open `socket(AF_UNIX)`. The command runs

@@ -165,6 +165,64 @@ fn no_path_named_socket_is_reachable_from_a_command() {
     assert!(UnixStream::connect(&docker).is_ok());
 }
 
+/// A script that tries every way a command has to a unix datagram socket
+/// at a path: one end of a datagram `socketpair` sent to the path and
+/// connected to it, and a datagram socket of its own. Prints one line per way.
+const DATAGRAM_PY: &str = "\
+import socket, sys
+def tell(way, act):
+    try:
+        act()
+        print(way, 'reached')
+    except OSError as e:
+        print(way, 'refused', e.errno)
+def pair_end():
+    return socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0]
+tell('pair-sendto', lambda: pair_end().sendto(b'sendto from inside', sys.argv[1]))
+def pair_connect():
+    end = pair_end()
+    end.connect(sys.argv[1])
+    end.send(b'connect from inside')
+tell('pair-connect', pair_connect)
+tell('socket', lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'own', sys.argv[1]))
+";
+
+#[test]
+fn no_path_named_datagram_socket_is_reachable_from_a_command() {
+    let d = Daemon::start_in_git();
+    // A stand-in for systemd's notify or journal socket, or `/dev/log`,
+    // where a command can resolve it: in its own workspace.
+    let socket = d.work().join("notify.sock");
+    let stand_in = std::os::unix::net::UnixDatagram::bind(&socket).unwrap();
+    stand_in.set_nonblocking(true).unwrap();
+    std::fs::write(d.work().join("datagram.py"), DATAGRAM_PY).unwrap();
+    // With the network off, and with a network grant (a loopback fetch
+    // first), which gives the command other socket families.
+    for prefix in ["", "curl -s -m 2 http://127.0.0.1:8080/ ; "] {
+        let command = format!("{prefix}python3 datagram.py notify.sock");
+        let out = d.run(&["-c", &command]);
+        assert_ne!(out.status.code(), Some(125), "it must run: {out:?}");
+        let said = String::from_utf8_lossy(&out.stdout);
+        for way in ["pair-sendto", "pair-connect", "socket"] {
+            assert!(
+                said.contains(&format!("{way} refused")),
+                "`{command}`: {way}: {said}"
+            );
+        }
+        let mut got = [0u8; 64];
+        assert!(
+            stand_in.recv(&mut got).is_err(),
+            "`{command}` reached the stand-in: {:?}",
+            String::from_utf8_lossy(&got)
+        );
+    }
+    // From outside every command the socket answers.
+    let outside = std::os::unix::net::UnixDatagram::unbound().unwrap();
+    outside.send_to(b"outside", &socket).unwrap();
+    let mut got = [0u8; 16];
+    assert_eq!(stand_in.recv(&mut got).unwrap(), 7);
+}
+
 /// A real gpg-agent in a scratch `GNUPGHOME` with a secret key, asked for
 /// its keys from inside a command with a network grant.
 #[test]
