@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use nix::fcntl::{Flock, FlockArg};
 use praxis_daemon::config::Config;
+use praxis_daemon::front::door::Door;
 use praxis_daemon::front::{console, server};
 use praxis_daemon::stage::kill_switch;
 use praxis_daemon::state::Daemon;
@@ -383,7 +384,13 @@ async fn run(daemon: Arc<Daemon>, console: std::net::TcpListener) -> Result<i32,
         )),
     };
 
-    // We hold the instance lock, so a socket file left here is stale.
+    // We hold the instance lock, so a socket file left here is stale. The
+    // door comes up before the request socket, which clients wait for.
+    let _ = fs::remove_file(layout.door());
+    let door = Door::bind(&layout.door())
+        .map_err(|e| format!("cannot bind {}: {e}", layout.door().display()))?;
+    fs::set_permissions(layout.door(), fs::Permissions::from_mode(socket_mode))
+        .map_err(|e| format!("cannot set permissions on {}: {e}", layout.door().display()))?;
     let _ = fs::remove_file(&layout.socket);
     let listener = tokio::net::UnixListener::bind(&layout.socket)
         .map_err(|e| format!("cannot bind {}: {e}", layout.socket.display()))?;
@@ -396,7 +403,7 @@ async fn run(daemon: Arc<Daemon>, console: std::net::TcpListener) -> Result<i32,
     );
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let serving = tokio::spawn(server::serve(Arc::clone(&daemon), listener, stop_rx));
+    let serving = tokio::spawn(server::serve(Arc::clone(&daemon), listener, door, stop_rx));
     tokio::spawn(sweep_expired(Arc::clone(&daemon)));
     if let Some(fleet) = daemon.config.fleet.clone() {
         tokio::spawn(praxis_daemon::front::fleet::run(Arc::clone(&daemon), fleet));
@@ -420,6 +427,7 @@ async fn run(daemon: Arc<Daemon>, console: std::net::TcpListener) -> Result<i32,
         .store(true, std::sync::atomic::Ordering::SeqCst);
     let _ = stop_tx.send(true);
     let _ = fs::remove_file(&layout.socket);
+    let _ = fs::remove_file(layout.door());
     let _ = fs::remove_file(&api_socket);
     if let Ok(tasks) = serving.await {
         server::drain(&daemon, tasks, DRAIN_GRACE).await;

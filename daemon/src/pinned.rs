@@ -1,7 +1,8 @@
 //! A connection's peer process, pinned by a pidfd (`SO_PEERPIDFD`) and
 //! examined at each request, not once at connect.
 //!
-//! The kernel names the process that called `connect()`. That process may
+//! The kernel names the process that called `connect()` (for a socketpair
+//! handed in through the door, the process that made it). That process may
 //! have exited since (its connection kept by its parent or passed on), and
 //! its pid may name another process by now. A pidfd refers to the one
 //! process that connected: a peer that has exited is refused, and what is

@@ -100,6 +100,13 @@ impl Layout {
         Layout::for_mode(Mode::detect())
     }
 
+    /// The door beside the socket: a datagram socket through which a
+    /// client hands praxisd a connection it made itself (a socketpair),
+    /// its request already written, so praxisd is woken once per request.
+    pub fn door(&self) -> PathBuf {
+        self.socket.with_file_name("praxisd-door.sock")
+    }
+
     /// Lock held by the running daemon for its whole life (single instance).
     pub fn instance_lock(&self) -> PathBuf {
         self.runtime_dir.join("praxisd.lock")

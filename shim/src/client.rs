@@ -5,14 +5,14 @@ use std::fs;
 use std::io::{self, IoSlice, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::os::unix::net::UnixStream;
+use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::fcntl::{Flock, FlockArg};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+use nix::sys::socket::{ControlMessage, MsgFlags, UnixAddr, sendmsg};
 use praxis_proto::frame::{Frame, FrameError, read_frame};
 use praxis_proto::{ClientMsg, Layout, Mode, OperatorReply, OperatorRequest, ServerMsg};
 
@@ -118,27 +118,87 @@ fn start_daemon() -> Result<(), ClientError> {
 
 /// Sends the first frame of a connection, with `fds` passed beside it.
 pub fn send_first(stream: &UnixStream, msg: &ClientMsg, fds: &[RawFd]) -> Result<(), ClientError> {
-    let bytes = Frame::message(msg)?.encode()?;
+    send_encoded(stream, &Frame::message(msg)?.encode()?, fds)
+}
+
+/// Sends an encoded first frame, with `fds` passed beside it.
+fn send_encoded(stream: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> Result<(), ClientError> {
+    let sent = send_with_fds(stream, bytes, fds)?;
+    (&*stream).write_all(&bytes[sent..])?;
+    Ok(())
+}
+
+/// Sends what of `bytes` the socket takes in one go, with `fds` passed
+/// beside its first byte. Returns how many bytes went.
+fn send_with_fds(stream: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> Result<usize, ClientError> {
     let cmsgs = if fds.is_empty() {
         Vec::new()
     } else {
         vec![ControlMessage::ScmRights(fds)]
     };
-    let sent = loop {
+    loop {
         match sendmsg::<()>(
             stream.as_raw_fd(),
-            &[IoSlice::new(&bytes)],
+            &[IoSlice::new(bytes)],
             &cmsgs,
             MsgFlags::empty(),
             None,
         ) {
-            Ok(n) => break n,
+            Ok(n) => return Ok(n),
             Err(nix::Error::EINTR) => {}
             Err(e) => return Err(ClientError::Io(e.into())),
         }
+    }
+}
+
+/// Opens a request to praxisd and sends its first frame, with `fds`
+/// passed beside it: through praxisd's door when it has one, else by
+/// connecting (starting a user-mode daemon if needed). Every later read
+/// and write is bounded by what is left of the decision deadline.
+pub fn open_request(msg: &ClientMsg, fds: &[RawFd]) -> Result<UnixStream, ClientError> {
+    let bytes = Frame::message(msg)?.encode()?;
+    if let Some(stream) = through_door(&Layout::detect(), &bytes, fds)? {
+        return Ok(stream);
+    }
+    let stream = connect()?;
+    set_deadline(&stream, Some(crate::deadline::decision_left()))?;
+    send_encoded(&stream, &bytes, fds)?;
+    Ok(stream)
+}
+
+/// Hands praxisd a connection through its door: one end of a socketpair
+/// made here, with the first frame written into it before the other end
+/// is sent, so that praxisd, woken once, finds the request waiting.
+/// `None` when the door takes nothing (there is none, an older praxisd,
+/// a full queue): nothing reached praxisd, and the caller connects.
+fn through_door(
+    layout: &Layout,
+    first: &[u8],
+    fds: &[RawFd],
+) -> Result<Option<UnixStream>, ClientError> {
+    let (Ok(door), Ok(address)) = (UnixDatagram::unbound(), UnixAddr::new(&layout.door())) else {
+        return Ok(None);
     };
-    (&*stream).write_all(&bytes[sent..])?;
-    Ok(())
+    let (ours, theirs) = UnixStream::pair()?;
+    set_deadline(&ours, Some(crate::deadline::decision_left()))?;
+    // A first frame larger than the pair holds is finished after the knock,
+    // once praxisd reads.
+    ours.set_nonblocking(true)?;
+    let sent = send_with_fds(&ours, first, fds)?;
+    let knock = sendmsg(
+        door.as_raw_fd(),
+        &[IoSlice::new(&[0])],
+        &[ControlMessage::ScmRights(&[theirs.as_raw_fd()])],
+        MsgFlags::MSG_DONTWAIT,
+        Some(&address),
+    );
+    if knock.is_err() {
+        return Ok(None);
+    }
+    drop(theirs);
+    ours.set_nonblocking(false)?;
+    (&ours).write_all(&first[sent..])?;
+    Ok(Some(ours))
 }
 
 /// Sends a later frame (a cancel).
@@ -192,14 +252,6 @@ fn await_frame(stream: &UnixStream, limit: Duration) -> Result<(), ClientError> 
             Err(e) => return Err(ClientError::Io(e.into())),
         }
     }
-}
-
-/// Connects (starting a user-mode daemon if needed) with every read and
-/// write bounded by what is left of the decision deadline.
-pub fn connect_for_decision() -> Result<UnixStream, ClientError> {
-    let stream = connect()?;
-    set_deadline(&stream, Some(crate::deadline::decision_left()))?;
-    Ok(stream)
 }
 
 /// Sends an operator request and hands each reply to `each` until the last

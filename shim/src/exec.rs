@@ -102,9 +102,8 @@ pub fn run(
         .timeout_secs
         .map_or(DEFAULT_COMMAND_LIMIT, Duration::from_secs)
         .saturating_add(deadline::AFTER_LIMIT);
-    let stream = client::connect_for_decision()?;
     let fds = [stdin.as_raw_fd(), cwd_dir.as_raw_fd()];
-    client::send_first(&stream, &ClientMsg::Exec(request), &fds)?;
+    let stream = client::open_request(&ClientMsg::Exec(request), &fds)?;
     drop((stdin, cwd_dir));
     connected(&stream);
     replies(&stream, sink, limit)

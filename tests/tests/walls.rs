@@ -198,21 +198,25 @@ fn no_path_named_datagram_socket_is_reachable_from_a_command() {
     std::fs::write(d.work().join("datagram.py"), DATAGRAM_PY).unwrap();
     // With the network off, and with a network grant (a loopback fetch
     // first), which gives the command other socket families.
+    // praxisd's door too, which takes connections handed in by datagram.
+    let door = d.socket().with_file_name("praxisd-door.sock");
     for prefix in ["", "curl -s -m 2 http://127.0.0.1:8080/ ; "] {
-        let command = format!("{prefix}python3 datagram.py notify.sock");
-        let out = d.run(&["-c", &command]);
-        assert_ne!(out.status.code(), Some(125), "it must run: {out:?}");
-        let said = String::from_utf8_lossy(&out.stdout);
-        for way in ["pair-sendto", "pair-connect", "socket"] {
-            assert!(
-                said.contains(&format!("{way} refused")),
-                "`{command}`: {way}: {said}"
-            );
+        for target in [Path::new("notify.sock"), &door] {
+            let command = format!("{prefix}python3 datagram.py '{}'", target.display());
+            let out = d.run(&["-c", &command]);
+            assert_ne!(out.status.code(), Some(125), "it must run: {out:?}");
+            let said = String::from_utf8_lossy(&out.stdout);
+            for way in ["pair-sendto", "pair-connect", "socket"] {
+                assert!(
+                    said.contains(&format!("{way} refused")),
+                    "`{command}`: {way}: {said}"
+                );
+            }
         }
         let mut got = [0u8; 64];
         assert!(
             stand_in.recv(&mut got).is_err(),
-            "`{command}` reached the stand-in: {:?}",
+            "`{prefix}…` reached the stand-in: {:?}",
             String::from_utf8_lossy(&got)
         );
     }

@@ -1,6 +1,6 @@
-//! The socket server: accepts connections, identifies the peer, receives the
-//! first frame with its descriptors and hands it to the pipeline or to the
-//! operator handler. A bad frame is refused with an error frame and the
+//! The socket server: accepts connections and takes those handed in through
+//! the door, identifies the peer, receives the first frame with its
+//! descriptors and hands it to the pipeline or to the operator handler. A bad frame is refused with an error frame and the
 //! connection closed; the server keeps serving.
 
 use std::os::fd::{AsFd, OwnedFd};
@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 
 use crate::conn::{self, Peer, Writer};
 use crate::errors;
+use crate::front::door::{Door, DoorError};
 use crate::pinned::PinnedPeer;
 use crate::pipeline::{self, Inbound};
 use crate::state::Daemon;
@@ -29,26 +30,27 @@ const AFTER_CLIENT: Duration = Duration::from_millis(100);
 pub async fn serve(
     daemon: Arc<Daemon>,
     listener: UnixListener,
+    door: Door,
     mut stop: watch::Receiver<bool>,
 ) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let daemon = Arc::clone(&daemon);
-                    tasks.spawn(async move {
-                        handle(Arc::clone(&daemon), stream).await;
-                        // The session states the request stepped, once its
-                        // reply is out: handing them over wakes a thread.
-                        daemon.sessions.hand_over();
-                    });
-                }
+                Ok((stream, _)) => serve_one(&mut tasks, &daemon, stream),
                 Err(e) => {
                     tracing::warn!("accept failed: {e}");
                     // EMFILE and friends: back off instead of spinning.
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
+            },
+            handed_in = door.receive() => match handed_in {
+                Ok(stream) => serve_one(&mut tasks, &daemon, stream),
+                Err(DoorError::Io(e)) => {
+                    tracing::warn!("the door failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(refused) => tracing::warn!("refused at the door: {refused}"),
             },
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             _ = stop.changed() => {
@@ -58,6 +60,16 @@ pub async fn serve(
             }
         }
     }
+}
+
+fn serve_one(tasks: &mut JoinSet<()>, daemon: &Arc<Daemon>, stream: UnixStream) {
+    let daemon = Arc::clone(daemon);
+    tasks.spawn(async move {
+        handle(Arc::clone(&daemon), stream).await;
+        // The session states the request stepped, once its reply is out:
+        // handing them over wakes a thread.
+        daemon.sessions.hand_over();
+    });
 }
 
 async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {

@@ -1,0 +1,151 @@
+//! The door: a datagram socket beside the request socket, through which a
+//! client hands praxisd a connection it made itself.
+//!
+//! A connection to the request socket wakes praxisd twice: at `connect()`,
+//! before the client has sent anything, and again when the request comes.
+//! On a host that runs the client and praxisd on one core, each wake is a
+//! pair of context switches on the request's path. Through the door the
+//! client makes a stream socketpair, writes its first frame into its own
+//! end, and sends the other end here in one datagram (`SCM_RIGHTS`): one
+//! wake, and the request is already waiting on the connection. From there
+//! the connection is served exactly as an accepted one.
+//!
+//! What the door takes: exactly one descriptor, a unix stream socket, made
+//! by the process that sent it. The kernel vouches for the sender
+//! (`SCM_CREDENTIALS`, asked with `SO_PASSCRED`) and for the maker of the
+//! pair (`SO_PEERCRED`, which a socketpair records for the process that
+//! made it); the two must be the same process. So a connection someone
+//! else made (to another service, or to praxisd's own socket, whose peer
+//! is praxisd) is never served under its maker's name. Anything else is
+//! dropped: the datagram carries no way to answer, and a client of ours
+//! that is refused reads its connection closed and holds.
+
+use std::io::{self, IoSliceMut};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use nix::sys::socket::{
+    ControlMessageOwned, MsgFlags, UnixAddr, getsockname, getsockopt, recvmsg, setsockopt, sockopt,
+};
+use tokio::io::Interest;
+use tokio::net::{UnixDatagram, UnixStream};
+
+/// Why a datagram at the door was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum DoorError {
+    #[error("the door socket failed: {0}")]
+    Io(#[from] io::Error),
+    #[error("a datagram came with {0} descriptors, not one")]
+    Descriptors(usize),
+    #[error("a datagram came without the kernel's word on its sender")]
+    NoSender,
+    #[error("the descriptor is not a unix stream socket")]
+    NotAStream,
+    #[error("the connection was made by pid {made_by:?}, not by its sender, pid {sent_by}")]
+    NotItsOwn { made_by: Option<i32>, sent_by: i32 },
+}
+
+/// The bound door.
+pub struct Door {
+    socket: UnixDatagram,
+}
+
+impl Door {
+    /// Binds the door at `path`, asking the kernel to name each sender.
+    pub fn bind(path: &Path) -> io::Result<Door> {
+        let socket = UnixDatagram::bind(path)?;
+        setsockopt(&socket, sockopt::PassCred, &true).map_err(io::Error::from)?;
+        Ok(Door { socket })
+    }
+
+    /// The next connection handed in. `Err` is one datagram refused (or
+    /// the socket failing); the door stays open.
+    pub async fn receive(&self) -> Result<UnixStream, DoorError> {
+        let datagram = loop {
+            self.socket.readable().await?;
+            let fd = self.socket.as_raw_fd();
+            match self.socket.try_io(Interest::READABLE, || receive_one(fd)) {
+                Ok(got) => break got,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let count = datagram.fds.len();
+        let passed = match <[OwnedFd; 1]>::try_from(datagram.fds) {
+            Ok([passed]) if !datagram.truncated => passed,
+            _ => return Err(DoorError::Descriptors(count)),
+        };
+        let sent_by = datagram.sender.ok_or(DoorError::NoSender)?;
+        own_stream(&passed, sent_by)?;
+        let stream = std::os::unix::net::UnixStream::from(passed);
+        stream.set_nonblocking(true)?;
+        Ok(UnixStream::from_std(stream)?)
+    }
+}
+
+/// Checks that `passed` is a unix stream socket made by the process that
+/// sent it (`sent_by`, as the kernel named it).
+fn own_stream(passed: &OwnedFd, sent_by: libc::ucred) -> Result<(), DoorError> {
+    let stream = getsockopt(passed, sockopt::SockType)
+        .is_ok_and(|kind| kind == nix::sys::socket::SockType::Stream)
+        && getsockname::<UnixAddr>(passed.as_fd().as_raw_fd()).is_ok();
+    if !stream {
+        return Err(DoorError::NotAStream);
+    }
+    let maker = getsockopt(passed, sockopt::PeerCredentials).map_err(io::Error::from)?;
+    if maker.pid() != sent_by.pid || maker.uid() != sent_by.uid {
+        return Err(DoorError::NotItsOwn {
+            made_by: (maker.pid() > 0).then_some(maker.pid()),
+            sent_by: sent_by.pid,
+        });
+    }
+    Ok(())
+}
+
+/// One datagram as it came: its bytes mean nothing.
+struct Datagram {
+    /// The descriptors it carried, close-on-exec.
+    fds: Vec<OwnedFd>,
+    /// More descriptors came than there was room for (those are closed).
+    truncated: bool,
+    /// Its sender, as the kernel names it.
+    sender: Option<libc::ucred>,
+}
+
+fn receive_one(fd: RawFd) -> io::Result<Datagram> {
+    let mut byte = [0u8; 1];
+    let mut iov = [IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!([RawFd; 2], libc::ucred);
+    let msg = recvmsg::<()>(
+        fd,
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
+    )
+    .map_err(io::Error::from)?;
+    let mut datagram = Datagram {
+        fds: Vec::new(),
+        truncated: msg.flags.contains(MsgFlags::MSG_CTRUNC),
+        sender: None,
+    };
+    for cmsg in msg.cmsgs().map_err(io::Error::from)? {
+        match cmsg {
+            ControlMessageOwned::ScmRights(received) => {
+                for raw in received {
+                    // SAFETY: the kernel just installed `raw` in our table
+                    // for this message; nothing else owns it.
+                    datagram.fds.push(unsafe { OwnedFd::from_raw_fd(raw) });
+                }
+            }
+            ControlMessageOwned::ScmCredentials(credentials) => {
+                datagram.sender = Some(libc::ucred {
+                    pid: credentials.pid(),
+                    uid: credentials.uid(),
+                    gid: credentials.gid(),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(datagram)
+}
