@@ -121,8 +121,11 @@ fn lock_store(db: &Path, hold: Duration) -> std::process::Child {
 fn refusals_while_the_store_is_locked_are_spilled_and_replayed() {
     let d = Daemon::start();
     assert_eq!(d.run(&["--", "true"]).status.code(), Some(0));
-    // Longer than two busy timeouts (5 s each): two batches may be needed.
-    let mut locker = lock_store(&d.db(), Duration::from_secs(11));
+    // Longer than three busy timeouts (5 s each): each request's ALLOW
+    // fails, then its HOLD, and the second request's ALLOW may share a
+    // batch with the first one's HOLD or not. A lock shorter than that let
+    // the last HOLD commit on a loaded host, leaving one line spilled.
+    let mut locker = lock_store(&d.db(), Duration::from_secs(17));
     // Two requests at once: both wait out the busy timeout, both are HOLD.
     let clients: Vec<_> = (0..2)
         .map(|_| {
