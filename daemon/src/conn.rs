@@ -74,31 +74,67 @@ pub async fn read_first(stream: &mut UnixStream) -> Result<(Frame, Vec<OwnedFd>)
 }
 
 fn recv_with_fds(fd: RawFd, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
-    let mut space = nix::cmsg_space!([RawFd; MAX_FDS]);
-    let mut iov = [IoSliceMut::new(buf)];
-    let msg = recvmsg::<()>(
-        fd,
-        &mut iov,
-        Some(&mut space),
-        MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
-    )
-    .map_err(io::Error::from)?;
-    for cmsg in msg.cmsgs().map_err(io::Error::from)? {
-        if let ControlMessageOwned::ScmRights(received) = cmsg {
-            for raw in received {
-                // SAFETY: the kernel just installed `raw` in our table for this
-                // message; nothing else owns it, so we take ownership once.
-                fds.push(unsafe { OwnedFd::from_raw_fd(raw) });
-            }
-        }
-    }
-    if msg.flags.contains(MsgFlags::MSG_CTRUNC) {
+    let got = receive(fd, buf, &mut nix::cmsg_space!([RawFd; MAX_FDS]))?;
+    fds.extend(got.fds);
+    if got.truncated {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "too many descriptors passed",
         ));
     }
-    Ok(msg.bytes)
+    Ok(got.bytes)
+}
+
+/// What one `recvmsg` brought.
+pub struct Received {
+    pub bytes: usize,
+    /// The descriptors passed beside it, close-on-exec.
+    pub fds: Vec<OwnedFd>,
+    /// Its sender as the kernel names it, on a socket that asks
+    /// (`SO_PASSCRED`).
+    pub sender: Option<libc::ucred>,
+    /// More descriptors came than `space` held; those were closed.
+    pub truncated: bool,
+}
+
+/// One non-blocking `recvmsg` into `buf`, with room for control messages
+/// in `space` (`nix::cmsg_space!`).
+pub fn receive(fd: RawFd, buf: &mut [u8], space: &mut [u8]) -> io::Result<Received> {
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(
+        fd,
+        &mut iov,
+        Some(space),
+        MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
+    )
+    .map_err(io::Error::from)?;
+    let mut received = Received {
+        bytes: msg.bytes,
+        fds: Vec::new(),
+        sender: None,
+        truncated: msg.flags.contains(MsgFlags::MSG_CTRUNC),
+    };
+    for cmsg in msg.cmsgs().map_err(io::Error::from)? {
+        match cmsg {
+            ControlMessageOwned::ScmRights(fds) => {
+                for raw in fds {
+                    // SAFETY: the kernel just installed `raw` in our table
+                    // for this message; nothing else owns it, so we take
+                    // ownership once.
+                    received.fds.push(unsafe { OwnedFd::from_raw_fd(raw) });
+                }
+            }
+            ControlMessageOwned::ScmCredentials(credentials) => {
+                received.sender = Some(libc::ucred {
+                    pid: credentials.pid(),
+                    uid: credentials.uid(),
+                    gid: credentials.gid(),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(received)
 }
 
 /// Reads one frame from the read half of a connection.

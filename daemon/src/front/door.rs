@@ -20,15 +20,15 @@
 //! dropped: the datagram carries no way to answer, and a client of ours
 //! that is refused reads its connection closed and holds.
 
-use std::io::{self, IoSliceMut};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
-use nix::sys::socket::{
-    ControlMessageOwned, MsgFlags, UnixAddr, getsockname, getsockopt, recvmsg, setsockopt, sockopt,
-};
+use nix::sys::socket::{UnixAddr, getsockname, getsockopt, setsockopt, sockopt};
 use tokio::io::Interest;
 use tokio::net::{UnixDatagram, UnixStream};
+
+use crate::conn::{self, Received};
 
 /// Why a datagram at the door was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -102,50 +102,11 @@ fn own_stream(passed: &OwnedFd, sent_by: libc::ucred) -> Result<(), DoorError> {
     Ok(())
 }
 
-/// One datagram as it came: its bytes mean nothing.
-struct Datagram {
-    /// The descriptors it carried, close-on-exec.
-    fds: Vec<OwnedFd>,
-    /// More descriptors came than there was room for (those are closed).
-    truncated: bool,
-    /// Its sender, as the kernel names it.
-    sender: Option<libc::ucred>,
-}
-
-fn receive_one(fd: RawFd) -> io::Result<Datagram> {
-    let mut byte = [0u8; 1];
-    let mut iov = [IoSliceMut::new(&mut byte)];
-    let mut space = nix::cmsg_space!([RawFd; 2], libc::ucred);
-    let msg = recvmsg::<()>(
+/// One datagram: its byte means nothing.
+fn receive_one(fd: RawFd) -> io::Result<Received> {
+    conn::receive(
         fd,
-        &mut iov,
-        Some(&mut space),
-        MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
+        &mut [0u8; 1],
+        &mut nix::cmsg_space!([RawFd; 2], libc::ucred),
     )
-    .map_err(io::Error::from)?;
-    let mut datagram = Datagram {
-        fds: Vec::new(),
-        truncated: msg.flags.contains(MsgFlags::MSG_CTRUNC),
-        sender: None,
-    };
-    for cmsg in msg.cmsgs().map_err(io::Error::from)? {
-        match cmsg {
-            ControlMessageOwned::ScmRights(received) => {
-                for raw in received {
-                    // SAFETY: the kernel just installed `raw` in our table
-                    // for this message; nothing else owns it.
-                    datagram.fds.push(unsafe { OwnedFd::from_raw_fd(raw) });
-                }
-            }
-            ControlMessageOwned::ScmCredentials(credentials) => {
-                datagram.sender = Some(libc::ucred {
-                    pid: credentials.pid(),
-                    uid: credentials.uid(),
-                    gid: credentials.gid(),
-                });
-            }
-            _ => {}
-        }
-    }
-    Ok(datagram)
 }
