@@ -1,9 +1,10 @@
-//! A praxisd that accepts connections and never answers: every client gives
-//! its runtime a deny or HOLD within its decision deadline, and praxis-run
-//! honours SIGTERM while it waits.
+//! A praxisd that accepts connections and never answers (and one whose door
+//! takes requests and never answers): every client gives its runtime a deny
+//! or HOLD within its decision deadline, and praxis-run honours SIGTERM
+//! while it waits.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,8 @@ use crate::common::bin;
 struct Hung {
     dir: tempfile::TempDir,
     held: Arc<Mutex<Vec<UnixStream>>>,
+    /// The door, where one is bound: nothing ever reads it.
+    door: Option<UnixDatagram>,
 }
 
 impl Hung {
@@ -34,7 +37,20 @@ impl Hung {
                 keep.lock().unwrap().push(stream);
             }
         });
-        Hung { dir, held }
+        Hung {
+            dir,
+            held,
+            door: None,
+        }
+    }
+
+    /// The same with praxisd's door bound too, and never read: a hung
+    /// praxisd as clients find it, which take the door first.
+    fn with_door() -> Hung {
+        let mut hung = Hung::start();
+        let door = hung.dir.path().join("run/praxis/praxisd-door.sock");
+        hung.door = Some(UnixDatagram::bind(door).unwrap());
+        hung
     }
 
     fn cmd(&self, program: &Path) -> Command {
@@ -207,6 +223,32 @@ fn praxis_run_holds_within_its_deadline_and_says_why() {
             .unwrap()
             .contains("did not answer within")
     );
+}
+
+#[test]
+fn a_hung_door_holds_within_the_deadline_too() {
+    let hung = Hung::with_door();
+    let (out, took) = hung.feed(&["-c", "touch hang.txt"], "");
+    assert!(took < BOUND, "took {took:?}");
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("did not answer within"),
+        "{out:?}"
+    );
+    let (out, took) = hung.feed(
+        &["hook", "claude-code"],
+        &pre_tool_use(&hung, "touch hang.txt"),
+    );
+    assert!(took < BOUND, "took {took:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(!hung.work().join("hang.txt").exists());
+    // Both went through the door, not the socket: two knocks wait there.
+    assert!(hung.held.lock().unwrap().is_empty());
+    let door = hung.door.as_ref().unwrap();
+    door.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    assert!(door.recv(&mut byte).is_ok() && door.recv(&mut byte).is_ok());
+    assert!(door.recv(&mut byte).is_err(), "more than two knocks");
 }
 
 #[test]
