@@ -92,7 +92,13 @@ fn own_stream(passed: &OwnedFd, sent_by: libc::ucred) -> Result<(), DoorError> {
     if !stream {
         return Err(DoorError::NotAStream);
     }
-    let maker = getsockopt(passed, sockopt::PeerCredentials).map_err(io::Error::from)?;
+    // A socket whose maker the kernel cannot name is refused like another's.
+    let Ok(maker) = getsockopt(passed, sockopt::PeerCredentials) else {
+        return Err(DoorError::NotItsOwn {
+            made_by: None,
+            sent_by: sent_by.pid,
+        });
+    };
     if maker.pid() != sent_by.pid || maker.uid() != sent_by.uid {
         return Err(DoorError::NotItsOwn {
             made_by: (maker.pid() > 0).then_some(maker.pid()),

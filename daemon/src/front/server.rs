@@ -1,7 +1,8 @@
 //! The socket server: accepts connections and takes those handed in through
 //! the door, identifies the peer, receives the first frame with its
-//! descriptors and hands it to the pipeline or to the operator handler. A bad frame is refused with an error frame and the
-//! connection closed; the server keeps serving.
+//! descriptors and hands it to the pipeline or to the operator handler. A
+//! bad frame is refused with an error frame and the connection closed; the
+//! server keeps serving.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
@@ -50,7 +51,9 @@ pub async fn serve(
                     tracing::warn!("the door failed: {e}");
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
-                Err(refused) => tracing::warn!("refused at the door: {refused}"),
+                // Like a bad frame on the socket, not logged above debug:
+                // any local user may knock, as often as they like.
+                Err(refused) => tracing::debug!("refused at the door: {refused}"),
             },
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             _ = stop.changed() => {
