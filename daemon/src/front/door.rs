@@ -24,7 +24,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
-use nix::sys::socket::{UnixAddr, getsockname, getsockopt, setsockopt, sockopt};
+use nix::sys::socket::{UnixAddr, getpeername, getsockname, getsockopt, setsockopt, sockopt};
 use tokio::io::Interest;
 use tokio::net::{UnixDatagram, UnixStream};
 
@@ -39,7 +39,7 @@ pub enum DoorError {
     Descriptors(usize),
     #[error("a datagram came without the kernel's word on its sender")]
     NoSender,
-    #[error("the descriptor is not a unix stream socket")]
+    #[error("the descriptor is not a connected unix stream socket")]
     NotAStream,
     #[error("the connection was made by pid {made_by:?}, not by its sender, pid {sent_by}")]
     NotItsOwn { made_by: Option<i32>, sent_by: i32 },
@@ -83,12 +83,15 @@ impl Door {
     }
 }
 
-/// Checks that `passed` is a unix stream socket made by the process that
-/// sent it (`sent_by`, as the kernel named it).
+/// Checks that `passed` is a connected unix stream socket made by the
+/// process that sent it (`sent_by`, as the kernel named it).
 fn own_stream(passed: &OwnedFd, sent_by: libc::ucred) -> Result<(), DoorError> {
+    let raw = passed.as_fd().as_raw_fd();
+    // A listening socket also names its maker: it must have a peer.
     let stream = getsockopt(passed, sockopt::SockType)
         .is_ok_and(|kind| kind == nix::sys::socket::SockType::Stream)
-        && getsockname::<UnixAddr>(passed.as_fd().as_raw_fd()).is_ok();
+        && getsockname::<UnixAddr>(raw).is_ok()
+        && getpeername::<UnixAddr>(raw).is_ok();
     if !stream {
         return Err(DoorError::NotAStream);
     }
@@ -115,4 +118,48 @@ fn receive_one(fd: RawFd) -> io::Result<Received> {
         &mut [0u8; 1],
         &mut nix::cmsg_space!([RawFd; 2], libc::ucred),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us() -> libc::ucred {
+        libc::ucred {
+            pid: std::process::id() as i32,
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+        }
+    }
+
+    #[test]
+    fn only_a_connected_stream_its_sender_made_passes() {
+        let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert!(own_stream(&OwnedFd::from(ours), us()).is_ok());
+        // The same pair, said to come from another process.
+        let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let other = libc::ucred { pid: 1, ..us() };
+        assert!(matches!(
+            own_stream(&OwnedFd::from(ours), other),
+            Err(DoorError::NotItsOwn { .. })
+        ));
+        // A listener we made names us too, but has no peer.
+        let dir = tempfile::tempdir().unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(dir.path().join("l")).unwrap();
+        assert!(matches!(
+            own_stream(&OwnedFd::from(listener), us()),
+            Err(DoorError::NotAStream)
+        ));
+        // Datagram pairs and pipes are not streams.
+        let (datagram, _) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        assert!(matches!(
+            own_stream(&OwnedFd::from(datagram), us()),
+            Err(DoorError::NotAStream)
+        ));
+        let (read_end, _) = std::io::pipe().unwrap();
+        assert!(matches!(
+            own_stream(&OwnedFd::from(read_end), us()),
+            Err(DoorError::NotAStream)
+        ));
+    }
 }
