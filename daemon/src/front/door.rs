@@ -10,8 +10,8 @@
 //! wake, and the request is already waiting on the connection. From there
 //! the connection is served exactly as an accepted one.
 //!
-//! What the door takes: exactly one descriptor, a unix stream socket, made
-//! by the process that sent it. The kernel vouches for the sender
+//! What the door takes: exactly one descriptor, a connected unix stream
+//! socket, made by the process that sent it. The kernel vouches for the sender
 //! (`SCM_CREDENTIALS`, asked with `SO_PASSCRED`) and for the maker of the
 //! pair (`SO_PEERCRED`, which a socketpair records for the process that
 //! made it); the two must be the same process. So a connection someone
