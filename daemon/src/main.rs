@@ -286,6 +286,21 @@ fn start(layout: Layout) -> Result<i32, String> {
     runtime.block_on(run(daemon, console))
 }
 
+/// Binds a socket of ours at `path` with `bind`, removing a file left
+/// there first (we hold the instance lock, so it is stale), and gives it
+/// `mode`.
+fn bind_fresh<T>(
+    path: &Path,
+    mode: u32,
+    bind: impl FnOnce(&Path) -> std::io::Result<T>,
+) -> Result<T, String> {
+    let _ = fs::remove_file(path);
+    let socket = bind(path).map_err(|e| format!("cannot bind {}: {e}", path.display()))?;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+        .map_err(|e| format!("cannot set permissions on {}: {e}", path.display()))?;
+    Ok(socket)
+}
+
 async fn run(daemon: Arc<Daemon>, console: std::net::TcpListener) -> Result<i32, String> {
     let layout = daemon.config.layout.clone();
     let mut detail = serde_json::Map::new();
@@ -336,11 +351,9 @@ async fn run(daemon: Arc<Daemon>, console: std::net::TcpListener) -> Result<i32,
     // checked by its kernel credentials. It comes up first, so a client that
     // sees the request socket finds every listener ready.
     let api_socket = layout.socket.with_file_name("praxisd-api.sock");
-    let _ = fs::remove_file(&api_socket);
-    let api = tokio::net::UnixListener::bind(&api_socket)
-        .map_err(|e| format!("cannot bind {}: {e}", api_socket.display()))?;
-    fs::set_permissions(&api_socket, fs::Permissions::from_mode(socket_mode))
-        .map_err(|e| format!("cannot set permissions on {}: {e}", api_socket.display()))?;
+    let api = bind_fresh(&api_socket, socket_mode, |p| {
+        tokio::net::UnixListener::bind(p)
+    })?;
     tokio::spawn(praxis_daemon::front::memory_api::serve(
         Arc::clone(&daemon),
         api,
@@ -384,18 +397,11 @@ async fn run(daemon: Arc<Daemon>, console: std::net::TcpListener) -> Result<i32,
         )),
     };
 
-    // We hold the instance lock, so a socket file left here is stale. The
-    // door comes up before the request socket, which clients wait for.
-    let _ = fs::remove_file(layout.door());
-    let door = Door::bind(&layout.door())
-        .map_err(|e| format!("cannot bind {}: {e}", layout.door().display()))?;
-    fs::set_permissions(layout.door(), fs::Permissions::from_mode(socket_mode))
-        .map_err(|e| format!("cannot set permissions on {}: {e}", layout.door().display()))?;
-    let _ = fs::remove_file(&layout.socket);
-    let listener = tokio::net::UnixListener::bind(&layout.socket)
-        .map_err(|e| format!("cannot bind {}: {e}", layout.socket.display()))?;
-    fs::set_permissions(&layout.socket, fs::Permissions::from_mode(socket_mode))
-        .map_err(|e| format!("cannot set permissions on {}: {e}", layout.socket.display()))?;
+    // The door comes up before the request socket, which clients wait for.
+    let door = bind_fresh(&layout.door(), socket_mode, Door::bind)?;
+    let listener = bind_fresh(&layout.socket, socket_mode, |p| {
+        tokio::net::UnixListener::bind(p)
+    })?;
     tracing::info!(
         "praxisd serving on {} ({} mode)",
         layout.socket.display(),
