@@ -102,12 +102,11 @@ fn pre_tool_use(hung: &Hung, command: &str) -> String {
     .to_string()
 }
 
-#[test]
-fn the_claude_code_hook_denies_within_its_deadline() {
-    let hung = Hung::start();
+/// The Claude Code hook's answer to a praxisd that never answers.
+fn claude_code_hook_denies(hung: &Hung) {
     let (out, took) = hung.feed(
         &["hook", "claude-code"],
-        &pre_tool_use(&hung, "touch hang.txt"),
+        &pre_tool_use(hung, "touch hang.txt"),
     );
     assert!(took < BOUND, "took {took:?}");
     // Claude Code blocks a PreToolUse hook that exits 2 and shows its stderr
@@ -117,6 +116,12 @@ fn the_claude_code_hook_denies_within_its_deadline() {
     let reason = String::from_utf8_lossy(&out.stderr);
     assert!(reason.contains("did not answer within"), "{reason}");
     assert!(!hung.work().join("hang.txt").exists());
+}
+
+#[test]
+fn the_claude_code_hook_denies_within_its_deadline() {
+    let hung = Hung::start();
+    claude_code_hook_denies(&hung);
     assert!(
         !hung.held.lock().unwrap().is_empty(),
         "the hook did reach the socket"
@@ -207,9 +212,8 @@ fn the_codex_hook_refuses_post_tool_use_and_stop_in_their_shape_within_its_deadl
     }
 }
 
-#[test]
-fn praxis_run_holds_within_its_deadline_and_says_why() {
-    let hung = Hung::start();
+/// praxis-run's answer to a praxisd that never answers: HOLD, and why.
+fn praxis_run_holds(hung: &Hung) {
     let (out, took) = hung.feed(&["-c", "touch hang.txt"], "");
     assert!(took < BOUND, "took {took:?}");
     assert_eq!(out.status.code(), Some(125), "{out:?}");
@@ -226,22 +230,15 @@ fn praxis_run_holds_within_its_deadline_and_says_why() {
 }
 
 #[test]
+fn praxis_run_holds_within_its_deadline_and_says_why() {
+    praxis_run_holds(&Hung::start());
+}
+
+#[test]
 fn a_hung_door_holds_within_the_deadline_too() {
     let hung = Hung::with_door();
-    let (out, took) = hung.feed(&["-c", "touch hang.txt"], "");
-    assert!(took < BOUND, "took {took:?}");
-    assert_eq!(out.status.code(), Some(125), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("did not answer within"),
-        "{out:?}"
-    );
-    let (out, took) = hung.feed(
-        &["hook", "claude-code"],
-        &pre_tool_use(&hung, "touch hang.txt"),
-    );
-    assert!(took < BOUND, "took {took:?}");
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(!hung.work().join("hang.txt").exists());
+    praxis_run_holds(&hung);
+    claude_code_hook_denies(&hung);
     // Both went through the door, not the socket: two knocks wait there.
     assert!(hung.held.lock().unwrap().is_empty());
     let door = hung.door.as_ref().unwrap();
