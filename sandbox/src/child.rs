@@ -208,26 +208,70 @@ fn errno() -> i32 {
     unsafe { *libc::__errno_location() }
 }
 
-/// `/proc/self/fd/<fd>` as a C string in `buf`, without allocating.
-fn fd_path(buf: &mut [u8; 32], fd: RawFd) -> *const c_char {
-    const PREFIX: &[u8] = b"/proc/self/fd/";
-    buf[..PREFIX.len()].copy_from_slice(PREFIX);
-    let mut digits = [0u8; 10];
-    let mut n = fd.unsigned_abs();
-    let mut len = 0;
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
+/// Where [`bind`] puts a copy of a tree.
+#[derive(Clone, Copy)]
+enum Onto<'a> {
+    /// A path.
+    Path(&'a CStr),
+    /// The very place a descriptor (`O_PATH`) names.
+    Place(RawFd),
+}
+
+/// Binds a copy of the tree `source` names (with the mounts below it when
+/// `recursive`) onto `onto`, `attrs` (`MOUNT_ATTR_*`) set on the copy
+/// before it is attached; the errno when it fails. By the mount API's
+/// descriptors rather than by `/proc/self/fd/<fd>` paths: looking those
+/// up makes the kernel fill `/proc` for a process that has not used it
+/// yet, most of a bind's time.
+///
+/// # Safety
+/// Raw system calls on open descriptors and prepared C strings.
+unsafe fn bind(source: RawFd, recursive: bool, attrs: u64, onto: Onto<'_>) -> Result<(), i32> {
+    let here = c"".as_ptr();
+    let mut flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_EMPTY_PATH as u32;
+    if recursive {
+        flags |= libc::AT_RECURSIVE as u32;
+    }
+    // SAFETY: (whole block) raw system calls on descriptors, an empty C
+    // string, a static one and a stack value; the tree opened here is
+    // closed here.
+    unsafe {
+        let tree = libc::syscall(libc::SYS_open_tree, source, here, flags) as RawFd;
+        if tree < 0 {
+            return Err(errno());
         }
+        let attr = libc::mount_attr {
+            attr_set: attrs,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        let set = attrs == 0
+            || libc::syscall(
+                libc::SYS_mount_setattr,
+                tree,
+                here,
+                libc::AT_EMPTY_PATH,
+                &raw const attr,
+                size_of::<libc::mount_attr>(),
+            ) == 0;
+        let (dir, path, to) = match onto {
+            Onto::Path(path) => (libc::AT_FDCWD, path.as_ptr(), 0),
+            Onto::Place(fd) => (fd, here, libc::MOVE_MOUNT_T_EMPTY_PATH),
+        };
+        let moved = set
+            && libc::syscall(
+                libc::SYS_move_mount,
+                tree,
+                here,
+                dir,
+                path,
+                libc::MOVE_MOUNT_F_EMPTY_PATH | to,
+            ) == 0;
+        let err = errno();
+        libc::close(tree);
+        if moved { Ok(()) } else { Err(err) }
     }
-    for (i, d) in digits[..len].iter().rev().enumerate() {
-        buf[PREFIX.len() + i] = *d;
-    }
-    buf[PREFIX.len() + len] = 0;
-    buf.as_ptr().cast()
 }
 
 /// Writes `(stage, value)` to the report pipe.
@@ -355,30 +399,17 @@ unsafe fn private_tmp(fd: RawFd, tmp: &crate::private_tmp::TmpPlan) {
             *slot = open(path);
             check(Stage::Mount, *slot >= 0);
         }
-        let no_type: *const c_char = std::ptr::null();
-        let no_data: *const libc::c_void = std::ptr::null();
-        let mut buf = [0u8; 32];
-        for (&source, (_, covered)) in covers.iter().zip(tmp.covers.iter()) {
-            let by_fd = fd_path(&mut buf, source);
-            check(
-                Stage::Mount,
-                libc::mount(by_fd, covered.as_ptr(), no_type, libc::MS_BIND, no_data) == 0,
-            );
+        let bound = |source, recursive, onto| {
+            if let Err(err) = bind(source, recursive, 0, onto) {
+                fail(fd, Stage::Mount, err);
+            }
             libc::close(source);
+        };
+        for (&source, (_, covered)) in covers.iter().zip(tmp.covers.iter()) {
+            bound(source, false, Onto::Path(covered));
         }
         for (&source, path) in shown.iter().zip(tmp.shown.iter()) {
-            let by_fd = fd_path(&mut buf, source);
-            check(
-                Stage::Mount,
-                libc::mount(
-                    by_fd,
-                    path.as_ptr(),
-                    no_type,
-                    libc::MS_BIND | libc::MS_REC,
-                    no_data,
-                ) == 0,
-            );
-            libc::close(source);
+            bound(source, true, Onto::Path(path));
         }
     }
 }
@@ -587,24 +618,17 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                 if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
                     fail(fd, Stage::Mount, libc::ELOOP);
                 }
-                let mut buf = [0u8; 32];
-                let by_fd = fd_path(&mut buf, inode);
-                check(
-                    Stage::Mount,
-                    libc::mount(by_fd, by_fd, no_type, libc::MS_BIND, no_data) == 0,
-                );
-                libc::close(inode);
-                if pin.read_only {
-                    let flags = libc::MS_REMOUNT
-                        | libc::MS_BIND
-                        | libc::MS_RDONLY
-                        | libc::MS_NOSUID
-                        | libc::MS_NODEV;
-                    check(
-                        Stage::Mount,
-                        libc::mount(no_type, path, no_type, flags, no_data) == 0,
-                    );
+                // A read-only pin's copy is made read-only before it is
+                // attached: it is never writable where the command looks.
+                let attrs = if pin.read_only {
+                    libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV
+                } else {
+                    0
+                };
+                if let Err(err) = bind(inode, false, attrs, Onto::Place(inode)) {
+                    fail(fd, Stage::Mount, err);
                 }
+                libc::close(inode);
             }
             for mask in plan.masks {
                 let target = mask.path.as_ptr();
@@ -750,25 +774,6 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
                 report(fd, Stage::Probe, crate::escape_probes::run(args, fd));
                 libc::_exit(0)
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fd_paths_are_spelled_without_allocation() {
-        let mut buf = [0u8; 32];
-        for (fd, expected) in [
-            (0, c"/proc/self/fd/0"),
-            (7, c"/proc/self/fd/7"),
-            (1048575, c"/proc/self/fd/1048575"),
-        ] {
-            // SAFETY: fd_path wrote a NUL-terminated string into buf.
-            let got = unsafe { CStr::from_ptr(fd_path(&mut buf, fd)) };
-            assert_eq!(got, expected);
         }
     }
 }

@@ -167,8 +167,11 @@ const SOCK_TYPE_MASK: u64 = 0xf;
 /// The calls a launcher's set-up still makes after it attached
 /// [`ahead`] (joining and making namespaces, mounting, opening its
 /// listeners), whose rules [`closing`] holds instead.
-const SET_UP_CALLS: [libc::c_long; 4] = [
+const SET_UP_CALLS: [libc::c_long; 7] = [
     libc::SYS_mount,
+    libc::SYS_open_tree,
+    libc::SYS_mount_setattr,
+    libc::SYS_move_mount,
     libc::SYS_setns,
     libc::SYS_unshare,
     libc::SYS_socket,
@@ -788,6 +791,10 @@ mod tests {
                     errno_of(libc::syscall(libc::SYS_setns, -1, 0)) == libc::EBADF,
                     errno_of(libc::syscall(libc::SYS_unshare, -1)) == libc::EINVAL,
                     errno_of(libc::syscall(libc::SYS_mount, 0, 0, 0, 0, 0)) != libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_open_tree, -1, 0, 0)) == libc::EFAULT,
+                    errno_of(libc::syscall(libc::SYS_mount_setattr, -1, 0, 0, 0, 0))
+                        == libc::EINVAL,
+                    errno_of(libc::syscall(libc::SYS_move_mount, -1, 0, -1, 0, 0)) == libc::EFAULT,
                     socket_errno(libc::AF_UNIX, libc::SOCK_STREAM, 0) == 0,
                     errno_of(libc::syscall(libc::SYS_clone3, 0, 0)) == libc::ENOSYS,
                     errno_of(libc::syscall(libc::SYS_bpf, 0, 0, 0)) == libc::EPERM,
@@ -816,6 +823,9 @@ mod tests {
                     errno_of(libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNS)) == libc::EPERM,
                     errno_of(libc::syscall(libc::SYS_setns, -1, 0)) == libc::EPERM,
                     errno_of(libc::syscall(libc::SYS_mount, 0, 0, 0, 0, 0)) == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_open_tree, -1, 0, 0)) == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_mount_setattr, -1, 0, 0, 0, 0)) == libc::EPERM,
+                    errno_of(libc::syscall(libc::SYS_move_mount, -1, 0, -1, 0, 0)) == libc::EPERM,
                     libc::syscall(libc::SYS_getpid) > 0,
                     errno_of(libc::syscall(libc::SYS_openat2, 0, 0, 0, 0)) == libc::ENOSYS,
                     // The rules answer before the kernel sees the bad

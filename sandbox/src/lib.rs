@@ -60,7 +60,8 @@
 //! one, down the path (see [`Spec::secrets`] and [`Spec::protected`]). When the
 //! child can have a mount namespace (the daemon is root, or unprivileged
 //! user namespaces work), writable trees are granted whole and instead:
-//! protected paths are bind-mounted read-only on themselves, with their
+//! protected paths are bind-mounted read-only on themselves (the copy made
+//! read-only, nosuid and nodev before it is attached), with their
 //! ancestors pinned as mount points so they cannot be renamed away; secrets
 //! inside writable trees are covered by an empty read-only mount. Tools can
 //! then create files at the workspace root. Without mounts, protected paths

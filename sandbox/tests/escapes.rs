@@ -175,6 +175,38 @@ fn git_hooks_and_config_stay_unwritable_but_git_dir_works() {
     assert!(ok.ok(), "{}", ok.output);
 }
 
+/// Each protected path is a mount of its own, read-only, without set-id
+/// programs or devices, from the command's first instruction on.
+#[test]
+fn protected_paths_are_read_only_mounts_of_their_own() {
+    let fx = Fixture::new();
+    fs::create_dir_all(fx.ws.join(".git/hooks")).unwrap();
+    fs::write(fx.ws.join(".git/config"), "[core]\n").unwrap();
+    let spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
+    // Field 5 of a mountinfo line is the mount point, field 6 its options.
+    let ran = sh(&spec, "cat /proc/self/mountinfo");
+    assert!(ran.ok(), "{}", ran.output);
+    for pinned in [".git/hooks", ".git/config"] {
+        let point = fx.ws.join(pinned);
+        let options: Vec<&str> = ran
+            .output
+            .lines()
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split(' ').collect();
+                (fields.get(4) == Some(&point.to_str().unwrap())).then(|| fields[5])
+            })
+            .collect();
+        assert_eq!(options.len(), 1, "{pinned}: {}", ran.output);
+        for wanted in ["ro", "nosuid", "nodev"] {
+            assert!(
+                options[0].split(',').any(|o| o == wanted),
+                "{pinned} mounted {}",
+                options[0]
+            );
+        }
+    }
+}
+
 #[test]
 fn a_write_grant_releases_exactly_the_protected_path_it_names() {
     let fx = Fixture::new();
