@@ -416,7 +416,7 @@ unsafe fn private_tmp(fd: RawFd, tmp: &crate::private_tmp::TmpPlan) {
 
 /// Sets every catchable signal's disposition back to the default, the
 /// real-time ones included (an ignored signal stays ignored across exec).
-/// The spawner blocks every signal, so none of the daemon's handlers
+/// The spawner blocks every handled signal, so none of the daemon's handlers
 /// (copied at the clone) can run in a child, in the daemon's memory,
 /// before this.
 ///

@@ -4,7 +4,7 @@
 //! The parent-death signal is tied to the thread that created the child, so
 //! cloning from a short-lived worker thread would kill the command when that
 //! thread retires: one dedicated thread, that never exits and has every
-//! signal blocked (its children start with all blocked), does every clone.
+//! signal with a handler blocked (its children start so), does every clone.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -141,7 +141,7 @@ fn clone_job(stack: &ChildStack, job: &Job) -> Result<libc::pid_t, i32> {
         Job::Plan(plan) => {
             // SAFETY: the child runs `child_entry` on its own stack and
             // makes only raw system calls on the plan (see `child::run`);
-            // the spawner thread has every signal blocked, so no handler of
+            // the spawner thread has every handled signal blocked, so no handler of
             // ours runs in the child before it resets them; CLONE_VFORK
             // keeps this thread, and so the plan's owner, waiting until the
             // child no longer uses our memory.
@@ -162,7 +162,7 @@ fn clone_job(stack: &ChildStack, job: &Job) -> Result<libc::pid_t, i32> {
             // SAFETY: `entry` runs on a stack of its own that its owner
             // keeps mapped until the process has exec'd or is gone, and
             // makes only raw system calls (see `launcher`); it starts with
-            // every signal blocked, as this thread has them.
+            // every handled signal blocked, as this thread has them.
             unsafe {
                 libc::clone(
                     entry,
@@ -181,14 +181,26 @@ fn clone_job(stack: &ChildStack, job: &Job) -> Result<libc::pid_t, i32> {
 }
 
 /// Blocks every signal in the calling thread, for good: the spawner thread
-/// handles none, and its children start with all blocked.
+/// handles none, and its children start with them blocked. All but
+/// SIGCHLD, while its action is the default (to ignore it): a command's
+/// exit signals its parent, this thread, and a signal blocked here is not
+/// dropped but queued for the daemon, waking another of its threads for
+/// nothing at every exit. Unblocked and ignored, the kernel drops it at
+/// once; with a handler, it would run in a child before the child resets
+/// its handlers, so then it is blocked too.
 fn block_all_signals() -> io::Result<()> {
-    // SAFETY: sigset_t is plain data, filled by sigfillset.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers to a local set.
+    // SAFETY: sigset_t and sigaction are plain data, filled by the calls.
+    let (mut blocked, mut child_action): (libc::sigset_t, libc::sigaction) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    // SAFETY: valid pointers to locals; sigaction only reads the action.
     let rc = unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut())
+        libc::sigfillset(&mut blocked);
+        if libc::sigaction(libc::SIGCHLD, std::ptr::null(), &mut child_action) == 0
+            && child_action.sa_sigaction == libc::SIG_DFL
+        {
+            libc::sigdelset(&mut blocked, libc::SIGCHLD);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, std::ptr::null_mut())
     };
     if rc == 0 {
         Ok(())
