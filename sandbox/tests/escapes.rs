@@ -141,11 +141,17 @@ fn read_only_profile_writes_only_tmpdir() {
     assert!(ran.ok(), "{}", ran.output);
 }
 
-#[test]
-fn git_hooks_and_config_stay_unwritable_but_git_dir_works() {
+/// A workspace whose `.git` holds a hooks directory and a config file.
+fn with_git_dir() -> Fixture {
     let fx = Fixture::new();
     fs::create_dir_all(fx.ws.join(".git/hooks")).unwrap();
     fs::write(fx.ws.join(".git/config"), "[core]\n").unwrap();
+    fx
+}
+
+#[test]
+fn git_hooks_and_config_stay_unwritable_but_git_dir_works() {
+    let fx = with_git_dir();
     let spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
     assert!(!sh(&spec, "echo evil > .git/hooks/pre-commit").ok());
     assert!(!fx.ws.join(".git/hooks/pre-commit").exists());
@@ -179,9 +185,7 @@ fn git_hooks_and_config_stay_unwritable_but_git_dir_works() {
 /// programs or devices, from the command's first instruction on.
 #[test]
 fn protected_paths_are_read_only_mounts_of_their_own() {
-    let fx = Fixture::new();
-    fs::create_dir_all(fx.ws.join(".git/hooks")).unwrap();
-    fs::write(fx.ws.join(".git/config"), "[core]\n").unwrap();
+    let fx = with_git_dir();
     let spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
     // Field 5 of a mountinfo line is the mount point, field 6 its options.
     let ran = sh(&spec, "cat /proc/self/mountinfo");
@@ -209,9 +213,7 @@ fn protected_paths_are_read_only_mounts_of_their_own() {
 
 #[test]
 fn a_write_grant_releases_exactly_the_protected_path_it_names() {
-    let fx = Fixture::new();
-    fs::create_dir_all(fx.ws.join(".git/hooks")).unwrap();
-    fs::write(fx.ws.join(".git/config"), "[core]\n").unwrap();
+    let fx = with_git_dir();
     let mut spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
     spec.write_grants = vec![fx.ws.join(".git/config")];
     // In place, and as git writes it: a lock file beside it renamed over it.
