@@ -26,7 +26,8 @@
 //!    then, when tracking by cgroup, `0` written to the command's
 //!    `cgroup.procs` to move into it;
 //! 2. stdio onto 0, 1, 2; close-on-exec for every other descriptor;
-//! 3. dispositions reset, then the signal mask (every handled one blocked until here) cleared;
+//! 3. dispositions reset, then the signal mask (every handled signal blocked
+//!    until here) cleared;
 //! 4. namespaces of its own, in one `unshare` (inside a user namespace of its
 //!    own when the daemon lacks CAP_SYS_ADMIN, its id maps written next): a
 //!    network namespace with [`Network::Proxied`], where `lo` is brought up

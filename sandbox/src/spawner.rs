@@ -141,10 +141,10 @@ fn clone_job(stack: &ChildStack, job: &Job) -> Result<libc::pid_t, i32> {
         Job::Plan(plan) => {
             // SAFETY: the child runs `child_entry` on its own stack and
             // makes only raw system calls on the plan (see `child::run`);
-            // the spawner thread has every handled signal blocked, so no handler of
-            // ours runs in the child before it resets them; CLONE_VFORK
-            // keeps this thread, and so the plan's owner, waiting until the
-            // child no longer uses our memory.
+            // the spawner thread blocks every signal but an unhandled
+            // SIGCHLD, so no handler of ours runs in the child before it
+            // resets them; CLONE_VFORK keeps this thread, and so the plan's
+            // owner, waiting until the child no longer uses our memory.
             unsafe {
                 libc::clone(
                     child_entry,
@@ -180,15 +180,15 @@ fn clone_job(stack: &ChildStack, job: &Job) -> Result<libc::pid_t, i32> {
     }
 }
 
-/// Blocks every signal in the calling thread, for good: the spawner thread
-/// handles none, and its children start with them blocked. All but
-/// SIGCHLD, while its action is the default (to ignore it): a command's
-/// exit signals its parent, this thread, and a signal blocked here is not
-/// dropped but queued for the daemon, waking another of its threads for
-/// nothing at every exit. Unblocked and ignored, the kernel drops it at
-/// once; with a handler, it would run in a child before the child resets
-/// its handlers, so then it is blocked too.
-fn block_all_signals() -> io::Result<()> {
+/// Blocks the spawner thread's signals, for good: it handles none, and its
+/// children start with them blocked. All but SIGCHLD, if its action is the
+/// default (to ignore it) when the spawner starts, as praxisd leaves it: a
+/// command's exit signals its parent, this thread, and a signal blocked
+/// here is not dropped but queued for the daemon, waking another of its
+/// threads for nothing at every exit. Unblocked and ignored, the kernel
+/// drops it at once. With a handler, it would run in a child that was sent
+/// one before the child resets its handlers, so then it is blocked too.
+fn block_signals() -> io::Result<()> {
     // SAFETY: sigset_t and sigaction are plain data, filled by the calls.
     let (mut blocked, mut child_action): (libc::sigset_t, libc::sigaction) =
         unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
@@ -220,7 +220,7 @@ fn on_spawner(job: Job) -> Result<libc::pid_t, SandboxError> {
             std::thread::Builder::new()
                 .name("praxis-spawner".into())
                 .spawn(move || {
-                    let stack = block_all_signals().and_then(|()| ChildStack::new());
+                    let stack = block_signals().and_then(|()| ChildStack::new());
                     for (job, reply) in rx {
                         let result = match &stack {
                             Ok(stack) => clone_job(stack, &job),
