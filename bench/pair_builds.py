@@ -12,16 +12,17 @@ for `praxis-run -- /bin/true`, and `/bin/true` fed the same event for
 per build is the overhead over that baseline: median, mean without the
 highest and lowest tenth, and p90. Builds measured one after the other drift
 with the host by more than a change of 0.1 ms; interleaved, both see the same
-host. Both daemons are stopped at the end.
+host. Both daemons are stopped and their scratch dirs removed at the end,
+also when the run is interrupted or killed.
 
 Environment:
     MODE=exec|hook    what is measured (default exec)
     SPACING=S:N,...   gaps in seconds before each call, with rounds each
                       (default 0:120,0.5:60,1:40)
 """
-import json, os, statistics, subprocess, sys, tempfile, time
+import json, os, shutil, signal, statistics, subprocess, sys, tempfile, time
 
-new, old = sys.argv[1], sys.argv[2]
+new, old = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 mode = os.environ.get("MODE", "exec")
 spacing = [tuple(float(x) for x in part.split(":")) for part in os.environ.get("SPACING", "0:120,0.5:60,1:40").split(",")]
 
@@ -43,7 +44,7 @@ def scratch(name, bindir):
         json.dump({"session_id": f"pair-{name}", "transcript_path": "/dev/null", "cwd": work,
                    "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
                    "tool_input": {"command": "git status", "description": "Show working tree status"}}, f)
-    return {"bin": bindir, "env": env, "work": work, "event": event}
+    return {"bin": bindir, "env": env, "work": work, "event": event, "dir": d}
 
 
 def timed(build, argv, event):
@@ -69,22 +70,31 @@ def overhead(build, gap):
     return praxis - timed(build, base, mode == "hook")
 
 
+# A TERM (a killed run) unwinds too, so both daemons are stopped and the
+# scratch dirs removed however the run ends.
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 builds = {"new": scratch("new", new), "old": scratch("old", old)}
-for build in builds.values():  # start each daemon, warm up
-    overhead(build, 0)
-    overhead(build, 0)
-print(f"{mode}: overhead over the baseline, ms (median / trimmed mean / p90)")
-for gap, rounds in spacing:
-    got = {name: [] for name in builds}
-    for i in range(int(rounds)):
-        for name in (("new", "old") if i % 2 == 0 else ("old", "new")):
-            got[name].append(overhead(builds[name], gap))
-    line = []
-    for name, xs in got.items():
-        xs.sort()
-        tenth = len(xs) // 10
-        trimmed = statistics.mean(xs[tenth:len(xs) - tenth])
-        line.append(f"{name} {statistics.median(xs):.3f} / {trimmed:.3f} / {xs[int(len(xs) * 0.9) - 1]:.3f}")
-    print(f"gap {gap:g} s, {int(rounds)} rounds: " + ", ".join(line))
-for build in builds.values():
-    subprocess.run([f"{build['bin']}/praxis", "stop"], env=build["env"], cwd=build["work"], capture_output=True)
+try:
+    for build in builds.values():  # start each daemon, warm up
+        overhead(build, 0)
+        overhead(build, 0)
+    print(f"{mode}: overhead over the baseline, ms (median / trimmed mean / p90)")
+    for gap, rounds in spacing:
+        got = {name: [] for name in builds}
+        for i in range(int(rounds)):
+            for name in (("new", "old") if i % 2 == 0 else ("old", "new")):
+                got[name].append(overhead(builds[name], gap))
+        line = []
+        for name, xs in got.items():
+            xs.sort()
+            tenth = len(xs) // 10
+            trimmed = statistics.mean(xs[tenth:len(xs) - tenth])
+            line.append(f"{name} {statistics.median(xs):.3f} / {trimmed:.3f} / {xs[int(len(xs) * 0.9) - 1]:.3f}")
+        print(f"gap {gap:g} s, {int(rounds)} rounds: " + ", ".join(line))
+finally:
+    for build in builds.values():
+        try:
+            subprocess.run([f"{build['bin']}/praxis", "stop"], env=build["env"], cwd=build["work"], capture_output=True)
+        except OSError as e:
+            print(f"could not stop the daemon of {build['bin']}: {e}", file=sys.stderr)
+        shutil.rmtree(build["dir"], ignore_errors=True)
