@@ -62,6 +62,41 @@ fn probe_helper() {
                     last_errno()
                 }
             }
+            // Make a pinned path writable again: clear the read-only
+            // attribute of its mount, or clone the mount to attach anew.
+            unpin if unpin.starts_with("unpin-setattr:") => {
+                let path = std::ffi::CString::new(&unpin[14..]).unwrap();
+                let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+                let attr = libc::mount_attr {
+                    attr_set: 0,
+                    attr_clr: libc::MOUNT_ATTR_RDONLY,
+                    propagation: 0,
+                    userns_fd: 0,
+                };
+                if fd >= 0
+                    && libc::syscall(
+                        libc::SYS_mount_setattr,
+                        fd,
+                        c"".as_ptr(),
+                        libc::AT_EMPTY_PATH,
+                        &raw const attr,
+                        size_of::<libc::mount_attr>(),
+                    ) == 0
+                {
+                    0
+                } else {
+                    last_errno()
+                }
+            }
+            unpin if unpin.starts_with("unpin-clone:") => {
+                let path = std::ffi::CString::new(&unpin[12..]).unwrap();
+                let flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC;
+                if libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags) >= 0 {
+                    0
+                } else {
+                    last_errno()
+                }
+            }
             "socketpair" => {
                 let mut fds = [0; 2];
                 if libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) == 0 {
@@ -209,6 +244,24 @@ fn protected_paths_are_read_only_mounts_of_their_own() {
             );
         }
     }
+}
+
+/// From inside the command, the pins' mounts cannot be changed or cloned
+/// to be attached anew (writable): the mount calls are refused.
+#[test]
+fn a_command_cannot_make_a_pin_writable_again() {
+    let fx = with_git_dir();
+    let spec = fx.spec(Profile::WorkspaceWrite, Network::Off);
+    for pinned in [".git/hooks", ".git/config"] {
+        let path = fx.ws.join(pinned);
+        let path = path.to_str().unwrap();
+        for how in ["unpin-setattr", "unpin-clone"] {
+            let target = format!("{how}:{path}");
+            assert_eq!(probe(&spec, &target).code(), libc::EPERM, "{target}");
+        }
+    }
+    assert!(!sh(&spec, "echo evil > .git/hooks/pre-commit").ok());
+    assert!(!fx.ws.join(".git/hooks/pre-commit").exists());
 }
 
 #[test]
