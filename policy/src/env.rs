@@ -69,24 +69,36 @@ impl EnvTable {
     /// entry wins over a prefix (`LD_PRELOAD` loads code, other `LD_` names
     /// are only stripped).
     pub fn build(specs: &[EnvSpec]) -> Result<EnvTable, EnvError> {
+        EnvTable::build_from(
+            specs
+                .iter()
+                .map(|s| (s.role, s.names.as_slice(), s.prefixes.as_slice())),
+        )
+    }
+
+    /// [`EnvTable::build`] over entries as roles and slices of names and
+    /// prefixes, as written or as compiled in.
+    fn build_from<'a, S: AsRef<str> + 'a>(
+        specs: impl IntoIterator<Item = (EnvRole, &'a [S], &'a [S])>,
+    ) -> Result<EnvTable, EnvError> {
         let mut table = EnvTable::default();
-        for spec in specs {
-            for name in &spec.names {
+        for (role, names, prefixes) in specs {
+            for name in names.iter().map(AsRef::as_ref) {
                 if !valid_name(name) {
-                    return Err(EnvError::BadName(name.clone()));
+                    return Err(EnvError::BadName(name.to_owned()));
                 }
-                if table.roles.insert(name.clone(), spec.role).is_some() {
-                    return Err(EnvError::Twice(name.clone()));
+                if table.roles.insert(name.to_owned(), role).is_some() {
+                    return Err(EnvError::Twice(name.to_owned()));
                 }
             }
-            for prefix in &spec.prefixes {
-                if !matches!(spec.role, EnvRole::Stripped | EnvRole::Forwarded) {
-                    return Err(EnvError::PrefixRole(prefix.clone()));
+            for prefix in prefixes.iter().map(AsRef::as_ref) {
+                if !matches!(role, EnvRole::Stripped | EnvRole::Forwarded) {
+                    return Err(EnvError::PrefixRole(prefix.to_owned()));
                 }
                 if !valid_name(prefix) {
-                    return Err(EnvError::BadName(prefix.clone()));
+                    return Err(EnvError::BadName(prefix.to_owned()));
                 }
-                table.prefixes.push((prefix.clone(), spec.role));
+                table.prefixes.push((prefix.to_owned(), role));
             }
         }
         for (prefix, by_prefix) in &table.prefixes {
@@ -164,20 +176,16 @@ fn valid_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-#[derive(Deserialize)]
-struct EnvSection {
-    env: Vec<EnvSpec>,
-}
-
-/// The `[[env]]` entries of the built-in `patterns.toml`, copied out by the
-/// build script: a client reads this table alone, not the whole file.
-const BUILTIN_ENV: &str = include_str!(concat!(env!("OUT_DIR"), "/env.toml"));
+/// The `[[env]]` entries of the built-in `patterns.toml`, written out as
+/// Rust by the build script: a client starts with the table compiled in,
+/// nothing to parse.
+const BUILTIN_ENV: &[(EnvRole, &[&str], &[&str])] =
+    include!(concat!(env!("OUT_DIR"), "/env_table.rs"));
 
 static BUILTIN: LazyLock<EnvTable> = LazyLock::new(|| {
     // The built-in file is the one every policy test loads and checks, so a
     // failure here is a broken build, never a run-time condition.
-    let section: EnvSection = toml::from_str(BUILTIN_ENV).expect("built-in patterns parse");
-    EnvTable::build(&section.env).expect("built-in env table is valid")
+    EnvTable::build_from(BUILTIN_ENV.iter().copied()).expect("built-in env table is valid")
 });
 
 #[cfg(test)]
@@ -213,6 +221,11 @@ mod tests {
             assert!(t.is_stripped(name) && !t.is_forwarded(name), "{name}");
         }
         assert!(!t.is_forwarded("GH_TOKEN") && !t.is_stripped("GH_TOKEN"));
+    }
+
+    #[derive(Deserialize)]
+    struct EnvSection {
+        env: Vec<EnvSpec>,
     }
 
     #[test]
