@@ -82,13 +82,13 @@ pub struct Context {
     /// decision on a command that changes it grants.
     pub git_config: Option<PathBuf>,
     /// Programs named by a path inside a tree the request can write (of
-    /// `Policy::tools_to_probe`) that the host found to be a
+    /// `Probes::tools`) that the host found to be a
     /// project's own tool, as its package manager installed it (a virtual
     /// environment's entry point, a `node_modules/.bin` link): the absolute
     /// path to the program name it is judged as. Any other such program is
     /// judged as the workspace's own code.
     pub tools: BTreeMap<PathBuf, String>,
-    /// Paths the request names (of `Policy::paths_named`) that the
+    /// Paths the request names (of `Probes::named`) that the
     /// host resolves, through symbolic links, to another file: the path as
     /// named to the file it leads to. A link to a secret reads the secret.
     pub links: BTreeMap<PathBuf, PathBuf>,

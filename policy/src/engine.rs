@@ -52,6 +52,20 @@ pub struct Request<'a> {
     pub role: &'a str,
 }
 
+/// What [`Policy::probes`] asks of the host about a request.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Probes {
+    /// Every path the request names (absolute, as named), resolved through
+    /// symbolic links into [`Context::links`].
+    pub named: Vec<PathBuf>,
+    /// Whether a rule asks whether a named path exists: then they are
+    /// checked into [`Context::existing`].
+    pub existence: bool,
+    /// Programs the request names by a path inside a tree it can write,
+    /// checked for being a project's own tool into [`Context::tools`].
+    pub tools: Vec<PathBuf>,
+}
+
 /// Phase one: the parsed request, before any host lookups.
 #[derive(Clone, Debug)]
 pub struct Analysis {
@@ -1477,47 +1491,35 @@ impl Policy {
         &self.rules.rules
     }
 
-    /// Programs the request names by a path inside a tree it can write, to
-    /// be checked for being a project's own tool into [`Context::tools`].
-    pub fn tools_to_probe(&self, analysis: &Analysis, context: &Context) -> Vec<PathBuf> {
+    /// What the host is asked before the request is judged, from one
+    /// classification of it (what it names does not depend on the answers).
+    pub fn probes(&self, analysis: &Analysis, context: &Context) -> Probes {
         let facts = classify_script(
             &analysis.script,
             &self.tables,
             &dirs(context).frame(context),
         );
-        let mut out: Vec<PathBuf> = facts
-            .iter()
-            .filter_map(|f| f.local_program.as_ref().map(PathBuf::from))
-            .collect();
-        out.sort();
-        out.dedup();
-        out
-    }
-
-    /// Paths the request names, to be checked for existence into [`Context::existing`].
-    pub fn paths_to_probe(&self, analysis: &Analysis, context: &Context) -> Vec<PathBuf> {
-        if !self.rules.rules.iter().any(Rule::wants_existence) {
-            return Vec::new();
+        let sorted = |mut paths: Vec<PathBuf>| {
+            paths.sort();
+            paths.dedup();
+            paths
+        };
+        Probes {
+            named: sorted(
+                facts
+                    .iter()
+                    .flat_map(|f| f.paths.iter())
+                    .filter_map(|p| p.path.as_ref().map(PathBuf::from))
+                    .collect(),
+            ),
+            existence: self.rules.rules.iter().any(Rule::wants_existence),
+            tools: sorted(
+                facts
+                    .iter()
+                    .filter_map(|f| f.local_program.as_ref().map(PathBuf::from))
+                    .collect(),
+            ),
         }
-        self.paths_named(analysis, context)
-    }
-
-    /// Every path the request names (absolute, as named), to be resolved
-    /// through symbolic links into [`Context::links`].
-    pub fn paths_named(&self, analysis: &Analysis, context: &Context) -> Vec<PathBuf> {
-        let facts = classify_script(
-            &analysis.script,
-            &self.tables,
-            &dirs(context).frame(context),
-        );
-        let mut out: Vec<PathBuf> = facts
-            .iter()
-            .flat_map(|f| f.paths.iter())
-            .filter_map(|p| p.path.as_ref().map(PathBuf::from))
-            .collect();
-        out.sort();
-        out.dedup();
-        out
     }
 }
 

@@ -30,5 +30,7 @@ pub use decision::{CommandJudgment, CommandShape, Decision, Destination, Grants,
 /// The built-in review surface, embedded in every binary.
 pub const BUILTIN_PATTERNS: &str = include_str!("../patterns.toml");
 
-pub use engine::{Analysis, CommandText, Limits, LoadError, Policy, Request, SandboxLists, Source};
+pub use engine::{
+    Analysis, CommandText, Limits, LoadError, Policy, Probes, Request, SandboxLists, Source,
+};
 pub use verdict::{Profile, Tier, Verdict};

@@ -239,13 +239,17 @@ fn judge(args: &ExplainArgs) -> Decision {
     };
     let analysis = policy.analyze(&request);
     let mut context = gather_context(&cwd, &home, layout.praxis_dirs, &analysis.programs());
-    context.existing = policy
-        .paths_to_probe(&analysis, &context)
-        .into_iter()
-        .filter(|p| p.exists())
-        .collect();
-    context.tools = host::own_tools(policy.tools_to_probe(&analysis, &context));
-    context.links = host::link_targets(policy.paths_named(&analysis, &context));
+    let probes = policy.probes(&analysis, &context);
+    if probes.existence {
+        context.existing = probes
+            .named
+            .iter()
+            .filter(|p| p.exists())
+            .cloned()
+            .collect();
+    }
+    context.tools = host::own_tools(probes.tools);
+    context.links = host::link_targets(probes.named);
     policy.decide(&request, &analysis, &context)
 }
 

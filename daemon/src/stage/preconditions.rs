@@ -207,21 +207,23 @@ pub fn gather(
     };
     // Paths as the command sees them, looked up where they lie on the host.
     let own = [context.workspace.as_path(), context.home.as_path()];
-    context.existing = policy
-        .paths_to_probe(analysis, &context)
-        .into_iter()
-        .filter(|p| on_host(p, &tmp_dir, own).exists())
-        .collect();
+    let probes = policy.probes(analysis, &context);
+    if probes.existence {
+        context.existing = probes
+            .named
+            .iter()
+            .filter(|p| on_host(p, &tmp_dir, own).exists())
+            .cloned()
+            .collect();
+    }
     // Paths that lead elsewhere through symbolic links: judged as what they
     // lead to as well (a link in the workspace to a secret).
-    context.links = answered(policy.paths_named(analysis, &context), |p| {
+    context.links = answered(probes.named, |p| {
         host::link_target(&on_host(p, &tmp_dir, own))
     });
     // Programs named by a path in a writable tree (`/tmp/a.out` in the
     // private /tmp too): a project's own tool?
-    context.tools = answered(policy.tools_to_probe(analysis, &context), |p| {
-        host::own_tool(&on_host(p, &tmp_dir, own))
-    });
+    context.tools = answered(probes.tools, |p| host::own_tool(&on_host(p, &tmp_dir, own)));
     Ok(Gathered { context, path_var })
 }
 
