@@ -388,7 +388,11 @@ fn judge(
     );
     // What the agent sent, as sent (operators, redirections, quoting), then
     // the simple commands it was judged as when they differ.
-    let mut shown = redact::as_sent(&|t| daemon.redact(t), &request.command);
+    // As sent, redacted once in `admit` (the request is the same).
+    let mut shown = trail
+        .argv_redacted
+        .take()
+        .unwrap_or_else(|| redact::as_sent(&|t| daemon.redact(t), &request.command));
     let breakdown = redact::for_audit(&|t| daemon.redact(t), &decision);
     if breakdown != shown {
         shown.extend(breakdown);
