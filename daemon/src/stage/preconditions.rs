@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use nix::fcntl::{AT_FDCWD, OFlag, OpenHow, ResolveFlag, openat2};
+use nix::sys::stat::fstat;
 use praxis_policy::context::{git_config_file, remotes_of_config};
 use praxis_policy::{Analysis, Context, Policy, Resolution};
 use praxis_proto::ExecRequest;
@@ -46,13 +48,46 @@ pub struct Gathered {
 }
 
 /// The directory a passed descriptor refers to, as the kernel names it.
-pub fn cwd_of(fd: &OwnedFd) -> Result<PathBuf, PreconditionError> {
+///
+/// The client's own name for it, `claimed`, is that name when it is
+/// absolute, has no `.` or `..` and no symbolic link on the way, and leads
+/// to the very directory the descriptor holds (device and inode, which a
+/// held directory keeps). Else, or when the client said nothing, the kernel
+/// is asked through `/proc`, whose entries for this process it makes on
+/// the way: several times the cost of that check.
+pub fn cwd_of(fd: &OwnedFd, claimed: &str) -> Result<PathBuf, PreconditionError> {
+    if names_held_dir(fd, claimed) {
+        return Ok(PathBuf::from(claimed));
+    }
     let target = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
         .map_err(PreconditionError::Cwd)?;
     if target.to_string_lossy().ends_with(" (deleted)") || !target.is_absolute() {
         return Err(PreconditionError::CwdDeleted);
     }
     Ok(target)
+}
+
+/// Whether `claimed` is the kernel's name of the directory `fd` holds (see
+/// [`cwd_of`]).
+fn names_held_dir(fd: &OwnedFd, claimed: &str) -> bool {
+    let plain = claimed == "/"
+        || (claimed.starts_with('/')
+            && claimed[1..]
+                .split('/')
+                .all(|part| !matches!(part, "" | "." | "..")));
+    if !plain {
+        return false;
+    }
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    let Ok(named) = openat2(AT_FDCWD, claimed, how) else {
+        return false;
+    };
+    match (fstat(fd), fstat(&named)) {
+        (Ok(held), Ok(found)) => (held.st_dev, held.st_ino) == (found.st_dev, found.st_ino),
+        _ => false,
+    }
 }
 
 /// How long a looked-up home directory is reused while `/etc/passwd` is
@@ -126,7 +161,7 @@ pub fn gather(
     uid: u32,
     request: &ExecRequest,
 ) -> Result<Gathered, PreconditionError> {
-    let cwd = cwd_of(cwd_dir)?;
+    let cwd = cwd_of(cwd_dir, &request.cwd)?;
     let home = home_of(uid)?;
     // The workspace is the git root when there is one: one walk, not two.
     let git_root = host::git_root(&cwd);
@@ -246,13 +281,47 @@ mod tests {
     #[test]
     fn cwd_comes_from_the_descriptor() {
         let tmp = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(tmp.path()).unwrap();
         let dir: OwnedFd = std::fs::File::open(tmp.path()).unwrap().into();
-        assert_eq!(
-            cwd_of(&dir).unwrap(),
-            std::fs::canonicalize(tmp.path()).unwrap()
-        );
+        assert_eq!(cwd_of(&dir, "").unwrap(), real);
         drop(tmp);
-        assert!(matches!(cwd_of(&dir), Err(PreconditionError::CwdDeleted)));
+        assert!(matches!(
+            cwd_of(&dir, ""),
+            Err(PreconditionError::CwdDeleted)
+        ));
+    }
+
+    #[test]
+    fn a_claimed_cwd_is_taken_only_when_it_is_the_kernels_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let work = root.join("work");
+        let other = root.join("other");
+        fs::create_dir_all(work.join("sub")).unwrap();
+        fs::create_dir(&other).unwrap();
+        std::os::unix::fs::symlink(&work, root.join("link")).unwrap();
+        let dir: OwnedFd = std::fs::File::open(&work).unwrap().into();
+        let name = |p: &Path| p.to_str().unwrap().to_owned();
+        assert_eq!(cwd_of(&dir, &name(&work)).unwrap(), work);
+        // Another directory, a link to this one, a way round through `..`,
+        // a relative or doubled-up spelling: each is answered by the kernel.
+        for lie in [
+            name(&other),
+            name(&root.join("link")),
+            format!("{}/sub/..", work.display()),
+            format!("{}//", work.display()),
+            format!("{}/.", work.display()),
+            String::from("work"),
+        ] {
+            assert_eq!(cwd_of(&dir, &lie).unwrap(), work, "{lie}");
+        }
+        // A directory put where the deleted one was is not it.
+        fs::remove_dir_all(&work).unwrap();
+        fs::create_dir(&work).unwrap();
+        assert!(matches!(
+            cwd_of(&dir, &name(&work)),
+            Err(PreconditionError::CwdDeleted)
+        ));
     }
 
     #[test]
