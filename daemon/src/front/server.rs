@@ -22,8 +22,9 @@ use crate::pinned::PinnedPeer;
 use crate::pipeline::{self, Inbound};
 use crate::state::Daemon;
 
-/// How long the next command's spare, and the removal of what a finished
-/// command left, wait for its client to hang up before they go ahead.
+/// How long the next command's spare, the removal of what a finished
+/// command left, and the hand-over of a judged call's session states wait
+/// for its client to hang up before they go ahead.
 const AFTER_CLIENT: Duration = Duration::from_millis(100);
 
 /// Serves until `stop` turns true, then stops accepting and returns the
@@ -152,14 +153,12 @@ async fn handle(daemon: Arc<Daemon>, mut stream: UnixStream) {
             };
             let peer = at_request(&daemon, &stream, peer);
             let (_reader, writer) = stream.into_split();
-            crate::front::hooks::tool_call(
-                &daemon,
-                peer,
-                request,
-                cwd_dir,
-                &mut Writer::new(writer),
-            )
-            .await;
+            let mut writer = Writer::new(writer);
+            crate::front::hooks::tool_call(&daemon, peer, request, cwd_dir, &mut writer).await;
+            // The session states it stepped are handed over (a thread
+            // woken) once the client is gone, not while it still answers
+            // its runtime.
+            writer.close_and_outwait(AFTER_CLIENT).await;
         }
         ClientMsg::Note(request) => {
             drop(fds);
