@@ -28,6 +28,7 @@
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use praxis_policy::{Decision, Policy, Verdict};
 use praxis_proto::{CredentialSpec, ExecRequest, ServerMsg};
@@ -54,6 +55,9 @@ pub const KILL_SWITCH_RULE: &str = "kill_switch";
 
 /// Role of a request that claims none.
 pub const DEFAULT_ROLE: &str = "agent";
+
+/// How long a running command's session step waits before it is saved.
+const SAVE_BESIDE_A_COMMAND: Duration = Duration::from_millis(100);
 
 /// A request as it arrived: the message and the descriptors passed with it.
 pub struct Inbound {
@@ -117,9 +121,17 @@ pub async fn run(
                         let daemon = Arc::clone(daemon);
                         let trail = trail.clone();
                         move |pid: i32| {
-                            // The ALLOW is out: the session's step may be
-                            // saved while the command runs, however long.
-                            daemon.sessions.hand_over();
+                            // The ALLOW is out: the session's step is saved
+                            // while the command runs, however long, but not
+                            // beside a short command and its client (saving
+                            // wakes a thread that rewrites and syncs a file):
+                            // the front hands it over once the client is
+                            // gone, and this only for a command still running.
+                            let sessions = Arc::clone(&daemon.sessions);
+                            tokio::spawn(async move {
+                                tokio::time::sleep(SAVE_BESIDE_A_COMMAND).await;
+                                sessions.hand_over();
+                            });
                             let audit = Arc::clone(&daemon.audit);
                             tokio::spawn(
                                 async move { outcome::started(&audit, &trail, pid).await },
