@@ -1,7 +1,8 @@
 //! What a command reaches beyond its words, against a real praxisd: a link
 //! in the workspace to a secret, a pattern that could name one, the home
 //! spelled through an expansion, a network query carrying a file, and a
-//! runtime's file tool reading through a link.
+//! runtime's file tool reading through a link, and a client that names
+//! another working directory than the one it passes.
 
 mod common;
 
@@ -125,5 +126,60 @@ fn network_queries_carrying_a_file_and_remote_code_are_held() {
         "git branch --delete --force main",
     ] {
         held(&d.run(&["-c", command]));
+    }
+}
+
+/// `rm config` as a Claude Code call whose text says it runs in `cwd`.
+fn rm_config_in(cwd: &std::path::Path) -> praxis_proto::JudgeRequest {
+    praxis_proto::JudgeRequest {
+        subject: praxis_proto::Subject::Command {
+            command: praxis_proto::Command::Shell(String::from("rm config")),
+        },
+        cwd: cwd.display().to_string(),
+        role: None,
+        session: None,
+        runtime: Some(String::from("claude-code")),
+        tool_call_id: None,
+        tool: Some(String::from("Bash")),
+        env: Vec::new(),
+        attended: false,
+        runs_through_praxis_run: true,
+        agent_text: None,
+    }
+}
+
+#[test]
+fn a_client_naming_another_cwd_is_judged_where_it_passed() {
+    use praxis_proto::Verdict;
+    let d = Daemon::start_in_git();
+    let git = d.work().join(".git");
+    let notes = d.work().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("config"), "a note").unwrap();
+    symlink(&git, d.work().join("meta")).unwrap();
+    let open = |p: &std::path::Path| std::fs::File::open(p).unwrap();
+
+    // Told the truth, removing the workspace's note is an ordinary change
+    // and removing the repository's config is not.
+    let honest = d.judge_raw(rm_config_in(&notes), &open(&notes));
+    assert_eq!(honest.decision, Verdict::Allow, "{}", honest.reason);
+    let protected = d.judge_raw(rm_config_in(&git), &open(&git));
+    assert_ne!(protected.decision, Verdict::Allow, "{}", protected.reason);
+
+    // The repository's directory passed, named as the notes, through a
+    // link to it, or round through `..`: judged where it is.
+    for named in [
+        notes.clone(),
+        d.work().join("meta"),
+        notes.join("..").join(".git"),
+    ] {
+        let frame = d.judge_raw(rm_config_in(&named), &open(&git));
+        assert_eq!(
+            frame.decision,
+            protected.decision,
+            "named {}: {}",
+            named.display(),
+            frame.reason
+        );
     }
 }

@@ -5,38 +5,14 @@
 mod common;
 
 use std::fs::File;
-use std::io::IoSlice;
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 
 use common::Daemon;
-use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
-use praxis_proto::frame::{Frame, read_frame};
-use praxis_proto::{ClientMsg, Command, DecisionFrame, JudgeRequest, ServerMsg, Subject, Verdict};
+use praxis_proto::{Command, DecisionFrame, JudgeRequest, Subject, Verdict};
 
-/// Sends `request` to praxisd as a client of its own would, the cwd's
-/// descriptor beside it, and reads the decision.
+/// Sends `request` to praxisd as a client of its own would.
 fn judge(d: &Daemon, request: JudgeRequest) -> DecisionFrame {
-    let stream = UnixStream::connect(d.socket()).unwrap();
     let cwd = File::open(&request.cwd).unwrap();
-    let bytes = Frame::message(&ClientMsg::Judge(request))
-        .unwrap()
-        .encode()
-        .unwrap();
-    let fds = [cwd.as_raw_fd()];
-    let sent = sendmsg::<()>(
-        stream.as_raw_fd(),
-        &[IoSlice::new(&bytes)],
-        &[ControlMessage::ScmRights(&fds)],
-        MsgFlags::empty(),
-        None,
-    )
-    .unwrap();
-    assert_eq!(sent, bytes.len());
-    match read_frame(&mut &stream).unwrap().parse_message().unwrap() {
-        ServerMsg::Decision(frame) => frame,
-        other => panic!("not a decision: {other:?}"),
-    }
+    d.judge_raw(request, &cwd)
 }
 
 /// `ls`, asked for by an attended runtime whose agent wrote `text`.

@@ -195,6 +195,39 @@ impl Daemon {
         }
     }
 
+    /// Sends a judge request to praxisd's socket as a client would, `cwd`
+    /// passed beside it as the working directory's descriptor (whatever
+    /// the request's text says), and reads the decision.
+    pub fn judge_raw(
+        &self,
+        request: praxis_proto::JudgeRequest,
+        cwd: &std::fs::File,
+    ) -> praxis_proto::DecisionFrame {
+        use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+        use praxis_proto::frame::{Frame, read_frame};
+        use praxis_proto::{ClientMsg, ServerMsg};
+        use std::os::fd::AsRawFd;
+        let stream = UnixStream::connect(self.socket()).unwrap();
+        let bytes = Frame::message(&ClientMsg::Judge(request))
+            .unwrap()
+            .encode()
+            .unwrap();
+        let fds = [cwd.as_raw_fd()];
+        let sent = sendmsg::<()>(
+            stream.as_raw_fd(),
+            &[std::io::IoSlice::new(&bytes)],
+            &[ControlMessage::ScmRights(&fds)],
+            MsgFlags::empty(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(sent, bytes.len());
+        match read_frame(&mut &stream).unwrap().parse_message().unwrap() {
+            ServerMsg::Decision(frame) => frame,
+            other => panic!("not a decision: {other:?}"),
+        }
+    }
+
     pub fn socket(&self) -> PathBuf {
         self.dir.path().join("run/praxis/praxisd.sock")
     }
