@@ -40,6 +40,7 @@ pub mod private_tmp;
 pub mod program_cache;
 pub mod recovery;
 pub mod reload;
+pub mod resident;
 pub mod socket_relay;
 pub mod spawn;
 pub mod stage;

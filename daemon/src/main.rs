@@ -16,7 +16,7 @@ use praxis_daemon::stage::kill_switch;
 use praxis_daemon::state::Daemon;
 use praxis_daemon::store::audit::{self, AuditStore, Durability, Event, EventKind};
 use praxis_daemon::store::{approvals, credentials};
-use praxis_daemon::{errors, private_tmp, reload};
+use praxis_daemon::{errors, private_tmp, reload, resident};
 use praxis_proto::{Layout, Mode};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -415,6 +415,10 @@ async fn run(daemon: Arc<Daemon>, console: std::net::TcpListener) -> Result<i32,
         tokio::spawn(praxis_daemon::front::fleet::run(Arc::clone(&daemon), fleet));
     }
     tokio::spawn(sweep_private_tmp(Arc::clone(&daemon)));
+    // Every command and hook starts praxis-run: its pages stay in memory.
+    if let Some(client) = resident::client_beside_this_program() {
+        tokio::spawn(resident::keep(client));
+    }
     let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;

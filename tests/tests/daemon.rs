@@ -35,6 +35,27 @@ fn allowed_commands_keep_their_exit_status_and_stdin() {
     assert_eq!(out.stdout, b"x\n");
 }
 
+/// praxisd maps the praxis-run installed beside it, so the pages every
+/// command and hook starts with stay in memory between an agent's calls.
+#[test]
+fn the_daemon_keeps_its_client_program_mapped() {
+    let d = Daemon::start();
+    let client = std::fs::canonicalize(bin("praxis-run")).unwrap();
+    let client = client.to_str().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", d.pid())).unwrap();
+        if maps.lines().any(|line| line.ends_with(client)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "praxisd does not map {client}:\n{maps}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Started with its stdin closed, praxis-run stands `/dev/null` in for it
 /// before it opens anything: else the working directory it opens next would
 /// take descriptor 0 and go to the command as its stdin.
