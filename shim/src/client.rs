@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io::{self, IoSlice, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::os::unix::process::CommandExt;
@@ -151,19 +151,35 @@ fn send_with_fds(stream: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> Result<usi
     }
 }
 
+/// Descriptors a request handed praxisd, or made to, that the client keeps
+/// open until praxisd has answered. While a unix socket is in flight (sent
+/// with `SCM_RIGHTS`, not yet received), closing any unix socket makes the
+/// kernel queue its collector of unreachable sockets: a worker woken on the
+/// request's path, beside the client. Once praxisd answers, it has taken
+/// everything sent, and closing these costs nothing.
+#[must_use = "dropping it closes the descriptors while praxisd may not have taken them"]
+pub struct InFlight(Vec<OwnedFd>);
+
+impl InFlight {
+    /// Keeps `fd` open until this is dropped.
+    pub fn keep(&mut self, fd: impl Into<OwnedFd>) {
+        self.0.push(fd.into());
+    }
+}
+
 /// Opens a request to praxisd and sends its first frame, with `fds`
 /// passed beside it: through praxisd's door when it has one, else by
 /// connecting (starting a user-mode daemon if needed). Every later read
 /// and write is bounded by what is left of the decision deadline.
-pub fn open_request(msg: &ClientMsg, fds: &[RawFd]) -> Result<UnixStream, ClientError> {
+pub fn open_request(msg: &ClientMsg, fds: &[RawFd]) -> Result<(UnixStream, InFlight), ClientError> {
     let bytes = Frame::message(msg)?.encode()?;
-    if let Some(stream) = through_door(&Layout::detect(), &bytes, fds)? {
-        return Ok(stream);
+    if let Some(opened) = through_door(&Layout::detect(), &bytes, fds)? {
+        return Ok(opened);
     }
     let stream = connect()?;
     set_deadline(&stream, Some(crate::deadline::decision_left()))?;
     send_encoded(&stream, &bytes, fds)?;
-    Ok(stream)
+    Ok((stream, InFlight(Vec::new())))
 }
 
 /// Hands praxisd a connection through its door: one end of a socketpair
@@ -175,7 +191,7 @@ fn through_door(
     layout: &Layout,
     first: &[u8],
     fds: &[RawFd],
-) -> Result<Option<UnixStream>, ClientError> {
+) -> Result<Option<(UnixStream, InFlight)>, ClientError> {
     let (Ok(door), Ok(address)) = (UnixDatagram::unbound(), UnixAddr::new(&layout.door())) else {
         return Ok(None);
     };
@@ -195,10 +211,12 @@ fn through_door(
     if knock.is_err() {
         return Ok(None);
     }
-    drop(theirs);
+    // Our copy of their end, and the door socket, are unix sockets: closed
+    // once praxisd has answered, not while their end is in flight.
+    let in_flight = InFlight(vec![theirs.into(), door.into()]);
     ours.set_nonblocking(false)?;
     (&ours).write_all(&first[sent..])?;
-    Ok(Some(ours))
+    Ok(Some((ours, in_flight)))
 }
 
 /// Sends a later frame (a cancel).

@@ -103,10 +103,13 @@ pub fn run(
         .map_or(DEFAULT_COMMAND_LIMIT, Duration::from_secs)
         .saturating_add(deadline::AFTER_LIMIT);
     let fds = [stdin.as_raw_fd(), cwd_dir.as_raw_fd()];
-    let stream = client::open_request(&ClientMsg::Exec(request), &fds)?;
-    drop((stdin, cwd_dir));
+    let (stream, mut in_flight) = client::open_request(&ClientMsg::Exec(request), &fds)?;
+    // Closed once praxisd has taken them: stdin may be a unix socket (a
+    // Node.js parent's pipes are).
+    in_flight.keep(stdin);
+    in_flight.keep(cwd_dir);
     connected(&stream);
-    replies(&stream, sink, limit)
+    replies(&stream, sink, limit, in_flight)
 }
 
 /// The longest a command runs when it asks for no limit: the shipped
@@ -120,6 +123,7 @@ fn replies(
     stream: &UnixStream,
     sink: &mut dyn Sink,
     limit: Duration,
+    in_flight: client::InFlight,
 ) -> Result<Outcome, ClientError> {
     let undecided = |e: ClientError| match e {
         ClientError::Protocol(praxis_proto::FrameError::Closed) => ClientError::Refused(
@@ -145,6 +149,7 @@ fn replies(
             )));
         }
     };
+    drop(in_flight);
     if decision.decision != Verdict::Allow {
         return Ok(Outcome::Refused(decision));
     }

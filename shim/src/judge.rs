@@ -45,8 +45,11 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
         runs_through_praxis_run: caller.runs_through_praxis_run,
         agent_text: caller.agent_text.clone(),
     };
-    let stream = client::open_request(&ClientMsg::Judge(request), &[cwd_dir.as_raw_fd()])?;
-    match client::recv(&stream)?.parse_message::<ServerMsg>()? {
+    let (stream, in_flight) =
+        client::open_request(&ClientMsg::Judge(request), &[cwd_dir.as_raw_fd()])?;
+    let reply = client::recv(&stream);
+    drop(in_flight);
+    match reply?.parse_message::<ServerMsg>()? {
         ServerMsg::Decision(frame) => Ok(frame),
         ServerMsg::Error(e) => Err(ClientError::Refused(e.reason)),
         _ => Err(ClientError::Refused(String::from(
@@ -59,8 +62,10 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
 /// Returns the session control plane's steer for the agent, if the note
 /// reached a boundary.
 pub fn note(request: NoteRequest) -> Result<Option<String>, ClientError> {
-    let stream = client::open_request(&ClientMsg::Note(request), &[])?;
-    match client::recv(&stream)?.parse_message::<ServerMsg>()? {
+    let (stream, in_flight) = client::open_request(&ClientMsg::Note(request), &[])?;
+    let reply = client::recv(&stream);
+    drop(in_flight);
+    match reply?.parse_message::<ServerMsg>()? {
         ServerMsg::Operator {
             reply: OperatorReply::Noted { steer },
         } => Ok(Some(steer)),
