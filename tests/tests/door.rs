@@ -92,6 +92,46 @@ fn praxis_run_comes_through_the_door_and_falls_back_without_it() {
     assert_eq!(out.stdout, b"through the socket\n");
 }
 
+/// praxis-run hands its connection in before it has built its request (a
+/// hook still reads its event): praxisd waits on it for the request, and a
+/// connection its client leaves without one ends quietly.
+#[test]
+fn a_connection_handed_in_before_its_request_waits_for_it() {
+    let d = Daemon::start();
+    let (early, theirs) = UnixStream::pair().unwrap();
+    knock(&d, &[theirs.as_raw_fd()]);
+    drop(theirs);
+    let (left, theirs) = UnixStream::pair().unwrap();
+    knock(&d, &[theirs.as_raw_fd()]);
+    drop(theirs);
+    drop(left);
+    std::thread::sleep(Duration::from_millis(300));
+    (&early)
+        .write_all(&frame(&ClientMsg::Operator {
+            request: OperatorRequest::Status,
+        }))
+        .unwrap();
+    early
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let reply: ServerMsg = read_frame(&mut &early).unwrap().parse_message().unwrap();
+    assert!(
+        matches!(
+            reply,
+            ServerMsg::Operator {
+                reply: OperatorReply::Status(_)
+            }
+        ),
+        "{reply:?}"
+    );
+    assert!(matches!(
+        status_through_the_door(&d),
+        ServerMsg::Operator {
+            reply: OperatorReply::Status(_)
+        }
+    ));
+}
+
 /// An echo server in a process of its own: it sends back whatever its
 /// one connection sends it.
 struct Echo(Child);

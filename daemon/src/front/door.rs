@@ -10,6 +10,12 @@
 //! wake, and the request is already waiting on the connection. From there
 //! the connection is served exactly as an accepted one.
 //!
+//! `praxis-run` knocks as soon as it starts, before its request is built
+//! (a hook still reads its event, a command opens its directory): praxisd
+//! takes the connection in, checks it and waits on it for the first frame
+//! while the client works, so that work is off the request's path. The
+//! frame then wakes praxisd once more, as a connection's request would.
+//!
 //! What the door takes: exactly one descriptor, a connected unix stream
 //! socket, made by the process that sent it. The kernel vouches for the sender
 //! (`SCM_CREDENTIALS`, asked with `SO_PASSCRED`) and for the maker of the

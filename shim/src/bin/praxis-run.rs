@@ -121,6 +121,7 @@ fn run(args: Args) -> i32 {
         eprintln!("{USAGE}");
         return EXIT_HOLD;
     };
+    client::knock_early();
     let cwd_dir = match std::fs::File::open(".") {
         Ok(dir) => dir,
         Err(e) => return fail_closed(&ClientError::Io(e)),
@@ -216,6 +217,7 @@ fn run_hook(rest: &[String]) -> i32 {
             return answer.code;
         }
     };
+    client::knock_early();
     // Room for a usual event at once: grown from empty, a read takes a
     // system call for every doubling.
     let mut input = String::with_capacity(HOOK_EVENT_ROOM);
