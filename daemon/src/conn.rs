@@ -175,7 +175,25 @@ impl Writer {
     pub async fn close_and_outwait(mut self, within: Duration) {
         let _ = self.inner.shutdown().await;
         let socket: &UnixStream = self.inner.as_ref();
-        let _ = tokio::time::timeout(within, socket.ready(Interest::READABLE)).await;
+        let _ = tokio::time::timeout(within, hung_up(socket)).await;
+    }
+}
+
+/// Returns once the peer has closed its end. Readiness alone does not
+/// tell: it stays set from the request's own bytes until a read finds
+/// nothing more, so each wake reads (what a client sends now is of no use).
+async fn hung_up(socket: &UnixStream) {
+    let mut byte = [0u8; 1];
+    loop {
+        if socket.ready(Interest::READABLE).await.is_err() {
+            return;
+        }
+        match socket.try_read(&mut byte) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return,
+        }
     }
 }
 
@@ -187,4 +205,41 @@ pub async fn refuse(stream: &mut UnixStream, reason: String) {
         let _ = stream.write_all(&bytes).await;
     }
     let _ = stream.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The request's bytes leave the socket readable until a read finds
+    /// nothing more; closing must still wait for the client itself.
+    #[test]
+    fn closing_waits_for_the_client_after_its_request_was_read() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (mut client, server) = UnixStream::pair().unwrap();
+            client.write_all(b"frame").await.unwrap();
+            let (mut reader, writer) = server.into_split();
+            let mut request = [0u8; 5];
+            reader.read_exact(&mut request).await.unwrap();
+            let closing =
+                tokio::spawn(Writer::new(writer).close_and_outwait(Duration::from_secs(60)));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert!(
+                !closing.is_finished(),
+                "returned with the client still there"
+            );
+            let mut rest = Vec::new();
+            client.read_to_end(&mut rest).await.unwrap();
+            assert!(rest.is_empty(), "our side was not shut");
+            drop(client);
+            tokio::time::timeout(Duration::from_secs(10), closing)
+                .await
+                .expect("still waiting after the client hung up")
+                .unwrap();
+        });
+    }
 }
