@@ -175,7 +175,13 @@ impl InFlight {
 pub fn open_request(msg: &ClientMsg, fds: &[RawFd]) -> Result<(UnixStream, InFlight), ClientError> {
     let bytes = Frame::message(msg)?.encode()?;
     let early = EARLY.lock().unwrap_or_else(PoisonError::into_inner).take();
-    if let Some((stream, in_flight)) = early {
+    // praxisd writes nothing on a connection before its request, but a
+    // refusal when it gives up on one left without a request past its idle
+    // limit (a hook's event slow to come): then the request goes in as it
+    // would have without the early knock.
+    if let Some((stream, in_flight)) = early
+        && !answered_already(&stream)
+    {
         set_deadline(&stream, Some(crate::deadline::decision_left()))?;
         send_encoded(&stream, &bytes, fds)?;
         return Ok((stream, in_flight));
@@ -187,6 +193,12 @@ pub fn open_request(msg: &ClientMsg, fds: &[RawFd]) -> Result<(UnixStream, InFli
     set_deadline(&stream, Some(crate::deadline::decision_left()))?;
     send_encoded(&stream, &bytes, fds)?;
     Ok((stream, InFlight(Vec::new())))
+}
+
+/// Whether praxisd has written to (or closed) `stream` already.
+fn answered_already(stream: &UnixStream) -> bool {
+    let mut fds = [PollFd::new(stream.as_fd(), PollFlags::POLLIN)];
+    !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0))
 }
 
 /// A connection handed praxisd before its request was built.

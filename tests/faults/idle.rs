@@ -3,9 +3,10 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::Daemon;
+use crate::common::{Daemon, bin};
 
 /// Reads until the daemon closes the connection; returns how long it took.
 fn dropped_after(mut stream: UnixStream) -> Duration {
@@ -42,4 +43,37 @@ fn idle_and_half_sent_connections_are_dropped() {
     }
     let out = d.run(&["--", "true"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// praxis-run hands its connection in before it reads a hook's event; an
+/// event that comes after the idle limit finds that connection dropped,
+/// and the request goes in through a new one.
+#[test]
+fn a_hook_event_slower_than_the_idle_limit_is_still_judged() {
+    let d = Daemon::start_with(&[("praxis.toml", "idle_timeout_ms = 300\n")], &[]);
+    let mut hook = d
+        .cmd(&bin("praxis-run"))
+        .args(["hook", "claude-code"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(900));
+    let event = serde_json::json!({
+        "session_id": "slow-event",
+        "transcript_path": "/dev/null",
+        "cwd": d.work(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "git status"},
+    });
+    let mut stdin = hook.stdin.take().unwrap();
+    stdin.write_all(event.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    let out = hook.wait_with_output().unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        answer.contains("\"permissionDecision\":\"allow\""),
+        "{answer}"
+    );
 }
