@@ -163,7 +163,8 @@ impl Resident {
     }
 
     /// The inode mapped now, if any.
-    pub fn mapped_inode(&self) -> Option<u64> {
+    #[cfg(test)]
+    fn mapped_inode(&self) -> Option<u64> {
         self.mapping.as_ref().map(|m| m.stamp.ino)
     }
 }
