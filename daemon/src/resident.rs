@@ -26,7 +26,7 @@ const CHECK_EVERY: Duration = Duration::from_secs(20);
 
 /// Why the client program could not be kept in memory.
 #[derive(Debug, thiserror::Error)]
-pub enum ResidentError {
+enum ResidentError {
     #[error("cannot open {path}: {source}")]
     Open { path: PathBuf, source: io::Error },
     #[error("{0} is empty")]
@@ -122,13 +122,13 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
 }
 
 /// One program kept in memory.
-pub struct Resident {
+struct Resident {
     path: PathBuf,
     mapping: Option<Mapping>,
 }
 
 impl Resident {
-    pub fn new(path: PathBuf) -> Resident {
+    fn new(path: PathBuf) -> Resident {
         Resident {
             path,
             mapping: None,
@@ -138,7 +138,7 @@ impl Resident {
     /// Maps the file at the path if it is not the one mapped (or none is),
     /// else reads back what was reclaimed. On an error the old mapping is
     /// dropped: it holds a file that is no longer there.
-    pub fn refresh(&mut self) -> Result<(), ResidentError> {
+    fn refresh(&mut self) -> Result<(), ResidentError> {
         let now = std::fs::metadata(&self.path)
             .map(|meta| stamp(&meta))
             .map_err(|source| ResidentError::Open {

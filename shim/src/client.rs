@@ -179,20 +179,28 @@ pub fn open_request(msg: &ClientMsg, fds: &[RawFd]) -> Result<(UnixStream, InFli
     // refusal when it gives up on one left without a request past its idle
     // limit (a hook's event slow to come): then the request goes in as it
     // would have without the early knock.
-    if let Some((stream, in_flight)) = early
-        && !answered_already(&stream)
-    {
-        set_deadline(&stream, Some(crate::deadline::decision_left()))?;
-        send_encoded(&stream, &bytes, fds)?;
-        return Ok((stream, in_flight));
-    }
-    if let Some(opened) = through_door(&Layout::detect(), &bytes, fds)? {
-        return Ok(opened);
-    }
-    let stream = connect()?;
+    let (stream, in_flight) = match early {
+        Some((stream, in_flight)) if !answered_already(&stream) => (stream, in_flight),
+        given_up => {
+            // Closed before the next knock, not while its end is in flight.
+            drop(given_up);
+            if let Some(opened) = through_door(&Layout::detect(), &bytes, fds)? {
+                return Ok(opened);
+            }
+            (connect()?, InFlight(Vec::new()))
+        }
+    };
     set_deadline(&stream, Some(crate::deadline::decision_left()))?;
     send_encoded(&stream, &bytes, fds)?;
-    Ok((stream, InFlight(Vec::new())))
+    Ok((stream, in_flight))
+}
+
+/// Reads praxisd's first reply to a request, then closes what the request
+/// kept in flight: by its answer praxisd has taken everything sent.
+pub fn recv_answer(stream: &UnixStream, in_flight: InFlight) -> Result<Frame, ClientError> {
+    let reply = recv(stream);
+    drop(in_flight);
+    reply
 }
 
 /// Whether praxisd has written to (or closed) `stream` already.

@@ -137,7 +137,7 @@ fn replies(
         }
         other => other,
     };
-    let decision = match client::recv(stream)
+    let decision = match client::recv_answer(stream, in_flight)
         .map_err(undecided)?
         .parse_message::<ServerMsg>()?
     {
@@ -149,7 +149,6 @@ fn replies(
             )));
         }
     };
-    drop(in_flight);
     if decision.decision != Verdict::Allow {
         return Ok(Outcome::Refused(decision));
     }

@@ -47,9 +47,7 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
     };
     let (stream, in_flight) =
         client::open_request(&ClientMsg::Judge(request), &[cwd_dir.as_raw_fd()])?;
-    let reply = client::recv(&stream);
-    drop(in_flight);
-    match reply?.parse_message::<ServerMsg>()? {
+    match client::recv_answer(&stream, in_flight)?.parse_message::<ServerMsg>()? {
         ServerMsg::Decision(frame) => Ok(frame),
         ServerMsg::Error(e) => Err(ClientError::Refused(e.reason)),
         _ => Err(ClientError::Refused(String::from(
@@ -63,9 +61,7 @@ pub fn judge(subject: Subject, cwd: &Path, caller: &Caller) -> Result<DecisionFr
 /// reached a boundary.
 pub fn note(request: NoteRequest) -> Result<Option<String>, ClientError> {
     let (stream, in_flight) = client::open_request(&ClientMsg::Note(request), &[])?;
-    let reply = client::recv(&stream);
-    drop(in_flight);
-    match reply?.parse_message::<ServerMsg>()? {
+    match client::recv_answer(&stream, in_flight)?.parse_message::<ServerMsg>()? {
         ServerMsg::Operator {
             reply: OperatorReply::Noted { steer },
         } => Ok(Some(steer)),
