@@ -368,50 +368,82 @@ unsafe fn listen_and_hand_over(
 }
 
 /// Mounts the private `/tmp` and `/var/tmp` over the host's, then binds
-/// back each tree that must stay in reach at its own path. Every source is
+/// back each tree that must stay in reach at its own path; the errno of the
+/// first step that fails (the mounts made before it stay). Every source is
 /// opened first: once `/tmp` is covered, a source under it is out of sight.
+/// With `held` (a launcher made ahead: one descriptor per source, in the
+/// plan's order, that the daemon opened), each source must be the very
+/// inode held.
 ///
 /// # Safety
 /// Raw system calls on prepared data only; to be called in the cloned
-/// child, in its own mount namespace.
-unsafe fn private_tmp(fd: RawFd, tmp: &crate::private_tmp::TmpPlan) {
-    // SAFETY: (whole block) raw system calls on prepared C strings and
-    // stack values; every descriptor opened here is closed here.
+/// child or a launcher, in its own mount namespace.
+pub(crate) unsafe fn mount_tmp(
+    tmp: &crate::private_tmp::TmpPlan,
+    held: Option<&[RawFd]>,
+) -> Result<(), i32> {
+    let mut covers = [-1 as RawFd; 2];
+    let mut shown = [-1 as RawFd; crate::private_tmp::MAX_SHOWN];
+    let sources = covers
+        .iter_mut()
+        .zip(tmp.covers.iter().map(|(source, _)| source))
+        .chain(shown.iter_mut().zip(tmp.shown.iter()));
+    let mut opened = Ok(());
+    // SAFETY: (whole block) raw system calls on prepared C strings, stack
+    // values and open descriptors; every descriptor opened here is closed
+    // here.
     unsafe {
-        let check = |stage, ok: bool| {
-            if !ok {
-                fail(fd, stage, errno());
-            }
-        };
-        let open = |path: &CStr| {
-            libc::open(
+        for (i, (slot, path)) in sources.enumerate() {
+            *slot = libc::open(
                 path.as_ptr(),
                 libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        let mut covers = [-1 as RawFd; 2];
-        let mut shown = [-1 as RawFd; crate::private_tmp::MAX_SHOWN];
-        for (slot, (source, _)) in covers.iter_mut().zip(tmp.covers.iter()) {
-            *slot = open(source);
-            check(Stage::Mount, *slot >= 0);
-        }
-        for (slot, path) in shown.iter_mut().zip(tmp.shown.iter()) {
-            *slot = open(path);
-            check(Stage::Mount, *slot >= 0);
-        }
-        let bound = |source, recursive, onto| {
-            if let Err(err) = bind(source, recursive, 0, onto) {
-                fail(fd, Stage::Mount, err);
+            );
+            let same = held.is_none_or(|held| held.get(i).is_some_and(|&h| same_inode(*slot, h)));
+            if *slot < 0 || !same {
+                opened = Err(if *slot < 0 { errno() } else { libc::ESTALE });
+                break;
             }
+        }
+        let mounted = opened.and_then(|()| bind_tmp(&covers, &shown, tmp));
+        for source in covers.into_iter().chain(shown).filter(|&s| s >= 0) {
             libc::close(source);
-        };
+        }
+        mounted
+    }
+}
+
+/// Whether two descriptors name the same inode. Async-signal-safe.
+fn same_inode(a: RawFd, b: RawFd) -> bool {
+    // SAFETY: fstat into zeroed stack values.
+    unsafe {
+        let (mut x, mut y): (libc::stat, libc::stat) = (std::mem::zeroed(), std::mem::zeroed());
+        libc::fstat(a, &mut x) == 0
+            && libc::fstat(b, &mut y) == 0
+            && (x.st_dev, x.st_ino) == (y.st_dev, y.st_ino)
+    }
+}
+
+/// Binds the private `/tmp` of `tmp` from its sources, opened already, in
+/// their order: each private directory over the one it covers, then each
+/// tree shown again at its own path.
+///
+/// # Safety
+/// Raw system calls on open descriptors and prepared C strings.
+unsafe fn bind_tmp(
+    covers: &[RawFd],
+    shown: &[RawFd],
+    tmp: &crate::private_tmp::TmpPlan,
+) -> Result<(), i32> {
+    // SAFETY: (whole block) binds of open descriptors onto prepared paths.
+    unsafe {
         for (&source, (_, covered)) in covers.iter().zip(tmp.covers.iter()) {
-            bound(source, false, Onto::Path(covered));
+            bind(source, false, 0, Onto::Path(covered))?;
         }
         for (&source, path) in shown.iter().zip(tmp.shown.iter()) {
-            bound(source, true, Onto::Path(path));
+            bind(source, true, 0, Onto::Path(path))?;
         }
     }
+    Ok(())
 }
 
 /// Sets every catchable signal's disposition back to the default, the
@@ -603,8 +635,10 @@ pub(crate) unsafe fn run(plan: &Plan<'_>) -> ! {
             if copy_mounts_now {
                 check(Stage::Mount, one_way());
             }
-            if let Some(tmp) = plan.tmp {
-                private_tmp(fd, tmp);
+            if let Some(tmp) = plan.tmp
+                && let Err(err) = mount_tmp(tmp, None)
+            {
+                fail(fd, Stage::Mount, err);
             }
             for pin in plan.pins {
                 let path = pin.path.as_ptr();

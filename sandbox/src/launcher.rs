@@ -24,6 +24,13 @@
 //! plan's set-up, so a command sees the host's mounts exactly as they are
 //! when it starts, either way. Where the kernel refuses the copy, the
 //! launcher waits in the host's mounts, and the plan copies them.
+//!
+//! In its copy, a spare's launcher also mounts the private `/tmp` of the
+//! command that wanted the spare (its binds took a fifth of a millisecond
+//! on the request path). The daemon holds every inode those mounts rest
+//! on ([`TmpAhead`]); a command whose plan mounts the same, from paths
+//! that still name those inodes, takes it as it is, and any other takes
+//! the copy as stale.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
@@ -33,6 +40,7 @@ use crate::SandboxError;
 use crate::child::{self, Plan};
 use crate::filter;
 use crate::own_caps;
+use crate::private_tmp::{TmpAhead, TmpPlan};
 use crate::spawner::{self, ChildStack, namespace_of, pipe_cloexec};
 
 /// What the launcher answers on its pipe.
@@ -43,6 +51,11 @@ const PLACED: u8 = 1;
 const UNSHARED: u8 = 2;
 /// As `PLACED`, in a copy of the host's mounts of its own.
 const PLACED_IN_COPY: u8 = 3;
+/// As `PLACED_IN_COPY`, with the private `/tmp` it was given mounted there.
+const PLACED_WITH_TMP: u8 = 4;
+/// As `PLACED_IN_COPY`, but a bind of that `/tmp` failed part way: the
+/// copy is never a command's.
+const PLACED_IN_SPOILED_COPY: u8 = 5;
 
 /// What the launcher reads, in our memory (kept by [`Launcher`]).
 #[derive(Debug)]
@@ -62,6 +75,8 @@ struct Start {
     /// Copy the host's mounts into a mount namespace of its own, ahead
     /// (where the kernel lets it).
     copy_mounts: bool,
+    /// A private `/tmp` to mount in that copy, ahead: the last command's.
+    tmp: Option<TmpAhead>,
 }
 
 /// What a launcher holds of the host's mounts when its command starts.
@@ -69,10 +84,13 @@ struct Start {
 pub(crate) enum MountCopy {
     /// It shares the host's mount namespace.
     None,
-    /// A copy of its own, made ahead, of the mounts the host still has.
-    Current,
+    /// A copy of its own, made ahead, of the mounts the host still has;
+    /// with the command's private `/tmp` mounted in it already when
+    /// `tmp_mounted`.
+    Current { tmp_mounted: bool },
     /// A copy of its own that the host's mounts have changed since (or
-    /// whose currency could not be told).
+    /// whose currency could not be told), or one with a private `/tmp`
+    /// mounted that is not the command's as it would be mounted now.
     Stale,
 }
 
@@ -89,6 +107,10 @@ pub(crate) struct Launcher {
     mount_table: Option<OwnedFd>,
     /// The copy, held from when it was made (where the kernel can name it).
     mount_copy: Option<OwnedFd>,
+    /// What it mounted in the copy: `start.tmp`, or a bind of it that
+    /// failed part way (then the copy is never used).
+    tmp_mounted: bool,
+    spoiled: bool,
     go: (OwnedFd, OwnedFd),
     answer: (OwnedFd, OwnedFd),
     /// What it reads and the stack it runs on, held until it has exec'd
@@ -133,6 +155,14 @@ extern "C" fn launcher_entry(arg: *mut libc::c_void) -> libc::c_int {
         // propagate back is never placed.
         let copied = start.copy_mounts && libc::unshare(libc::CLONE_NEWNS) == 0;
         let placed = placed && (!copied || child::one_way());
+        // The last command's private /tmp, mounted in the copy now: the
+        // next command of the same session takes it as it is.
+        let tmp_bound = match &start.tmp {
+            Some(tmp) if placed && copied => {
+                Some(child::mount_tmp(tmp.plan(), Some(tmp.sources())).is_ok())
+            }
+            _ => None,
+        };
         // What every command's set-up does first whatever its plan, done
         // while waiting (signals stay blocked until the plan unblocks them).
         child::default_handlers();
@@ -145,10 +175,12 @@ extern "C" fn launcher_entry(arg: *mut libc::c_void) -> libc::c_int {
                 libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
                     && child::attach_filter(filter)
             });
-        let answer = match (placed, copied) {
-            (false, _) => FAILED,
-            (true, false) => PLACED,
-            (true, true) => PLACED_IN_COPY,
+        let answer = match (placed, copied, tmp_bound) {
+            (false, _, _) => FAILED,
+            (true, false, _) => PLACED,
+            (true, true, None) => PLACED_IN_COPY,
+            (true, true, Some(true)) => PLACED_WITH_TMP,
+            (true, true, Some(false)) => PLACED_IN_SPOILED_COPY,
         };
         if !tell(start.answer, answer) || !placed {
             libc::_exit(1);
@@ -179,8 +211,10 @@ extern "C" fn launcher_entry(arg: *mut libc::c_void) -> libc::c_int {
 
 impl Launcher {
     /// Clones a launcher and waits until it sits in the cgroups whose
-    /// `cgroup.procs` are `procs` (paying the move here, off the request path).
-    pub(crate) fn place(procs: &[RawFd]) -> Result<Launcher, SandboxError> {
+    /// `cgroup.procs` are `procs` (paying the move here, off the request
+    /// path). One that copies the host's mounts mounts `tmp` there too,
+    /// a private `/tmp` the next command is likely to have.
+    pub(crate) fn place(procs: &[RawFd], tmp: Option<&TmpPlan>) -> Result<Launcher, SandboxError> {
         // Opened before the clone, so that it is flagged by any change
         // the copy may miss.
         let mount_table = match own_caps::effective(caps::Capability::CAP_SYS_ADMIN) {
@@ -200,6 +234,11 @@ impl Launcher {
             bounding: own_caps::droppable_bounding(),
             filter: filter::ahead().ok(),
             copy_mounts: mount_table.is_some(),
+            // Not mounted ahead if its paths cannot be opened now: the
+            // command's plan mounts them (or fails) as it would anyway.
+            tmp: tmp
+                .filter(|_| mount_table.is_some())
+                .and_then(|plan| TmpAhead::open(plan).ok()),
         });
         let stack =
             ChildStack::reused_or_new().map_err(|e| SandboxError::os("a launcher's stack", e))?;
@@ -224,6 +263,8 @@ impl Launcher {
             pidfd,
             mount_table,
             mount_copy: None,
+            tmp_mounted: false,
+            spoiled: false,
             go,
             answer,
             start,
@@ -235,9 +276,11 @@ impl Launcher {
                 launcher.mount_table = None;
                 Ok(launcher)
             }
-            PLACED_IN_COPY => {
+            answer @ (PLACED_IN_COPY | PLACED_WITH_TMP | PLACED_IN_SPOILED_COPY) => {
                 launcher.mount_copy =
                     namespace_of(launcher.pidfd.as_fd(), libc::PIDFD_GET_MNT_NAMESPACE);
+                launcher.tmp_mounted = answer == PLACED_WITH_TMP;
+                launcher.spoiled = answer == PLACED_IN_SPOILED_COPY;
                 Ok(launcher)
             }
             _ => Err(SandboxError::os(
@@ -260,12 +303,22 @@ impl Launcher {
         self.start.filter.is_some()
     }
 
-    /// Whether it copied the host's mounts ahead, and whether the host's
-    /// mounts are still those it copied.
-    pub(crate) fn mount_copy(&self) -> MountCopy {
+    /// Whether it copied the host's mounts ahead, and whether that copy is
+    /// still the one a command with the private `/tmp` of `tmp` would get:
+    /// the host's mounts unchanged since, and the `/tmp` mounted in it, if
+    /// any, that very one.
+    pub(crate) fn mount_copy(&self, tmp: Option<&TmpPlan>) -> MountCopy {
         let Some(table) = &self.mount_table else {
             return MountCopy::None;
         };
+        let tmp_fits = match (self.tmp_mounted, &self.start.tmp, tmp) {
+            (false, _, _) => true,
+            (true, Some(ahead), Some(plan)) => ahead.serves(plan),
+            (true, _, _) => false,
+        };
+        if self.spoiled || !tmp_fits {
+            return MountCopy::Stale;
+        }
         let mut pfd = libc::pollfd {
             fd: table.as_raw_fd(),
             events: libc::POLLPRI,
@@ -276,7 +329,9 @@ impl Launcher {
         if rc < 0 || pfd.revents & (libc::POLLPRI | libc::POLLERR) != 0 {
             MountCopy::Stale
         } else {
-            MountCopy::Current
+            MountCopy::Current {
+                tmp_mounted: self.tmp_mounted,
+            }
         }
     }
 

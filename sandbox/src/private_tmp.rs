@@ -8,10 +8,12 @@
 //! its mount point is made inside the private directory, and the child
 //! opens the tree before covering `/tmp` and binds it back after.
 
-use std::ffi::CString;
-use std::fs;
+use std::ffi::{CStr, CString, OsStr};
+use std::fs::{self, File};
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::SandboxError;
@@ -33,13 +35,25 @@ pub struct PrivateTmp {
 }
 
 /// What the child mounts for a private `/tmp`.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TmpPlan {
     /// Each private directory and the host directory it covers.
     pub(crate) covers: Vec<(CString, CString)>,
     /// Trees under a covered directory shown again at their own path,
     /// outermost first; none inside another.
     pub(crate) shown: Vec<CString>,
+}
+
+impl TmpPlan {
+    /// Where the tree `shown`, under a covered directory, is mounted on:
+    /// inside the private directory that covers it, at the same place.
+    fn mount_point(&self, shown: &Path) -> Option<PathBuf> {
+        self.covers.iter().find_map(|(dir, covered)| {
+            let covered = Path::new(OsStr::from_bytes(covered.to_bytes()));
+            let inside = shown.strip_prefix(covered).ok()?;
+            Some(Path::new(OsStr::from_bytes(dir.to_bytes())).join(inside))
+        })
+    }
 }
 
 fn c_path(path: &Path) -> Result<CString, SandboxError> {
@@ -112,6 +126,85 @@ pub(crate) fn plan(
             .map(|p| c_path(p))
             .collect::<Result<_, _>>()?,
     })
+}
+
+/// A plan's mounts as a launcher made ahead mounts them while it waits, in
+/// its copy of the host's mounts: the plan, and every inode those mounts
+/// rest on held open here (the daemon's namespace, where a plan's paths
+/// are looked up) with the path that named it: the sources (each of which
+/// the launcher, opening it in its copy, checks is the one held) and the
+/// mount points of the trees shown again. Held, none of them is freed and
+/// its number given to another, so a path that still names the same inode
+/// names the very one that was mounted.
+#[derive(Debug)]
+pub(crate) struct TmpAhead {
+    plan: TmpPlan,
+    /// The sources' descriptors, in the plan's order (views of `held`).
+    sources: Vec<RawFd>,
+    held: Vec<(OwnedFd, PathBuf)>,
+}
+
+impl TmpAhead {
+    /// Opens what `plan` mounts and rests on.
+    pub(crate) fn open(plan: &TmpPlan) -> io::Result<TmpAhead> {
+        let path = |c: &CStr| PathBuf::from(OsStr::from_bytes(c.to_bytes()));
+        let sources: Vec<PathBuf> = plan
+            .covers
+            .iter()
+            .map(|(source, _)| path(source))
+            .chain(plan.shown.iter().map(|shown| path(shown)))
+            .collect();
+        let count = sources.len();
+        let mount_points = plan
+            .shown
+            .iter()
+            .map(|shown| plan.mount_point(&path(shown)))
+            .collect::<Option<Vec<PathBuf>>>()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let held = sources
+            .into_iter()
+            .chain(mount_points)
+            .map(|path| {
+                let file = File::options()
+                    .read(true)
+                    .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+                    .open(&path)?;
+                Ok((OwnedFd::from(file), path))
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(TmpAhead {
+            sources: held[..count].iter().map(|(fd, _)| fd.as_raw_fd()).collect(),
+            plan: plan.clone(),
+            held,
+        })
+    }
+
+    /// The plan it holds the inodes of.
+    pub(crate) fn plan(&self) -> &TmpPlan {
+        &self.plan
+    }
+
+    /// The descriptors of the plan's sources, in its order, each to be
+    /// the one bound.
+    pub(crate) fn sources(&self) -> &[RawFd] {
+        &self.sources
+    }
+
+    /// Whether its mounts are what `plan` would mount now: the same plan,
+    /// and each path still naming the inode held (not removed, replaced or
+    /// swapped for a link since).
+    pub(crate) fn serves(&self, plan: &TmpPlan) -> bool {
+        self.plan == *plan && self.held.iter().all(|(fd, path)| names(path, fd))
+    }
+}
+
+/// Whether `path` (its last component not followed) names the inode `fd`
+/// holds.
+fn names(path: &Path, fd: &OwnedFd) -> bool {
+    match (nix::sys::stat::fstat(fd), fs::symlink_metadata(path)) {
+        (Ok(held), Ok(now)) => held.st_dev == now.dev() && held.st_ino == now.ino(),
+        _ => false,
+    }
 }
 
 /// Makes `dir/inside` (and the directories above it) to mount on: a

@@ -492,7 +492,7 @@ pub fn prepare(spec: &Spec) -> Result<Prepared, SandboxError> {
         netns_ahead: private_net && privileged,
         limits: spec.limits,
     };
-    let made = spare::take_or_make(&inputs, &carved)?;
+    let made = spare::take_or_make(&inputs, &carved, tmp_plan.as_ref())?;
     let mut rule_count = made.rule_count;
     if restricted {
         let mut grants = Vec::new();
@@ -659,6 +659,7 @@ pub(crate) struct Launched {
     pub(crate) report: OwnedFd,
     placed_ahead: bool,
     mounts_copied_ahead: bool,
+    tmp_mounted_ahead: bool,
     /// The launcher's copy of the mounts, held since it was made: the
     /// command's mount namespace when `mounts_copied_ahead`, else one it
     /// left (freed with the leftovers, not here).
@@ -708,13 +709,16 @@ pub(crate) fn launch(
         _ => prepared.filter,
     };
     // The launcher's copy of the host's mounts is the command's mount
-    // namespace while it is current; otherwise the launcher goes back
-    // into ours first, and the plan copies them now (or not at all).
+    // namespace while it is current (its private /tmp too, when the copy
+    // has that one mounted); otherwise the launcher goes back into ours
+    // first, and the plan copies them now (or not at all).
     let mount_ns = !prepared.pins.is_empty() || prepared.tmp.is_some();
-    let copy_state = launcher
-        .as_ref()
-        .map_or(MountCopy::None, Launcher::mount_copy);
-    let mounts_copied_ahead = mount_ns && copy_state == MountCopy::Current;
+    let copy_state = launcher.as_ref().map_or(MountCopy::None, |launcher| {
+        launcher.mount_copy(prepared.tmp.as_ref())
+    });
+    let mounts_copied_ahead = mount_ns && matches!(copy_state, MountCopy::Current { .. });
+    let tmp_mounted_ahead =
+        mounts_copied_ahead && copy_state == MountCopy::Current { tmp_mounted: true };
     let host_mount_ns = if copy_state == MountCopy::None || mounts_copied_ahead {
         -1
     } else {
@@ -740,7 +744,7 @@ pub(crate) fn launch(
         mounts_copied_ahead,
         host_mount_ns,
         netns_fd: prepared.netns.as_ref().map_or(-1, AsRawFd::as_raw_fd),
-        tmp: prepared.tmp.as_ref(),
+        tmp: prepared.tmp.as_ref().filter(|_| !tmp_mounted_ahead),
         net: net.as_ref(),
         userns: prepared.userns.as_ref(),
         pins: &prepared.pins.pins,
@@ -776,6 +780,7 @@ pub(crate) fn launch(
         report: report_read,
         placed_ahead,
         mounts_copied_ahead,
+        tmp_mounted_ahead,
         mount_copy,
         handoff: handoff.map(|(ours, _)| ours),
     })
@@ -865,6 +870,7 @@ pub fn spawn(
     child.restrictions = prepared.restrictions();
     child.placed_ahead = launched.placed_ahead;
     child.mounts_copied_ahead = launched.mounts_copied_ahead;
+    child.tmp_mounted_ahead = launched.tmp_mounted_ahead;
     child.scratch = Some(prepared.scratch);
     child.cgroup = prepared.cgroup;
     child.ruleset = Some(prepared.ruleset);
@@ -964,6 +970,7 @@ pub struct Child {
     restrictions: String,
     placed_ahead: bool,
     mounts_copied_ahead: bool,
+    tmp_mounted_ahead: bool,
     egress_listener: Option<TcpListener>,
     socket_listeners: Vec<TcpListener>,
 }
@@ -982,6 +989,7 @@ impl Child {
             restrictions: String::new(),
             placed_ahead: false,
             mounts_copied_ahead: false,
+            tmp_mounted_ahead: false,
             egress_listener: None,
             socket_listeners: Vec::new(),
         }
@@ -1031,6 +1039,13 @@ impl Child {
     /// since), rather than one copied on its way to exec.
     pub fn mounts_copied_ahead(&self) -> bool {
         self.mounts_copied_ahead
+    }
+
+    /// Whether its private `/tmp` was mounted in that copy while the
+    /// launcher waited (the same one, from the same directories, as its
+    /// plan would have mounted), rather than on its way to exec.
+    pub fn tmp_mounted_ahead(&self) -> bool {
+        self.tmp_mounted_ahead
     }
 
     /// The command's private `TMPDIR`.

@@ -31,6 +31,7 @@ use crate::carve_cache::{self, Carved};
 use crate::cgroup::CommandCgroup;
 use crate::fs_rules::{self, Grant};
 use crate::launcher::Launcher;
+use crate::private_tmp::TmpPlan;
 use crate::scratch::ScratchDir;
 use crate::{Limits, SandboxError};
 
@@ -65,8 +66,11 @@ pub(crate) struct Made {
 
 /// Where a command's cgroups (and network namespace) come from.
 pub(crate) enum Placement {
-    /// Made now; `ahead` (a spare), with a launcher placed in them.
-    Make { ahead: bool },
+    /// Made now, for the command at hand: it joins them itself.
+    Make,
+    /// Made now for a spare, with a launcher placed in them that mounts
+    /// `tmp` ahead (the private `/tmp` of the command that wanted it).
+    Ahead { tmp: Option<TmpPlan> },
     /// Made already, with the launcher waiting in them: another command's
     /// spare made with the same limits (with its network namespace), or
     /// those placed at start. A command that differs from the last in
@@ -105,12 +109,12 @@ impl Made {
         fs_rules::add_rules(&ruleset, &carved.rules)?;
         fs_rules::add_rules(&ruleset, &scratch_rules)?;
         let (launcher, cgroup, netns) = match placement {
-            Placement::Make { ahead } => {
+            Placement::Make => (None, CommandCgroup::create(&inputs.limits)?, None),
+            Placement::Ahead { tmp } => {
                 let cgroup = CommandCgroup::create(&inputs.limits)?;
-                let launcher = match &cgroup {
-                    Some(cgroup) if ahead => Launcher::place(&cgroup.procs_fds()).ok(),
-                    _ => None,
-                };
+                let launcher = cgroup
+                    .as_ref()
+                    .and_then(|cgroup| Launcher::place(&cgroup.procs_fds(), tmp.as_ref()).ok());
                 (launcher, cgroup, None)
             }
             Placement::Placed {
@@ -154,11 +158,16 @@ impl Made {
 /// A spare: its inputs, the carve it was made from, and the pieces.
 type Spare = (Inputs, Arc<Carved>, Made);
 
+/// What a spare is made for: the inputs and carve of the command that
+/// wants it, and that command's private `/tmp`, which its launcher mounts
+/// ahead for a next command of the same session.
+type Wanted = (Inputs, Arc<Carved>, Option<TmpPlan>);
+
 /// The spare kept, the one the last command wants made next, and the
 /// inputs of the one being made.
 struct Kept {
     spare: Option<Spare>,
-    wanted: Option<(Inputs, Arc<Carved>)>,
+    wanted: Option<Wanted>,
     making: Option<Inputs>,
     /// Cgroups and a launcher placed from the limits alone, for the first
     /// command (no spare is wanted before a command has run).
@@ -174,7 +183,7 @@ static KEPT: Mutex<Kept> = Mutex::new(Kept {
 });
 /// Signalled when a spare being made is kept (or given up).
 static MADE: Condvar = Condvar::new();
-static MAKER: OnceLock<SyncSender<(Inputs, Arc<Carved>)>> = OnceLock::new();
+static MAKER: OnceLock<SyncSender<Wanted>> = OnceLock::new();
 
 /// How long a command waits for a spare being made for its inputs before
 /// making its own (making one takes about a millisecond).
@@ -196,7 +205,7 @@ pub fn place_ahead(limits: Limits) {
     let Ok(Some(cgroup)) = CommandCgroup::create(&limits) else {
         return;
     };
-    let launcher = Launcher::place(&cgroup.procs_fds()).ok();
+    let launcher = Launcher::place(&cgroup.procs_fds(), None).ok();
     let placement = Placement::Placed {
         launcher,
         cgroup: Some(cgroup),
@@ -231,15 +240,15 @@ pub fn discard_spare() {
 /// client's exit (joining a cgroup holds up every exit and fork meanwhile).
 pub fn make_spare() {
     let mut kept = lock();
-    let Some((inputs, carved)) = kept.wanted.take() else {
+    let Some(wanted) = kept.wanted.take() else {
         return;
     };
     if !ON.load(Ordering::Relaxed) || kept.making.is_some() {
         return;
     }
-    kept.making = Some(inputs.clone());
+    kept.making = Some(wanted.0.clone());
     drop(kept);
-    if maker().try_send((inputs, carved)).is_err() {
+    if maker().try_send(wanted).is_err() {
         lock().making = None;
     }
 }
@@ -252,8 +261,12 @@ fn lock() -> MutexGuard<'static, Kept> {
 /// The pieces for a command with `inputs` and the carve `carved`: the spare
 /// when it was made from both, else made now. With spares on and the carve
 /// kept for later commands, a spare like it is wanted next
-/// ([`make_spare`]).
-pub(crate) fn take_or_make(inputs: &Inputs, carved: &Arc<Carved>) -> Result<Made, SandboxError> {
+/// ([`make_spare`]), its launcher mounting `tmp` ahead.
+pub(crate) fn take_or_make(
+    inputs: &Inputs,
+    carved: &Arc<Carved>,
+    tmp: Option<&TmpPlan>,
+) -> Result<Made, SandboxError> {
     let mut kept = lock();
     if kept.making.as_ref() == Some(inputs) {
         kept = MADE
@@ -264,7 +277,7 @@ pub(crate) fn take_or_make(inputs: &Inputs, carved: &Arc<Carved>) -> Result<Made
     let taken = kept.spare.take();
     let placed = kept.placed.take();
     if ON.load(Ordering::Relaxed) && carve_cache::is_kept(&inputs.carve, carved) {
-        kept.wanted = Some((inputs.clone(), Arc::clone(carved)));
+        kept.wanted = Some((inputs.clone(), Arc::clone(carved), tmp.cloned()));
     }
     drop(kept);
     match (taken, placed) {
@@ -277,20 +290,20 @@ pub(crate) fn take_or_make(inputs: &Inputs, carved: &Arc<Carved>) -> Result<Made
         }
         // Pieces made with other limits are dropped here (their dirs and
         // cgroups go).
-        _ => Made::new(inputs, carved, Placement::Make { ahead: false }),
+        _ => Made::new(inputs, carved, Placement::Make),
     }
 }
 
 /// The thread that makes spares, started on first use.
-fn maker() -> &'static SyncSender<(Inputs, Arc<Carved>)> {
+fn maker() -> &'static SyncSender<Wanted> {
     MAKER.get_or_init(|| {
-        let (asks, asked) = mpsc::sync_channel::<(Inputs, Arc<Carved>)>(1);
+        let (asks, asked) = mpsc::sync_channel::<Wanted>(1);
         let started = std::thread::Builder::new()
             .name(String::from("praxis-spare"))
             .spawn(move || {
-                for (inputs, carved) in asked {
+                for (inputs, carved, tmp) in asked {
                     // A failure only means the next command makes its own.
-                    let made = Made::new(&inputs, &carved, Placement::Make { ahead: true });
+                    let made = Made::new(&inputs, &carved, Placement::Ahead { tmp });
                     let mut kept = lock();
                     kept.making = None;
                     // Turned off meanwhile: nothing may be left behind.
