@@ -44,20 +44,18 @@ impl Peer {
 /// arrive with it, then the payload with plain reads. Descriptors come
 /// close-on-exec so no child can inherit them by accident.
 pub async fn read_first(stream: &mut UnixStream) -> Result<(Frame, Vec<OwnedFd>), FrameError> {
+    let fd = stream.as_raw_fd();
     let mut head = [0u8; HEADER_LEN];
     let mut filled = 0;
     let mut fds: Vec<OwnedFd> = Vec::new();
     while filled < HEADER_LEN {
-        stream.readable().await?;
-        let fd = stream.as_raw_fd();
-        let got = stream.try_io(tokio::io::Interest::READABLE, || {
-            recv_with_fds(fd, &mut head[filled..], &mut fds)
-        });
+        let got =
+            read_now_or_when_ready(stream, || recv_with_fds(fd, &mut head[filled..], &mut fds))
+                .await;
         match got {
             Ok(0) if filled == 0 => return Err(FrameError::Closed),
             Ok(0) => return Err(FrameError::Io(io::ErrorKind::UnexpectedEof.into())),
             Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e.into()),
         }
         if fds.len() > MAX_FDS {
@@ -69,8 +67,40 @@ pub async fn read_first(stream: &mut UnixStream) -> Result<(Frame, Vec<OwnedFd>)
     }
     let header = Header::parse(head)?;
     let mut payload = vec![0u8; header.len];
-    stream.read_exact(&mut payload).await?;
+    let mut filled = 0;
+    while filled < payload.len() {
+        let got = read_now_or_when_ready(stream, || {
+            nix::sys::socket::recv(fd, &mut payload[filled..], MsgFlags::MSG_DONTWAIT)
+                .map_err(io::Error::from)
+        })
+        .await?;
+        if got == 0 {
+            return Err(FrameError::Io(io::ErrorKind::UnexpectedEof.into()));
+        }
+        filled += got;
+    }
     Ok((Frame::decode(header, payload), fds))
+}
+
+/// Reads with `read`, which never blocks: at once first, since a client
+/// writes its request before it waits for the answer, and only when
+/// nothing is there yet through the runtime's readiness. For a connection
+/// just taken in, that readiness starts unknown: asked first, it would
+/// send every request through one more turn of the poller.
+async fn read_now_or_when_ready(
+    stream: &UnixStream,
+    mut read: impl FnMut() -> io::Result<usize>,
+) -> io::Result<usize> {
+    match read() {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => loop {
+            stream.readable().await?;
+            match stream.try_io(Interest::READABLE, &mut read) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                got => return got,
+            }
+        },
+        got => got,
+    }
 }
 
 fn recv_with_fds(fd: RawFd, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
