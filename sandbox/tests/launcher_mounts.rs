@@ -103,16 +103,7 @@ fn mount_namespaces_held() -> Vec<PathBuf> {
 
 #[test]
 fn a_command_on_a_spare_sees_the_hosts_mounts_as_they_are_when_it_starts() {
-    if !praxis_sandbox::limiting().by_cgroup() {
-        println!(
-            "skipping: no cgroup per command here ({})",
-            praxis_sandbox::limiting()
-        );
-        return;
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("skipping: only a daemon with CAP_SYS_ADMIN copies the mounts ahead");
+    if !common::launchers_copy_mounts_here() {
         return;
     }
     praxis_sandbox::keep_spares();

@@ -66,16 +66,7 @@ fn after_the_spare(spec: &Spec, change: impl Fn()) -> Found {
 
 #[test]
 fn a_spare_mounts_the_last_private_tmp_ahead_for_a_command_whose_own_it_is() {
-    if !praxis_sandbox::limiting().by_cgroup() {
-        println!(
-            "skipping: no cgroup per command here ({})",
-            praxis_sandbox::limiting()
-        );
-        return;
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("skipping: only a daemon with CAP_SYS_ADMIN copies the mounts ahead");
+    if !common::launchers_copy_mounts_here() {
         return;
     }
     praxis_sandbox::keep_spares();

@@ -114,6 +114,25 @@ fn dev_null() -> OwnedFd {
     fs::File::open("/dev/null").unwrap().into()
 }
 
+/// Whether spare launchers here copy the host's mounts ahead: commands
+/// get cgroups (so spares have launchers) and this process may copy
+/// mounts (root). Says why not when they do not.
+pub fn launchers_copy_mounts_here() -> bool {
+    if !praxis_sandbox::limiting().by_cgroup() {
+        println!(
+            "skipping: no cgroup per command here ({})",
+            praxis_sandbox::limiting()
+        );
+        return false;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipping: only a daemon with CAP_SYS_ADMIN copies the mounts ahead");
+        return false;
+    }
+    true
+}
+
 /// Starts `argv` in `cwd` under `spec`, its stdio on `/dev/null`.
 pub fn start_in(spec: &Spec, cwd: &Path, argv: &[&str]) -> praxis_sandbox::Child {
     let stdio = Stdio {
