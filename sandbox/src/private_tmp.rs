@@ -42,18 +42,9 @@ pub(crate) struct TmpPlan {
     /// Trees under a covered directory shown again at their own path,
     /// outermost first; none inside another.
     pub(crate) shown: Vec<CString>,
-}
-
-impl TmpPlan {
-    /// Where the tree `shown`, under a covered directory, is mounted on:
-    /// inside the private directory that covers it, at the same place.
-    fn mount_point(&self, shown: &Path) -> Option<PathBuf> {
-        self.covers.iter().find_map(|(dir, covered)| {
-            let covered = Path::new(OsStr::from_bytes(covered.to_bytes()));
-            let inside = shown.strip_prefix(covered).ok()?;
-            Some(Path::new(OsStr::from_bytes(dir.to_bytes())).join(inside))
-        })
-    }
+    /// Where each of `shown` is mounted on, as made in the private
+    /// directory on the host, in the same order.
+    pub(crate) mount_points: Vec<PathBuf>,
 }
 
 fn c_path(path: &Path) -> Result<CString, SandboxError> {
@@ -93,6 +84,7 @@ pub(crate) fn plan(
     kept.sort();
     kept.dedup();
     let mut shown: Vec<&PathBuf> = Vec::new();
+    let mut mount_points = Vec::new();
     for path in kept {
         if shown.iter().any(|outer| path.starts_with(outer)) {
             continue;
@@ -110,9 +102,10 @@ pub(crate) fn plan(
             .map(|(d, c)| (*d, *c))
             .unwrap_or((&private.tmp, COVERED[0]));
         let inside = path.strip_prefix(covered).unwrap_or(path);
-        mount_point(dir, inside, meta.is_dir(), owner)
+        let made = mount_point(dir, inside, meta.is_dir(), owner)
             .map_err(|e| SandboxError::os("making a mount point in the private /tmp", e))?;
         shown.push(path);
+        mount_points.push(made);
     }
     if shown.len() > MAX_SHOWN {
         return Err(SandboxError::Invalid(format!(
@@ -125,6 +118,7 @@ pub(crate) fn plan(
             .into_iter()
             .map(|p| c_path(p))
             .collect::<Result<_, _>>()?,
+        mount_points,
     })
 }
 
@@ -155,15 +149,9 @@ impl TmpAhead {
             .chain(plan.shown.iter().map(|shown| path(shown)))
             .collect();
         let count = sources.len();
-        let mount_points = plan
-            .shown
-            .iter()
-            .map(|shown| plan.mount_point(&path(shown)))
-            .collect::<Option<Vec<PathBuf>>>()
-            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
         let held = sources
             .into_iter()
-            .chain(mount_points)
+            .chain(plan.mount_points.iter().cloned())
             .map(|path| {
                 let file = File::options()
                     .read(true)
@@ -208,13 +196,13 @@ fn names(path: &Path, fd: &OwnedFd) -> bool {
 }
 
 /// Makes `dir/inside` (and the directories above it) to mount on: a
-/// directory or an empty file.
+/// directory or an empty file. Returns its path.
 fn mount_point(
     dir: &Path,
     inside: &Path,
     is_dir: bool,
     owner: Option<(u32, u32)>,
-) -> io::Result<()> {
+) -> io::Result<PathBuf> {
     let target = dir.join(inside);
     let parent = if is_dir {
         target.as_path()
@@ -237,7 +225,7 @@ fn mount_point(
             std::os::unix::fs::chown(path, Some(uid), Some(gid))?;
         }
     }
-    Ok(())
+    Ok(target)
 }
 
 #[cfg(test)]
@@ -282,5 +270,12 @@ mod tests {
         let inside = host.path().strip_prefix("/tmp").unwrap();
         assert!(private.tmp.join(inside).join("work").is_dir());
         assert!(private.tmp.join(inside).join("bundle.pem").is_file());
+        assert_eq!(
+            planned.mount_points,
+            vec![
+                private.tmp.join(inside).join("bundle.pem"),
+                private.tmp.join(inside).join("work")
+            ]
+        );
     }
 }
