@@ -79,6 +79,16 @@ struct Start {
     tmp: Option<TmpAhead>,
 }
 
+/// What a launcher mounted in its copy of the host's mounts, ahead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InCopy {
+    Nothing,
+    /// The private `/tmp` it was given (`Start::tmp`).
+    Tmp,
+    /// Part of that `/tmp`: a bind failed, so the copy is never used.
+    Spoiled,
+}
+
 /// What a launcher holds of the host's mounts when its command starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum MountCopy {
@@ -107,10 +117,7 @@ pub(crate) struct Launcher {
     mount_table: Option<OwnedFd>,
     /// The copy, held from when it was made (where the kernel can name it).
     mount_copy: Option<OwnedFd>,
-    /// What it mounted in the copy: `start.tmp`, or a bind of it that
-    /// failed part way (then the copy is never used).
-    tmp_mounted: bool,
-    spoiled: bool,
+    in_copy: InCopy,
     go: (OwnedFd, OwnedFd),
     answer: (OwnedFd, OwnedFd),
     /// What it reads and the stack it runs on, held until it has exec'd
@@ -263,8 +270,7 @@ impl Launcher {
             pidfd,
             mount_table,
             mount_copy: None,
-            tmp_mounted: false,
-            spoiled: false,
+            in_copy: InCopy::Nothing,
             go,
             answer,
             start,
@@ -279,8 +285,11 @@ impl Launcher {
             answer @ (PLACED_IN_COPY | PLACED_WITH_TMP | PLACED_IN_SPOILED_COPY) => {
                 launcher.mount_copy =
                     namespace_of(launcher.pidfd.as_fd(), libc::PIDFD_GET_MNT_NAMESPACE);
-                launcher.tmp_mounted = answer == PLACED_WITH_TMP;
-                launcher.spoiled = answer == PLACED_IN_SPOILED_COPY;
+                launcher.in_copy = match answer {
+                    PLACED_WITH_TMP => InCopy::Tmp,
+                    PLACED_IN_SPOILED_COPY => InCopy::Spoiled,
+                    _ => InCopy::Nothing,
+                };
                 Ok(launcher)
             }
             _ => Err(SandboxError::os(
@@ -311,12 +320,12 @@ impl Launcher {
         let Some(table) = &self.mount_table else {
             return MountCopy::None;
         };
-        let tmp_fits = match (self.tmp_mounted, &self.start.tmp, tmp) {
-            (false, _, _) => true,
-            (true, Some(ahead), Some(plan)) => ahead.serves(plan),
-            (true, _, _) => false,
+        let fits = match (self.in_copy, tmp) {
+            (InCopy::Nothing, _) => true,
+            (InCopy::Tmp, Some(plan)) => self.start.tmp.as_ref().is_some_and(|a| a.serves(plan)),
+            (InCopy::Tmp, None) | (InCopy::Spoiled, _) => false,
         };
-        if self.spoiled || !tmp_fits {
+        if !fits {
             return MountCopy::Stale;
         }
         let mut pfd = libc::pollfd {
@@ -330,7 +339,7 @@ impl Launcher {
             MountCopy::Stale
         } else {
             MountCopy::Current {
-                tmp_mounted: self.tmp_mounted,
+                tmp_mounted: self.in_copy == InCopy::Tmp,
             }
         }
     }

@@ -14,6 +14,9 @@
 //! namespace) and makes the rest; else it makes its own. A spare is used once,
 //! exactly as a freshly made one would be, so a command gets the same rules
 //! either way; the command's write grants are added after it is taken.
+//! The spare's launcher also mounts the private `/tmp` of the command that
+//! wanted it, which a next command takes only if it is exactly its own
+//! (see `launcher`).
 //!
 //! Off by default: a process that turns spares on removes the last one with
 //! [`discard_spare`] before it ends (the guardian sweeps its cgroup if it
